@@ -1,0 +1,52 @@
+#include "array_source.hpp"
+
+#include <filesystem>
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/npy.hpp>
+#include <regatta/core/io/npz.hpp>
+#include <regatta/core/io/safetensors.hpp>
+
+namespace regatta::cli {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_container(const std::string& path) { return ends_with(path, ".npz") || ends_with(path, ".safetensors"); }
+
+}  // namespace
+
+std::map<std::string, io::Array> load_arrays(const std::string& path) {
+  if (ends_with(path, ".npy")) return {{std::filesystem::path(path).stem().string(), io::read_npy(path)}};
+  if (ends_with(path, ".npz")) return io::read_npz(path);
+  if (ends_with(path, ".safetensors")) return io::read_safetensors(path);
+  throw InputError(path, "unknown file type (expected .npy, .npz or .safetensors)");
+}
+
+io::Array load_array(const std::string& spec) {
+  std::string path = spec, name;
+  const auto colon = spec.rfind(':');
+  if (colon != std::string::npos && is_container(spec.substr(0, colon))) {
+    path = spec.substr(0, colon);
+    name = spec.substr(colon + 1);
+  }
+  auto arrays = load_arrays(path);
+  if (name.empty()) {
+    if (arrays.size() == 1) return std::move(arrays.begin()->second);
+    std::string names;
+    for (const auto& [k, v] : arrays) names += (names.empty() ? "" : ", ") + k;
+    throw InputError(path, "holds " + std::to_string(arrays.size()) + " arrays; name one as " + path +
+                               ":NAME (arrays: " + names + ")");
+  }
+  const auto it = arrays.find(name);
+  if (it == arrays.end()) {
+    std::string names;
+    for (const auto& [k, v] : arrays) names += (names.empty() ? "" : ", ") + k;
+    throw InputError(path, "has no array '" + name + "' (arrays: " + names + ")");
+  }
+  return std::move(it->second);
+}
+
+}  // namespace regatta::cli

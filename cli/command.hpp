@@ -1,0 +1,19 @@
+#pragma once
+// What every subcommand file provides, and the exit-code contract of the `regatta` executable.
+#include <CLI/CLI.hpp>
+
+namespace regatta::cli {
+
+/// Exit codes (design.md, "The command line").
+enum ExitCode : int {
+  exit_ok = 0,              ///< success
+  exit_check_failed = 1,    ///< the program ran, and a claim or check it was asked about failed
+  exit_bad_input = 2,       ///< bad input or usage (one line on stderr)
+  exit_internal_error = 3,  ///< a bug or an exhausted resource: please report it
+};
+
+/// Each subcommand registers itself on the root app; its callback stores the exit code in `result`.
+void add_inspect_command(CLI::App& app, int& result);
+void add_norm_command(CLI::App& app, int& result);
+
+}  // namespace regatta::cli

@@ -1,0 +1,42 @@
+// regatta — REGularity of ATTention Analysis. Entry point: parses the command line with CLI11, dispatches to
+// one subcommand, and turns every failure into one line on stderr with the documented exit code.
+#include <iostream>
+#include <new>
+
+#include "command.hpp"
+#include <regatta/core/error.hpp>
+
+int main(int argc, char** argv) {
+  using namespace regatta::cli;
+  CLI::App app{"regatta: REGularity of ATTention Analysis.\n"
+               "Every number printed says whether it is an estimate or certified.\n"
+               "Exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 internal error."};
+  app.name("regatta");
+  app.set_version_flag("--version", std::string("regatta ") + REGATTA_VERSION);
+  app.require_subcommand(1);
+  int result = exit_ok;
+  add_inspect_command(app, result);
+  add_norm_command(app, result);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "regatta: " << e.what() << " (run 'regatta --help')\n";
+    return exit_bad_input;
+  } catch (const regatta::InputError& e) {
+    std::cerr << "regatta: " << e.what() << "\n";
+    return exit_bad_input;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "regatta: out of memory\n";
+    return exit_internal_error;
+  } catch (const std::exception& e) {
+    std::cerr << "regatta: internal error: " << e.what() << "\n";
+    return exit_internal_error;
+  }
+  return result;
+}

@@ -1,0 +1,25 @@
+#pragma once
+// Whole-file reads with a size limit, and writes that never leave a half-written file.
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+namespace regatta::io {
+
+/// Files larger than this are refused before anything is allocated for them (16 GiB).
+inline constexpr std::size_t default_max_file_bytes = 16ull << 30;
+
+/// The complete contents of the regular file `path`. Throws InputError naming the path when it does not
+/// exist, is a directory or otherwise not a regular file, cannot be opened or read, or holds more than
+/// `max_bytes` bytes (checked while reading, so a file that grows meanwhile is still bounded).
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& path,
+                                       std::size_t max_bytes = default_max_file_bytes);
+
+/// Replaces (or creates) `path` with exactly `bytes`: writes a temporary file in the same directory, flushes
+/// it to disk and renames it over `path`, so readers see either the old file or the complete new one, never
+/// a partial write. A new file gets mode 0644; an existing file keeps its mode. Throws InputError naming the
+/// path on any failure, after removing the temporary file.
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+
+}  // namespace regatta::io

@@ -1,0 +1,31 @@
+#pragma once
+// NumPy .npz archives (np.savez, np.savez_compressed): a zip file whose members are .npy files.
+//
+// Members may be stored or deflate-compressed. Array names are member names without the ".npy" suffix
+// (np.savez(f, W=...) stores "W.npy"). Each member is parsed with parse_npy, with source "file.npz:name".
+// The archive is rejected with InputError (one line, naming the file and the problem) when it is not a zip
+// file or is corrupt (including CRC mismatches), a member is not an .npy file, a member's uncompressed size
+// exceeds `max_member_bytes`, the bytes decompressed differ from the size the archive records, two members
+// have the same name, or it contains no arrays. Buffers grow with the bytes actually decompressed; a
+// recorded size is never trusted for allocation.
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <regatta/core/io/array.hpp>
+#include <regatta/core/io/file_bytes.hpp>
+
+namespace regatta::io {
+
+/// Every array in the archive, by name.
+std::map<std::string, Array> read_npz(const std::filesystem::path& path,
+                                      std::size_t max_member_bytes = default_max_file_bytes);
+
+/// The array called `name` (without ".npy"). The archive's member list is validated as for read_npz but
+/// only this member is decompressed. When it is missing, the InputError lists the names available.
+Array read_npz_member(const std::filesystem::path& path, std::string_view name,
+                      std::size_t max_member_bytes = default_max_file_bytes);
+
+}  // namespace regatta::io

@@ -1,0 +1,244 @@
+#include <regatta/core/io/safetensors.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/detail/bytes.hpp>
+#include <regatta/core/io/detail/decode.hpp>
+#include <regatta/core/io/file_bytes.hpp>
+
+namespace regatta::io {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view supported = "only F64, F32, F16 and BF16 tensors can be read";
+
+struct TensorEntry {
+  std::string name;
+  std::string label;  // "tensor 'name'" for messages
+  DType dtype = DType::f64;
+  std::vector<std::size_t> shape;
+  std::size_t count = 0;
+  std::size_t begin = 0, end = 0;
+};
+
+std::string_view safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return "F16";
+    case DType::bf16:
+      return "BF16";
+    case DType::f32:
+      return "F32";
+    case DType::f64:
+      return "F64";
+  }
+  return "?";
+}
+
+std::string offsets_repr(std::size_t begin, std::size_t end) {
+  return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+}
+
+/// Parses the header JSON; rejects syntax errors, invalid UTF-8 and duplicate tensor names.
+json parse_header_json(std::string_view text, const std::string& source) {
+  if (text.empty() || text.front() != '{') throw InputError(source, "header is not a JSON object");
+  std::set<std::string> names;
+  std::string duplicate;
+  // The callback sees each key of the top-level object (depth 1) before its value.
+  auto detect_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
+        duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(text.begin(), text.end(), detect_duplicates);
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    if (const auto bracket = what.find("] ");
+        what.starts_with("[json.exception") && bracket != std::string::npos)
+      what.erase(0, bracket + 2);
+    throw InputError(source, "header is not valid JSON: " + detail::printable(what));
+  }
+  if (!header.is_object()) throw InputError(source, "header is not a JSON object");
+  if (!duplicate.empty())
+    throw InputError(source, "header names tensor '" + detail::printable(duplicate) + "' twice");
+  return header;
+}
+
+TensorEntry parse_entry(const std::string& name, const json& info, std::size_t buffer_size,
+                        const std::string& source) {
+  TensorEntry t;
+  t.name = name;
+  t.label = "tensor '" + detail::printable(name) + "'";
+  auto fail = [&](const std::string& problem) -> InputError {
+    return InputError(source, t.label + " " + problem);
+  };
+  if (!info.is_object()) throw fail("is described by " + std::string(info.type_name()) + ", not an object");
+
+  const auto dtype = info.find("dtype");
+  if (dtype == info.end() || !dtype->is_string()) throw fail("has no string 'dtype'");
+  const auto& d = dtype->get_ref<const std::string&>();
+  if (d == "F64")
+    t.dtype = DType::f64;
+  else if (d == "F32")
+    t.dtype = DType::f32;
+  else if (d == "F16")
+    t.dtype = DType::f16;
+  else if (d == "BF16")
+    t.dtype = DType::bf16;
+  else
+    throw fail("has dtype " + detail::printable(d, 40) + ", which is not supported; " +
+               std::string(supported));
+
+  static_assert(sizeof(std::size_t) == sizeof(std::uint64_t));
+  auto unsigned_value = [&](const json& value, const std::string& field) -> std::size_t {
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (value.is_number_integer()) throw fail("has negative value " + value.dump() + " in '" + field + "'");
+    throw fail("has '" + field + "' holding " + detail::printable(value.dump(), 60) +
+               ", not a non-negative integer");
+  };
+  const auto shape = info.find("shape");
+  if (shape == info.end() || !shape->is_array()) throw fail("has no array 'shape'");
+  for (const json& dim : *shape) t.shape.push_back(unsigned_value(dim, "shape"));
+  const auto offsets = info.find("data_offsets");
+  if (offsets == info.end() || !offsets->is_array() || offsets->size() != 2)
+    throw fail("has no 'data_offsets' pair [begin, end]");
+  t.begin = unsigned_value((*offsets)[0], "data_offsets");
+  t.end = unsigned_value((*offsets)[1], "data_offsets");
+
+  if (t.end < t.begin)
+    throw fail("has data_offsets " + offsets_repr(t.begin, t.end) + " with end before begin");
+  if (t.end > buffer_size)
+    throw fail("has data_offsets " + offsets_repr(t.begin, t.end) + " outside the data buffer of " +
+               std::to_string(buffer_size) + " bytes");
+  const auto count = detail::checked_product(t.shape);
+  const auto needed = count ? detail::checked_mul(*count, dtype_size(t.dtype)) : std::nullopt;
+  if (!needed) throw fail("has shape " + shape_repr(t.shape) + " whose byte count overflows");
+  if (*needed != t.end - t.begin)
+    throw fail("has shape " + shape_repr(t.shape) + " of " + d + ", which needs " + std::to_string(*needed) +
+               " bytes, but data_offsets " + offsets_repr(t.begin, t.end) + " span " +
+               std::to_string(t.end - t.begin));
+  t.count = *count;
+  return t;
+}
+
+void check_metadata(const json& metadata, const std::string& source) {
+  bool ok = metadata.is_object();
+  if (ok)
+    for (const auto& [key, value] : metadata.items()) ok = ok && value.is_string();
+  if (!ok) throw InputError(source, "'__metadata__' must be an object mapping strings to strings");
+}
+
+/// The tensors must tile [0, buffer_size) exactly, as the reference implementation requires.
+void check_tiling(std::vector<TensorEntry>& entries, std::size_t buffer_size, const std::string& source) {
+  std::sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
+  std::size_t covered = 0;
+  const TensorEntry* previous = nullptr;
+  for (const TensorEntry& t : entries) {
+    if (t.begin < covered)
+      throw InputError(source, t.label + " (bytes " + offsets_repr(t.begin, t.end) + ") overlaps " +
+                                   previous->label + " (bytes " +
+                                   offsets_repr(previous->begin, previous->end) + ")");
+    if (t.begin > covered)
+      throw InputError(source, "bytes [" + std::to_string(covered) + ", " + std::to_string(t.begin) +
+                                   ") of the data buffer belong to no tensor");
+    covered = t.end;
+    previous = &t;
+  }
+  if (covered != buffer_size)
+    throw InputError(source, "bytes [" + std::to_string(covered) + ", " + std::to_string(buffer_size) +
+                                 ") of the data buffer belong to no tensor");
+}
+
+}  // namespace
+
+std::map<std::string, Array> parse_safetensors(std::span<const std::byte> bytes,
+                                               std::string_view source_view) {
+  const std::string source(source_view);
+  if (bytes.size() < 8)
+    throw InputError(source, "file is " + std::to_string(bytes.size()) +
+                                 " bytes, too short for a safetensors header (8-byte length, then JSON)");
+  const std::uint64_t header_length = detail::load_le<std::uint64_t>(bytes, 0);
+  if (header_length > safetensors_max_header_bytes)
+    throw InputError(source, "header length " + std::to_string(header_length) + " exceeds the limit of " +
+                                 std::to_string(safetensors_max_header_bytes) + " bytes");
+  if (header_length > bytes.size() - 8)
+    throw InputError(source, "header length " + std::to_string(header_length) + " exceeds the " +
+                                 std::to_string(bytes.size() - 8) + " bytes that follow it");
+  const json header =
+      parse_header_json(detail::as_chars(bytes.subspan(8, static_cast<std::size_t>(header_length))), source);
+  const auto buffer = bytes.subspan(8 + static_cast<std::size_t>(header_length));
+
+  std::vector<TensorEntry> entries;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__")
+      check_metadata(info, source);
+    else
+      entries.push_back(parse_entry(name, info, buffer.size(), source));
+  }
+  check_tiling(entries, buffer.size(), source);
+
+  std::map<std::string, Array> arrays;
+  for (const TensorEntry& t : entries) {
+    Array a;
+    a.shape = t.shape;
+    a.source_dtype = t.dtype;
+    a.source = source + ":" + detail::printable(t.name);
+    a.data = detail::decode_le(buffer.subspan(t.begin, t.end - t.begin), t.dtype, t.count);
+    arrays.emplace(t.name, std::move(a));
+  }
+  return arrays;
+}
+
+std::map<std::string, Array> read_safetensors(const std::filesystem::path& path) {
+  return parse_safetensors(read_file_bytes(path), detail::printable(path.string(), 4096));
+}
+
+std::vector<std::byte> encode_safetensors(const std::map<std::string, Array>& arrays, DType as) {
+  if (as != DType::f32 && as != DType::f64)
+    throw InputError("safetensors", "cannot write " + std::string(dtype_name(as)) + " (F32 or F64 only)");
+  json header = json::object();
+  std::size_t offset = 0;
+  for (const auto& [name, a] : arrays) {
+    if (name == "__metadata__") throw InputError("safetensors", "'__metadata__' cannot name a tensor");
+    const std::size_t bytes = a.data.size() * dtype_size(as);
+    header[name] = {{"dtype", safetensors_dtype_name(as)},
+                    {"shape", a.shape},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const json::exception& e) {
+    throw InputError("safetensors", "tensor names must be valid UTF-8");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data buffer starts 8-byte aligned
+
+  std::vector<std::byte> out;
+  out.reserve(8 + text.size() + offset);
+  detail::store_le(out, static_cast<std::uint64_t>(text.size()));
+  for (char c : text) out.push_back(static_cast<std::byte>(c));
+  for (const auto& [name, a] : arrays) detail::encode_le(a.data, as, out);
+  return out;
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::map<std::string, Array>& arrays,
+                       DType as) {
+  write_file_atomic(path, encode_safetensors(arrays, as));
+}
+
+}  // namespace regatta::io

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds regatta in build/ (Release). Extra arguments are passed to CMake's configure step.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${REGATTA_BUILD_DIR:-$root/build}
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
+else
+  cmake -S "$root" -B "$build" "$@" >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)"

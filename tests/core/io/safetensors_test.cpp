@@ -1,0 +1,153 @@
+// safetensors: round trips through our writer, the exact float16/bfloat16 conversions (against values
+// computed by hand from the IEEE formats), and files written by tests/data/make_io_fixtures.py.
+#include <regatta/core/io/safetensors.hpp>
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/detail/half.hpp>
+
+#include "test_files.hpp"
+
+namespace regatta::io {
+namespace {
+
+using detail::bfloat16_to_double;
+using detail::half_to_double;
+using test::arange;
+using test::valid_file;
+
+Array make(std::vector<std::size_t> shape, std::vector<double> data) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = std::move(data);
+  return a;
+}
+
+TEST(ioHalf, ExactValuesOfIeeeBinary16) {
+  EXPECT_EQ(half_to_double(0x3C00), 1.0);
+  EXPECT_EQ(half_to_double(0x0001), std::ldexp(1.0, -24));         // smallest subnormal
+  EXPECT_EQ(half_to_double(0x03FF), 1023 * std::ldexp(1.0, -24));  // largest subnormal
+  EXPECT_EQ(half_to_double(0x0400), std::ldexp(1.0, -14));         // smallest normal
+  EXPECT_EQ(half_to_double(0x7BFF), 65504.0);                      // largest finite
+  EXPECT_EQ(half_to_double(0xC000), -2.0);
+  EXPECT_EQ(half_to_double(0x3555), 1365.0 / 4096.0);  // float16(1/3)
+  EXPECT_EQ(half_to_double(0x7C00), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(half_to_double(0xFC00), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(half_to_double(0x7E00)));
+  EXPECT_TRUE(std::isnan(half_to_double(0x7C01)));
+  EXPECT_TRUE(std::signbit(half_to_double(0x8000)));
+  EXPECT_EQ(half_to_double(0x8000), 0.0);
+}
+
+TEST(ioHalf, EveryBinary16ValueAgreesWithTheFormula) {
+  // (-1)^s * 2^(e-15) * (1 + m/1024) for normals, (-1)^s * 2^-14 * m/1024 for subnormals.
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const unsigned e = (bits >> 10) & 31, m = bits & 1023;
+    if (e == 31) continue;
+    const double magnitude = e == 0 ? std::ldexp(m / 1024.0, -14) : std::ldexp(1.0 + m / 1024.0, int(e) - 15);
+    ASSERT_EQ(half_to_double(static_cast<std::uint16_t>(bits)), (bits & 0x8000) ? -magnitude : magnitude)
+        << bits;
+  }
+}
+
+TEST(ioHalf, ExactValuesOfBfloat16) {
+  EXPECT_EQ(bfloat16_to_double(0x3F80), 1.0);
+  EXPECT_EQ(bfloat16_to_double(0xC040), -3.0);
+  EXPECT_EQ(bfloat16_to_double(0x0001), std::ldexp(1.0, -133));   // float32 subnormal 2^-149 * 2^16
+  EXPECT_EQ(bfloat16_to_double(0x7F7F), std::ldexp(255.0, 120));  // largest finite: (2 - 2^-7) * 2^127
+  EXPECT_EQ(bfloat16_to_double(0x7F80), std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(bfloat16_to_double(0x7FC0)));
+}
+
+TEST(ioSafetensors, RoundTripFloat64AndFloat32) {
+  std::map<std::string, Array> arrays{{"W", make({2, 3}, {0.1, -2, 3, 4, 5, 1e300})},
+                                      {"b", make({3}, arange(3))},
+                                      {"s", make({}, {7.25})},
+                                      {"z", make({0, 5}, {})}};
+  const auto back = parse_safetensors(encode_safetensors(arrays), "mem.safetensors");
+  ASSERT_EQ(back.size(), arrays.size());
+  for (const auto& [name, a] : arrays) {
+    EXPECT_EQ(back.at(name).shape, a.shape) << name;
+    EXPECT_EQ(back.at(name).data, a.data) << name;
+    EXPECT_EQ(back.at(name).source, "mem.safetensors:" + name);
+  }
+  const auto f32 = parse_safetensors(encode_safetensors(arrays, DType::f32), "mem.safetensors");
+  EXPECT_EQ(f32.at("W").source_dtype, DType::f32);
+  EXPECT_EQ(f32.at("W").data[0], static_cast<double>(0.1f));
+  EXPECT_TRUE(std::isinf(f32.at("W").data[5]));  // 1e300 overflows float32
+}
+
+TEST(ioSafetensors, HeaderIsPaddedToEightBytes) {
+  const auto bytes = encode_safetensors({{"a", make({1}, {1.0})}});
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = n << 8 | std::to_integer<std::uint64_t>(bytes[static_cast<std::size_t>(i)]);
+  EXPECT_EQ(n % 8, 0u);
+  EXPECT_EQ(bytes.size(), 8 + n + 8);
+}
+
+TEST(ioSafetensors, WriteThenRead) {
+  test::ScratchDir dir;
+  write_safetensors(dir / "t.safetensors", {{"x", make({2}, {1, 2})}});
+  EXPECT_EQ(read_safetensors(dir / "t.safetensors").at("x").data, (std::vector<double>{1, 2}));
+  EXPECT_THROW(encode_safetensors({{"x", make({1}, {1})}}, DType::bf16), InputError);
+  EXPECT_THROW(encode_safetensors({{"__metadata__", make({1}, {1})}}), InputError);
+}
+
+TEST(ioSafetensors, ReadsGeneratorFileWithEveryDtype) {
+  const auto arrays = read_safetensors(valid_file("mixed.safetensors"));
+  ASSERT_EQ(arrays.size(), 4u);  // __metadata__ is skipped
+  EXPECT_EQ(arrays.at("W").shape, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(arrays.at("W").data, arange(6));
+  EXPECT_EQ(arrays.at("b").data, arange(3));
+  EXPECT_EQ(arrays.at("b").source_dtype, DType::f32);
+  // F16 bits 0x3C00 0x0001 0x7BFF 0xC000 0x0400 0x8000.
+  const Array& h = arrays.at("h");
+  EXPECT_EQ(h.source_dtype, DType::f16);
+  EXPECT_EQ(h.shape, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(h.data,
+            (std::vector<double>{1.0, std::ldexp(1.0, -24), 65504.0, -2.0, std::ldexp(1.0, -14), -0.0}));
+  EXPECT_TRUE(std::signbit(h.data[5]));
+  // BF16 bits 0x3F80 0xC040 0x0001.
+  EXPECT_EQ(arrays.at("g").data, (std::vector<double>{1.0, -3.0, std::ldexp(1.0, -133)}));
+  EXPECT_EQ(arrays.at("g").source_dtype, DType::bf16);
+}
+
+TEST(ioSafetensors, ZeroSizeAndScalarTensors) {
+  const auto arrays = read_safetensors(valid_file("edge_shapes.safetensors"));
+  EXPECT_EQ(arrays.at("empty").shape, (std::vector<std::size_t>{0, 4}));
+  EXPECT_TRUE(arrays.at("empty").data.empty());
+  EXPECT_TRUE(arrays.at("scalar").shape.empty());
+  EXPECT_EQ(arrays.at("scalar").data, std::vector<double>{2.5});
+}
+
+TEST(ioSafetensors, MessagesNameTensorAndProblem) {
+  auto error_of = [](const std::string& name) -> std::string {
+    try {
+      read_safetensors(test::data_dir() / "malformed" / name);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error_of("dtype_i64.safetensors").find("tensor 'W' has dtype I64, which is not supported"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("offsets_shape_mismatch.safetensors").find("needs 32 bytes, but data_offsets [0, 48] span 48"),
+      std::string::npos);
+  EXPECT_NE(error_of("overlapping.safetensors").find("tensor 'B' (bytes [16, 48]) overlaps tensor 'A'"),
+            std::string::npos);
+  EXPECT_NE(error_of("hole.safetensors").find("bytes [16, 32) of the data buffer belong to no tensor"),
+            std::string::npos);
+  EXPECT_NE(error_of("duplicate_tensor.safetensors").find("names tensor 'W' twice"), std::string::npos);
+  EXPECT_NE(error_of("dtype_newline_name.safetensors").find("tensor 'a\\x0ab'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace regatta::io
