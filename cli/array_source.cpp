@@ -14,7 +14,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool is_container(const std::string& path) { return ends_with(path, ".npz") || ends_with(path, ".safetensors"); }
+bool is_container(const std::string& path) {
+  return ends_with(path, ".npz") || ends_with(path, ".safetensors");
+}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #pragma once
-// Loading arrays named on the command line: "data.npy", "weights.npz:W", "model.safetensors:layer.0.q.weight".
-// A container file (.npz, .safetensors) with exactly one array may omit the name.
+// Loading arrays named on the command line: "data.npy", "weights.npz:W",
+// "model.safetensors:layer.0.q.weight". A container file (.npz, .safetensors) with exactly one array may omit
+// the name.
 #include <map>
 #include <string>
 

@@ -3,14 +3,15 @@
 #include <iostream>
 #include <new>
 
-#include "command.hpp"
 #include <regatta/core/error.hpp>
+#include "command.hpp"
 
 int main(int argc, char** argv) {
   using namespace regatta::cli;
-  CLI::App app{"regatta: REGularity of ATTention Analysis.\n"
-               "Every number printed says whether it is an estimate or certified.\n"
-               "Exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 internal error."};
+  CLI::App app{
+      "regatta: REGularity of ATTention Analysis.\n"
+      "Every number printed says whether it is an estimate or certified.\n"
+      "Exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 internal error."};
   app.name("regatta");
   app.set_version_flag("--version", std::string("regatta ") + REGATTA_VERSION);
   app.require_subcommand(1);

@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "array_source.hpp"
-#include "command.hpp"
-#include "spec.hpp"
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/core/spectral_norm.hpp>
+#include "array_source.hpp"
+#include "command.hpp"
+#include "spec.hpp"
 
 namespace regatta::cli {
 
@@ -76,8 +76,9 @@ void run(const NormArgs& args, int& result) {
     source = describe(r);
   } else {
     const io::Array a = load_array(args.matrix);
-    if (a.shape.size() != 2) throw InputError(a.source, "expected a 2-D matrix, got " +
-                                                            std::to_string(a.shape.size()) + " dimensions");
+    if (a.shape.size() != 2)
+      throw InputError(a.source,
+                       "expected a 2-D matrix, got " + std::to_string(a.shape.size()) + " dimensions");
     io::require_finite(a);
     m = a.matrix();
     check_nonempty(a.source, m.size());
@@ -120,13 +121,14 @@ void run(const NormArgs& args, int& result) {
               << "estimate          " << power.estimate << "   [estimate: power iteration from below, "
               << power.iterations << " iterations" << (power.converged ? ", converged" : ", NOT converged")
               << "]\n"
-              << "certified lower   " << bound.lower << "   [certified: interval ‖Mv‖/‖v‖ at the power vector]\n"
+              << "certified lower   " << bound.lower
+              << "   [certified: interval ‖Mv‖/‖v‖ at the power vector]\n"
               << "certified upper   " << bound.upper << "   [certified: " << bound.method
               << (cholesky_allowed ? "" : ", Cholesky skipped: min(rows, cols) > --cholesky-limit") << "]\n"
               << std::setprecision(3) << "relative width    " << relative_width
               << "   (upper - lower) / lower\n"
-              << std::setprecision(17) << "cheap upper       " << cheap_bound.upper << "   [certified: "
-              << cheap_bound.method << ", for comparison]\n";
+              << std::setprecision(17) << "cheap upper       " << cheap_bound.upper
+              << "   [certified: " << cheap_bound.method << ", for comparison]\n";
   }
   result = exit_ok;
 }
@@ -136,9 +138,11 @@ void run(const NormArgs& args, int& result) {
 void add_norm_command(CLI::App& app, int& result) {
   auto args = std::make_shared<NormArgs>();
   auto* cmd = app.add_subcommand("norm", "Spectral norm of a matrix: estimate and certified bracket");
-  cmd->add_option("matrix", args->matrix, "Matrix file: FILE.npy, FILE.npz[:NAME] or FILE.safetensors[:NAME]");
-  cmd->add_option("--random", args->random,
-                  "Built-in random matrix: ROWSxCOLS[,kind=gaussian|lowrank|illcond][,rank=R][,cond=C][,seed=S]");
+  cmd->add_option("matrix", args->matrix,
+                  "Matrix file: FILE.npy, FILE.npz[:NAME] or FILE.safetensors[:NAME]");
+  cmd->add_option(
+      "--random", args->random,
+      "Built-in random matrix: ROWSxCOLS[,kind=gaussian|lowrank|illcond][,rank=R][,cond=C][,seed=S]");
   cmd->add_option("--precision", args->precision, "Bits of the interval Gram matrix and Cholesky (>= 53)")
       ->check(CLI::Range(53u, 4096u));
   cmd->add_option("--cholesky-limit", args->cholesky_limit,

@@ -92,7 +92,8 @@ std::pair<long long, long long> parse_dimensions(const std::string& option, cons
   const long long rows = parse_integer(option, "rows", text.substr(0, x));
   const long long cols = parse_integer(option, "cols", text.substr(x + 1));
   if (rows < 1 || cols < 1 || rows > max_dim || cols > max_dim)
-    throw InputError(option, "dimensions must lie in [1, " + std::to_string(max_dim) + "], got '" + text + "'");
+    throw InputError(option,
+                     "dimensions must lie in [1, " + std::to_string(max_dim) + "], got '" + text + "'");
   return {rows, cols};
 }
 

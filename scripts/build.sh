@@ -8,6 +8,6 @@ if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
 else
-  cmake -S "$root" -B "$build" "$@" >/dev/null
+  cmake -S "$root" -B "$build" "$@" >/dev/null  # reuse the build directory, updating the given options
 fi
 cmake --build "$build" -j "$(nproc)"

@@ -7,9 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libeigen3-dev libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   libcli11-dev nlohmann-json3-dev libzip-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
 )
-if [[ "${REGATTA_WITH_BENCHMARKS:-0}" == 1 ]]; then packages+=(libbenchmark-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

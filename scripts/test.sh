@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# The README's second command: install what is missing, build with tests, run every test (ctest), then
-# install into a scratch prefix and build the consumer project under tests/buildsystem/ against it.
+# The README's second command: install what is missing, build with tests (and benchmarks, so that they keep
+# compiling), run every test with ctest, install into a scratch prefix and build the consumer project under
+# tests/buildsystem/ against it, then rebuild and rerun the whole suite under AddressSanitizer + UBSan.
+# REGATTA_SKIP_SANITIZE=1 skips the sanitizer pass (it roughly doubles the time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${REGATTA_BUILD_DIR:-$root/build}
+jobs=$(nproc)
 "$root/scripts/install-deps.sh"
-REGATTA_BUILD_DIR=$build "$root/scripts/build.sh" -DREGATTA_BUILD_TESTS=ON
-(cd "$build" && ctest --output-on-failure -j "$(nproc)")
 
+echo "== build and test ($build) =="
+REGATTA_BUILD_DIR=$build "$root/scripts/build.sh" -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=ON
+(cd "$build" && ctest --output-on-failure -j "$jobs")
+
+echo "== consumer project against the installed package =="
 prefix=$(mktemp -d)
 consumer=$(mktemp -d)
 trap 'rm -rf "$prefix" "$consumer"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S "$root/tests/buildsystem" -B "$consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$consumer" -j "$(nproc)" >/dev/null
+cmake --build "$consumer" -j "$jobs" >/dev/null
 "$consumer/regatta_consumer"
-echo "consumer project: built against the installed package and ran"
+
+if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
+  echo "== the same suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
+  REGATTA_BUILD_DIR="$build-sanitize" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF
+  (cd "$build-sanitize" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$jobs")
+fi
+echo "all tests passed"

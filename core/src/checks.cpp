@@ -24,14 +24,14 @@ void check_shape(std::string_view name, Eigen::Index rows, Eigen::Index cols, Ei
 
 void check_rows(std::string_view name, Eigen::Index rows, Eigen::Index expected_rows) {
   if (rows != expected_rows)
-    throw InputError(str(name), "expected " + std::to_string(expected_rows) + " rows, got " +
-                                    std::to_string(rows));
+    throw InputError(str(name),
+                     "expected " + std::to_string(expected_rows) + " rows, got " + std::to_string(rows));
 }
 
 void check_cols(std::string_view name, Eigen::Index cols, Eigen::Index expected_cols) {
   if (cols != expected_cols)
-    throw InputError(str(name), "expected " + std::to_string(expected_cols) + " columns, got " +
-                                    std::to_string(cols));
+    throw InputError(str(name),
+                     "expected " + std::to_string(expected_cols) + " columns, got " + std::to_string(cols));
 }
 
 void check_nonempty(std::string_view name, Eigen::Index size) {

@@ -29,9 +29,9 @@ S compensated_dot(std::span<const S> a, std::span<const S> b) {
   return acc.value();
 }
 
-#define REGATTA_INSTANTIATE_CSUM(S)                                 \
-  template class CompensatedSum<S>;                                 \
-  template S compensated_sum<S>(std::span<const S>);                \
+#define REGATTA_INSTANTIATE_CSUM(S)                  \
+  template class CompensatedSum<S>;                  \
+  template S compensated_sum<S>(std::span<const S>); \
   template S compensated_dot<S>(std::span<const S>, std::span<const S>);
 REGATTA_FOR_EACH_SCALAR(REGATTA_INSTANTIATE_CSUM)
 #undef REGATTA_INSTANTIATE_CSUM

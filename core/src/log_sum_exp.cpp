@@ -74,17 +74,18 @@ Vector<S> logsumexp_rows(const Matrix<S>& x) {
 template <class S>
 Matrix<S> softmax_rows(const Matrix<S>& x) {
   Matrix<S> out(x.rows(), x.cols());
-  for (Eigen::Index i = 0; i < x.rows(); ++i) out.row(i) = softmax<S>(Vector<S>(x.row(i).transpose())).transpose();
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    out.row(i) = softmax<S>(Vector<S>(x.row(i).transpose())).transpose();
   return out;
 }
 
-#define REGATTA_INSTANTIATE_LSE(S)                               \
-  template struct LogSumExp<S>;                                  \
-  template S logsumexp<S>(std::span<const S>);                   \
-  template S logaddexp<S>(const S&, const S&);                   \
-  template Vector<S> softmax<S>(const Vector<S>&);               \
-  template Vector<S> log_softmax<S>(const Vector<S>&);           \
-  template Vector<S> logsumexp_rows<S>(const Matrix<S>&);        \
+#define REGATTA_INSTANTIATE_LSE(S)                        \
+  template struct LogSumExp<S>;                           \
+  template S logsumexp<S>(std::span<const S>);            \
+  template S logaddexp<S>(const S&, const S&);            \
+  template Vector<S> softmax<S>(const Vector<S>&);        \
+  template Vector<S> log_softmax<S>(const Vector<S>&);    \
+  template Vector<S> logsumexp_rows<S>(const Matrix<S>&); \
   template Matrix<S> softmax_rows<S>(const Matrix<S>&);
 REGATTA_FOR_EACH_SCALAR(REGATTA_INSTANTIATE_LSE)
 #undef REGATTA_INSTANTIATE_LSE

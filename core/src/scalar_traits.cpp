@@ -144,7 +144,8 @@ interval interval_from_mpfr(const mpfr& x) {
   return r;
 }
 mpfr mpfr_highest() {
-  // Largest finite number at the current precision: the successor of +inf's predecessor, i.e. nextbelow(+inf).
+  // Largest finite number at the current precision: the successor of +inf's predecessor, i.e.
+  // nextbelow(+inf).
   mpfr x = scalar_traits<mpfr>::infinity();
   mpfr_nextbelow(x.backend().data());
   return x;

@@ -1,12 +1,12 @@
 // Uses the installed headers and libraries: a stable log-sum-exp, a certified interval enclosure and the
 // precision guard. Exits non-zero when a result is wrong.
 #include <cmath>
+#include <filesystem>
 #include <iostream>
-#include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/io/npy.hpp>
+#include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/spectral_norm.hpp>
-#include <filesystem>
 #include <vector>
 
 int main() {
@@ -38,6 +38,7 @@ int main() {
     std::cerr << "spectral norm bracket [" << b.lower << ", " << b.upper << "] does not pin down 4\n";
     return 1;
   }
-  std::cout << "regatta consumer: logsumexp(700, 700) = " << lse << "; log 2 enclosed in " << enclosure << "\n";
+  std::cout << "regatta consumer: logsumexp(700, 700) = " << lse << "; log 2 enclosed in " << enclosure
+            << "\n";
   return 0;
 }

@@ -10,12 +10,15 @@
 #include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/precision.hpp>
 
+#include "support/scalar_names.hpp"
+
 namespace regatta {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Corner-biased logits: moderate values, huge magnitudes (+-700), exact ties, -inf entries, one dominant entry.
+// Corner-biased logits: moderate values, huge magnitudes (+-700), exact ties, -inf entries, one dominant
+// entry.
 std::vector<double> random_logits(std::mt19937_64& rng, std::size_t n, int family) {
   std::normal_distribution<double> g(0, 1);
   std::vector<double> x(n);
@@ -74,7 +77,7 @@ double tolerance(double result, std::size_t n) {
 template <class S>
 class LseAgainstMpfr : public ::testing::Test {};
 using PointTypes = ::testing::Types<float, double, mpfr>;
-TYPED_TEST_SUITE(LseAgainstMpfr, PointTypes);
+TYPED_TEST_SUITE(LseAgainstMpfr, PointTypes, testing::ScalarNames);
 
 TYPED_TEST(LseAgainstMpfr, StreamedBlockedAndReferenceAgree) {
   using S = TypeParam;

@@ -8,13 +8,15 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
 
+#include "support/scalar_names.hpp"
+
 namespace regatta {
 namespace {
 
 template <class S>
 class ScalarContract : public ::testing::Test {};
 using AllScalars = ::testing::Types<float, double, mpfr, interval>;
-TYPED_TEST_SUITE(ScalarContract, AllScalars);
+TYPED_TEST_SUITE(ScalarContract, AllScalars, testing::ScalarNames);
 
 TYPED_TEST(ScalarContract, NumTraitsLowestIsMinusHighest) {
   using S = TypeParam;
@@ -101,8 +103,8 @@ TEST(PrecisionGuard, AtWorkingPrecisionWidensExactly) {
   PrecisionGuard g(256);
   const mpfr wide = at_working_precision(third);
   EXPECT_GE(wide.precision(), 77u);
-  EXPECT_EQ(wide, third);                  // the value is copied exactly
-  EXPECT_NE(wide * 3, mpfr(1));            // and arithmetic now runs at 256 bits
+  EXPECT_EQ(wide, third);        // the value is copied exactly
+  EXPECT_NE(wide * 3, mpfr(1));  // and arithmetic now runs at 256 bits
 }
 
 TEST(Interval, EndpointsPivotAndWidth) {

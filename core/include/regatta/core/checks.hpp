@@ -70,7 +70,8 @@ void check_normalized(std::string_view name, const Eigen::DenseBase<Derived>& w,
   long double sum = 0;  // weights are nonnegative: the plain sum has relative error <= n eps
   for (Eigen::Index i = 0; i < w.rows(); ++i)
     for (Eigen::Index j = 0; j < w.cols(); ++j) sum += scalar_traits<S>::to_double(w(i, j));
-  if (!(std::abs(static_cast<double>(sum) - 1.0) <= tolerance)) detail::fail_sum(name, double(sum), tolerance);
+  if (!(std::abs(static_cast<double>(sum) - 1.0) <= tolerance))
+    detail::fail_sum(name, double(sum), tolerance);
 }
 
 }  // namespace regatta

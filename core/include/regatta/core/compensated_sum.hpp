@@ -59,9 +59,9 @@ S compensated_sum(std::span<const S> x);
 template <class S>
 S compensated_dot(std::span<const S> a, std::span<const S> b);
 
-#define REGATTA_DECLARE_CSUM(S)                                            \
-  extern template class CompensatedSum<S>;                                 \
-  extern template S compensated_sum<S>(std::span<const S>);                \
+#define REGATTA_DECLARE_CSUM(S)                             \
+  extern template class CompensatedSum<S>;                  \
+  extern template S compensated_sum<S>(std::span<const S>); \
   extern template S compensated_dot<S>(std::span<const S>, std::span<const S>);
 REGATTA_FOR_EACH_SCALAR(REGATTA_DECLARE_CSUM)
 #undef REGATTA_DECLARE_CSUM

@@ -3,10 +3,10 @@
 //
 //   scalar_cast<To>(from)    point -> point: rounded to nearest at the target precision.
 //                            point -> interval: an interval enclosing the point value of `from` (exact when
-//                            the source precision fits, otherwise the two neighbouring representable numbers).
-//                            interval -> point: the midpoint, rounded to nearest (an estimate, not certified).
-//                            interval -> interval: exact copy when the precision fits, otherwise widened
-//                            outward.
+//                            the source precision fits, otherwise the two neighbouring representable
+//                            numbers). interval -> point: the midpoint, rounded to nearest (an estimate, not
+//                            certified). interval -> interval: exact copy when the precision fits, otherwise
+//                            widened outward.
 #include <type_traits>
 
 #include <regatta/core/scalar_traits.hpp>

@@ -10,19 +10,23 @@
 // The accumulator type Acc may be wider than the storage type of the terms (e.g. float data, double Acc).
 //
 // Guarantees.
-//  * No overflow: every exponential evaluated is exp(x - shift) with x <= shift, so it lies in [0, 1], and the
+//  * No overflow: every exponential evaluated is exp(x - shift) with x <= shift, so it lies in [0, 1], and
+//  the
 //    rescaled sum lies in [1, n]. Logits of +-700 in double and +-1e300 in mpfr are handled (tested).
-//  * Point types (float, double, mpfr), n finite terms: |finalize() - log sum_k exp(x_k)| <= (|result| + 2n + 2) eps
+//  * Point types (float, double, mpfr), n finite terms: |finalize() - log sum_k exp(x_k)| <= (|result| + 2n +
+//  2) eps
 //    to first order in eps (the rescaled sum lies in [1, n] with relative error <= (n + 1) eps; each
-//    exp(x_k - shift) carries an argument error eps |x_k - shift| that its size e^{-|x_k - shift|} damps to at
-//    most eps / e; the final addition adds eps |result|). Tests compare against MPFR at 256 bits.
+//    exp(x_k - shift) carries an argument error eps |x_k - shift| that its size e^{-|x_k - shift|} damps to
+//    at most eps / e; the final addition adds eps |result|). Tests compare against MPFR at 256 bits.
 //  * interval: the shift is always a *point* (the upper endpoint of the largest term seen); since
 //    log sum exp(x_k) = s + log sum exp(x_k - s) holds exactly for every real s, finalize() is a certified
 //    enclosure of log(sum_k exp(t_k)) for every choice of t_k in the interval x_k.
-//  * Terms equal to -inf contribute nothing (exp(-inf) = 0). If every term is -inf, or nothing was pushed, the
+//  * Terms equal to -inf contribute nothing (exp(-inf) = 0). If every term is -inf, or nothing was pushed,
+//  the
 //    result is -inf: log of an empty sum. softmax() of such a row returns the zero vector (no key carries
 //    mass), which callers detect through its log-sum-exp being -inf.
-//  * A +inf term makes the result +inf (for interval: an interval whose upper end is +inf); a NaN term makes it NaN (inputs are validated upstream with
+//  * A +inf term makes the result +inf (for interval: an interval whose upper end is +inf); a NaN term makes
+//  it NaN (inputs are validated upstream with
 //    check_finite where finiteness is required).
 #include <span>
 #include <type_traits>
@@ -161,13 +165,13 @@ Vector<S> logsumexp_rows(const Matrix<S>& x);
 template <class S>
 Matrix<S> softmax_rows(const Matrix<S>& x);
 
-#define REGATTA_DECLARE_LSE(S)                                          \
-  extern template struct LogSumExp<S>;                                  \
-  extern template S logsumexp<S>(std::span<const S>);                   \
-  extern template S logaddexp<S>(const S&, const S&);                   \
-  extern template Vector<S> softmax<S>(const Vector<S>&);               \
-  extern template Vector<S> log_softmax<S>(const Vector<S>&);           \
-  extern template Vector<S> logsumexp_rows<S>(const Matrix<S>&);        \
+#define REGATTA_DECLARE_LSE(S)                                   \
+  extern template struct LogSumExp<S>;                           \
+  extern template S logsumexp<S>(std::span<const S>);            \
+  extern template S logaddexp<S>(const S&, const S&);            \
+  extern template Vector<S> softmax<S>(const Vector<S>&);        \
+  extern template Vector<S> log_softmax<S>(const Vector<S>&);    \
+  extern template Vector<S> logsumexp_rows<S>(const Matrix<S>&); \
   extern template Matrix<S> softmax_rows<S>(const Matrix<S>&);
 REGATTA_FOR_EACH_SCALAR(REGATTA_DECLARE_LSE)
 #undef REGATTA_DECLARE_LSE

@@ -14,15 +14,16 @@ namespace regatta {
 enum class RandomMatrixKind {
   gaussian,        ///< i.i.d. N(0, 1) entries
   low_rank,        ///< G1 G2 with G1: rows x rank, G2: rank x cols Gaussian (rank-deficient when rank < min)
-  ill_conditioned  ///< U diag(s) V^T, U and V orthonormal (QR of Gaussians), s log-spaced from 1 to 1/condition
+  ill_conditioned  ///< U diag(s) V^T, U and V orthonormal (QR of Gaussians), s log-spaced from 1 to
+                   ///< 1/condition
 };
 
 struct RandomMatrixSpec {
   Eigen::Index rows = 8;
   Eigen::Index cols = 8;
   RandomMatrixKind kind = RandomMatrixKind::gaussian;
-  Eigen::Index rank = 1;        ///< low_rank only
-  double condition = 1e12;      ///< ill_conditioned only (>= 1)
+  Eigen::Index rank = 1;    ///< low_rank only
+  double condition = 1e12;  ///< ill_conditioned only (>= 1)
   std::uint64_t seed = 0;
 };
 

@@ -32,7 +32,7 @@ template <class S>
 struct scalar_traits;
 
 template <class S>
-  requires std::is_floating_point_v<S>
+requires std::is_floating_point_v<S>
 struct scalar_traits<S> {
   static constexpr bool is_interval = false;
   static constexpr bool is_multiprecision = false;
