@@ -23,23 +23,23 @@ Vector<S> softmax(const Vector<S>& x) {
   auto acc = LogSumExp<S>::identity();
   for (Eigen::Index k = 0; k < x.size(); ++k) acc.push(x(k));
   Vector<S> p(x.size());
-  if (acc.empty || acc.positive_infinity || scalar_traits<S>::is_nan(acc.scaled_sum)) {
+  if (!acc.has_mass()) {
     // Empty / all -inf: the zero vector. +inf: the mass sits on the +inf entries, split evenly.
     // NaN: NaN everywhere.
     Eigen::Index n_inf = 0;
-    for (Eigen::Index k = 0; k < x.size(); ++k) n_inf += detail::is_pos_inf_upper(x(k)) ? 1 : 0;
+    for (Eigen::Index k = 0; k < x.size(); ++k) n_inf += ReductionOps<S>::is_pos_inf(x(k)) ? 1 : 0;
     for (Eigen::Index k = 0; k < x.size(); ++k) {
-      if (!acc.empty && scalar_traits<S>::is_nan(acc.scaled_sum))
+      if (acc.nan)
         p(k) = scalar_traits<S>::quiet_nan();
       else if (acc.positive_infinity)
-        p(k) = detail::is_pos_inf_upper(x(k)) ? S(1) / S(static_cast<double>(n_inf)) : S(0);
+        p(k) = ReductionOps<S>::is_pos_inf(x(k)) ? S(1) / S(static_cast<double>(n_inf)) : S(0);
       else
         p(k) = S(0);
     }
     return p;
   }
   for (Eigen::Index k = 0; k < x.size(); ++k) {
-    if (detail::is_neg_inf_upper(x(k)))
+    if (ReductionOps<S>::is_neg_inf(x(k)))
       p(k) = S(0);
     else
       p(k) = exp(x(k) - acc.shift) / acc.scaled_sum;
@@ -52,7 +52,7 @@ Vector<S> log_softmax(const Vector<S>& x) {
   const S lse = logsumexp<S>(std::span<const S>(x.data(), static_cast<std::size_t>(x.size())));
   Vector<S> out(x.size());
   for (Eigen::Index k = 0; k < x.size(); ++k) {
-    if (detail::is_neg_inf_upper(x(k)))
+    if (ReductionOps<S>::is_neg_inf(x(k)))
       out(k) = -scalar_traits<S>::infinity();
     else
       out(k) = x(k) - lse;

@@ -108,6 +108,43 @@ TYPED_TEST(LseAgainstMpfr, StreamedBlockedAndReferenceAgree) {
   }
 }
 
+// Softmax-weighted averages streamed with the Rescale factors (one term at a time, and in merged blocks)
+// against the direct softmax-then-sum, for logits that overflow a naive exp.
+TEST(Lse, RescaleFactorsStreamWeightedAverages) {
+  std::mt19937_64 rng(17);
+  const auto x = random_logits(rng, 97, 1);
+  std::normal_distribution<double> g(0, 1);
+  std::vector<double> v(x.size());
+  for (auto& t : v) t = g(rng);
+  // direct
+  const Vector<double> p = softmax<double>(Eigen::Map<const Vector<double>>(x.data(), 97));
+  double direct = 0;
+  for (int k = 0; k < 97; ++k) direct += p(k) * v[k];
+  // one term at a time
+  auto acc = LogSumExp<double>::identity();
+  double sum = 0;
+  for (int k = 0; k < 97; ++k) {
+    const auto r = acc.push(x[k]);
+    sum = r.self * sum + r.other * v[k];
+  }
+  EXPECT_NEAR(sum / acc.scaled_sum, direct, 1e-13);
+  // blocks of 10, merged
+  auto total = LogSumExp<double>::identity();
+  double total_sum = 0;
+  for (int start = 0; start < 97; start += 10) {
+    auto part = LogSumExp<double>::identity();
+    double part_sum = 0;
+    for (int k = start; k < std::min(97, start + 10); ++k) {
+      const auto r = part.push(x[k]);
+      part_sum = r.self * part_sum + r.other * v[k];
+    }
+    const auto r = total.merge(part);
+    total_sum = r.self * total_sum + r.other * part_sum;
+  }
+  EXPECT_NEAR(total_sum / total.scaled_sum, direct, 1e-13);
+  EXPECT_EQ(total.finalize(), total.finalize());
+}
+
 TEST(Lse, NaiveFormulaAgreesWhereItCannotOverflow) {
   std::mt19937_64 rng(7);
   const auto x = random_logits(rng, 300, 0);

@@ -1,13 +1,11 @@
 #pragma once
 // Stable log-sum-exp, softmax and logaddexp for every scalar type.
 //
-// The reduction object LogSumExp<Acc> is the one shared by every path that sums exponentials (the pairwise
-// backend, Sinkhorn, soft c-transforms): a running shift (maximum) and a rescaled sum, with
-//   identity()  the empty reduction (represents log 0 = -inf),
-//   push(x)     absorb one term exp(x),
-//   merge(o)    absorb another partial reduction (associative and commutative up to rounding),
-//   finalize()  log of the sum of every absorbed exp(x).
+// The reduction object LogSumExp<Acc> (online_softmax.hpp) is the one shared by every path that sums
+// exponentials (the pairwise backend on CPU and GPU, Sinkhorn, soft c-transforms): a running shift (maximum)
+// and a rescaled sum, with identity / push / merge / finalize, and rescale factors for vector accumulators.
 // The accumulator type Acc may be wider than the storage type of the terms (e.g. float data, double Acc).
+// This header adds the mpfr and interval specialisations of its ReductionOps and the array functions.
 //
 // Guarantees.
 //  * No overflow: every exponential evaluated is exp(x - shift) with x <= shift, so it lies in [0, 1], and
@@ -32,113 +30,47 @@
 #include <type_traits>
 
 #include <regatta/core/eigen.hpp>
+#include <regatta/core/online_softmax.hpp>
 #include <regatta/core/scalar_traits.hpp>
 
 namespace regatta {
 
-namespace detail {
-// a > b for point values of any scalar type (for intervals: compares the upper endpoints).
-template <class S>
-bool point_greater(const S& a, const S& b) {
-  if constexpr (scalar_traits<S>::is_interval)
-    return upper_bound(a) > upper_bound(b);
-  else
-    return a > b;
-}
-template <class S>
-bool is_neg_inf_upper(const S& x) {  // every element of x is -inf
-  if constexpr (scalar_traits<S>::is_interval) {
+/// ReductionOps for the multiprecision types (see online_softmax.hpp for the contract).
+template <>
+struct ReductionOps<mpfr> {
+  static bool is_nan(const mpfr& x) { return scalar_traits<mpfr>::is_nan(x); }
+  static bool is_neg_inf(const mpfr& x) { return !scalar_traits<mpfr>::is_finite(x) && !is_nan(x) && x < 0; }
+  static bool is_pos_inf(const mpfr& x) { return !scalar_traits<mpfr>::is_finite(x) && !is_nan(x) && x > 0; }
+  static const mpfr& pivot(const mpfr& x) { return x; }
+  static bool greater(const mpfr& a, const mpfr& b) { return a > b; }
+  static mpfr exp(const mpfr& x) { return boost::multiprecision::exp(x); }
+  static mpfr log(const mpfr& x) { return boost::multiprecision::log(x); }
+  static mpfr infinity() { return scalar_traits<mpfr>::infinity(); }
+  static mpfr nan() { return scalar_traits<mpfr>::quiet_nan(); }
+  static mpfr with_positive_infinity(const mpfr&) { return infinity(); }
+};
+
+/// Intervals: the shift is the upper endpoint of a term as a point interval; any real shift gives the exact
+/// identity log sum exp(x_k) = s + log sum exp(x_k - s), so every result is an enclosure.
+template <>
+struct ReductionOps<interval> {
+  static bool is_nan(const interval& x) { return scalar_traits<interval>::is_nan(x); }
+  static bool is_neg_inf(const interval& x) {  // every element is -inf
     const mpfr u = upper_bound(x);
     return !scalar_traits<mpfr>::is_finite(u) && u < 0;
-  } else {
-    return !scalar_traits<S>::is_nan(x) && !scalar_traits<S>::is_finite(x) && x < 0;
   }
-}
-template <class S>
-bool is_pos_inf_upper(const S& x) {  // x contains +inf (as its upper endpoint)
-  if constexpr (scalar_traits<S>::is_interval) {
+  static bool is_pos_inf(const interval& x) {  // the interval reaches +inf
     const mpfr u = upper_bound(x);
     return !scalar_traits<mpfr>::is_finite(u) && u > 0;
-  } else {
-    return !scalar_traits<S>::is_nan(x) && !scalar_traits<S>::is_finite(x) && x > 0;
   }
-}
-}  // namespace detail
-
-template <class Acc>
-struct LogSumExp {
-  Acc shift;       ///< running maximum (a point value); meaningful only when !empty
-  Acc scaled_sum;  ///< sum_k exp(x_k - shift); 0 when empty
-  bool empty = true;
-  bool positive_infinity = false;  ///< a +inf term was pushed
-
-  static LogSumExp identity() { return LogSumExp{Acc(0), Acc(0), true, false}; }
-
-  void push(const Acc& x) {
-    if (scalar_traits<Acc>::is_nan(x)) {
-      scaled_sum = scalar_traits<Acc>::quiet_nan();
-      empty = false;
-      shift = Acc(0);
-      return;
-    }
-    if (detail::is_neg_inf_upper(x)) return;
-    if (detail::is_pos_inf_upper(x)) {
-      positive_infinity = true;
-      return;
-    }
-    const Acc pivot = scalar_traits<Acc>::pivot(x);
-    if (empty) {
-      shift = pivot;
-      scaled_sum = exp_of(x - shift);
-      empty = false;
-      return;
-    }
-    if (detail::point_greater(pivot, shift)) {
-      scaled_sum = scaled_sum * exp_of(shift - pivot) + exp_of(x - pivot);
-      shift = pivot;
-    } else {
-      scaled_sum += exp_of(x - shift);
-    }
-  }
-
-  void merge(const LogSumExp& other) {
-    positive_infinity = positive_infinity || other.positive_infinity;
-    if (other.empty) return;
-    if (empty) {
-      shift = other.shift;
-      scaled_sum = other.scaled_sum;
-      empty = false;
-      return;
-    }
-    if (detail::point_greater(other.shift, shift)) {
-      scaled_sum = scaled_sum * exp_of(shift - other.shift) + other.scaled_sum;
-      shift = other.shift;
-    } else {
-      scaled_sum += other.scaled_sum * exp_of(other.shift - shift);
-    }
-  }
-
-  Acc finalize() const {
-    if (!empty && scalar_traits<Acc>::is_nan(scaled_sum)) return scaled_sum;
-    using std::log;
-    if (positive_infinity) {
-      if constexpr (scalar_traits<Acc>::is_interval) {
-        // The finite terms alone give a valid lower end; the upper end is +inf.
-        const Acc finite_part = empty ? -scalar_traits<Acc>::infinity() : Acc(shift + log(scaled_sum));
-        return hull(finite_part, scalar_traits<Acc>::infinity());
-      } else {
-        return scalar_traits<Acc>::infinity();
-      }
-    }
-    if (empty) return -scalar_traits<Acc>::infinity();
-    return shift + log(scaled_sum);
-  }
-
- private:
-  static Acc exp_of(const Acc& t) {
-    using std::exp;
-    return exp(t);
-  }
+  static interval pivot(const interval& x) { return scalar_traits<interval>::upper(x); }
+  static bool greater(const interval& a, const interval& b) { return upper_bound(a) > upper_bound(b); }
+  static interval exp(const interval& x) { return boost::multiprecision::exp(x); }
+  static interval log(const interval& x) { return boost::multiprecision::log(x); }
+  static interval infinity() { return scalar_traits<interval>::infinity(); }
+  static interval nan() { return scalar_traits<interval>::quiet_nan(); }
+  /// The finite terms alone give a valid lower end; the upper end is +inf.
+  static interval with_positive_infinity(const interval& finite_part) { return hull(finite_part, infinity()); }
 };
 
 /// log(sum_k exp(x_k)) for a contiguous range; see LogSumExp for the guarantees.
