@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds regatta in build/ (Release). Extra arguments are passed to CMake's configure step.
+# Configures and builds regatta in build/ (Release). Extra arguments are passed to CMake's configure step;
+# REGATTA_TARGETS="a b" builds only those targets.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${REGATTA_BUILD_DIR:-$root/build}
@@ -10,4 +11,6 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
 else
   cmake -S "$root" -B "$build" "$@" >/dev/null  # reuse the build directory, updating the given options
 fi
-cmake --build "$build" -j "$(nproc)"
+targets=()
+for t in ${REGATTA_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}"

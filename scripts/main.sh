@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
-REGATTA_BUILD_DIR=${REGATTA_BUILD_DIR:-$root/build} "$root/scripts/build.sh" -DREGATTA_BUILD_TESTS=OFF
+REGATTA_BUILD_DIR=${REGATTA_BUILD_DIR:-$root/build} REGATTA_TARGETS=regatta_cli "$root/scripts/build.sh"
 regatta=${REGATTA_BUILD_DIR:-$root/build}/cli/regatta
 "$regatta" --version
 echo
