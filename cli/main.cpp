@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   int result = exit_ok;
   add_inspect_command(app, result);
   add_norm_command(app, result);
+  add_wasserstein_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,6 +1,6 @@
-# REGATTA_CUDA=AUTO|ON|OFF decides whether the CUDA backend is built. The backend itself arrives with the
-# pairwise-kernel work; here we only resolve the option so that every later target sees one answer in
-# REGATTA_WITH_CUDA.
+# REGATTA_CUDA=AUTO|ON|OFF decides whether the CUDA backend (core/cuda, the private library regatta_cuda behind
+# pairwise_cuda.hpp) is built. Every later target, and the installed regattaConfig.cmake (which then finds
+# CUDAToolkit for its consumers), sees one answer in REGATTA_WITH_CUDA.
 set(REGATTA_WITH_CUDA OFF)
 if(REGATTA_CUDA STREQUAL "ON" OR REGATTA_CUDA STREQUAL "AUTO")
   include(CheckLanguage)
@@ -14,4 +14,4 @@ if(REGATTA_CUDA STREQUAL "ON" OR REGATTA_CUDA STREQUAL "AUTO")
 elseif(NOT REGATTA_CUDA STREQUAL "OFF")
   message(FATAL_ERROR "REGATTA_CUDA must be AUTO, ON or OFF (got '${REGATTA_CUDA}')")
 endif()
-message(STATUS "regatta: CUDA toolchain enabled: ${REGATTA_WITH_CUDA} (no CUDA sources yet: they arrive with the pairwise backend)")
+message(STATUS "regatta: CUDA backend (regatta::pairwise::cuda): ${REGATTA_WITH_CUDA}")

@@ -138,6 +138,11 @@ interval scalar_traits<interval>::width(const interval& x) {
 }
 
 namespace detail {
+interval interval_from_double(double x) {
+  interval r;
+  mpfi_set_d(r.backend().data(), x);  // outward-rounded when the working precision is below 53 bits
+  return r;
+}
 interval interval_from_mpfr(const mpfr& x) {
   interval r;
   mpfi_set_fr(r.backend().data(), x.backend().data());  // outward-rounded when x has more bits

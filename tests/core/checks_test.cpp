@@ -5,16 +5,15 @@
 #include <regatta/core/checks.hpp>
 #include <regatta/core/eigen.hpp>
 
+#include "support/error_message.hpp"
+
 namespace regatta {
 namespace {
 
+using testing::error_message_of;
 std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  const std::string m = error_message_of(f);
+  return m == "no error" ? "" : m;
 }
 
 TEST(Checks, ShapeMessageNamesArgumentAndShapes) {

@@ -135,6 +135,14 @@ TEST(Convert, DoubleToEveryTypeAndBack) {
   EXPECT_EQ(scalar_cast<float>(v), 0.1f);
 }
 
+TEST(Convert, DoubleToNarrowIntervalEncloses) {
+  PrecisionGuard g(20);  // 0.1 is not representable in 20 bits: the interval must straddle it
+  const interval x = scalar_cast<interval>(0.1);
+  PrecisionGuard wide(128);
+  EXPECT_TRUE(lower_bound(x) < mpfr(0.1));
+  EXPECT_TRUE(mpfr(0.1) < upper_bound(x));
+}
+
 TEST(Convert, MpfrToIntervalEnclosesWhenNarrowing) {
   mpfr third;
   {

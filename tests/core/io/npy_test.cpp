@@ -22,13 +22,7 @@ namespace {
 using test::arange;
 using test::valid_file;
 
-Array make(std::vector<std::size_t> shape, std::vector<double> data) {
-  Array a;
-  a.shape = std::move(shape);
-  a.data = std::move(data);
-  a.source = "test";
-  return a;
-}
+Array make(std::vector<std::size_t> shape, std::vector<double> data) { return test::make_array(shape, data); }
 
 std::string header_text(const std::vector<std::byte>& file) {
   const std::size_t length = std::to_integer<std::size_t>(file[8]) | std::to_integer<std::size_t>(file[9])

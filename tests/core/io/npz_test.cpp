@@ -9,6 +9,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/npy.hpp>
 
+#include "support/error_message.hpp"
 #include "test_files.hpp"
 
 namespace regatta::io {
@@ -17,14 +18,7 @@ namespace {
 using test::arange;
 using test::valid_file;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string error_of(const std::function<void()>& f) { return regatta::testing::error_message_of(f); }
 
 void expect_savez_contents(const std::map<std::string, Array>& arrays, const std::string& file) {
   // np.savez(f, W=np.arange(6.).reshape(2, 3), b=np.arange(3, dtype=np.float32))

@@ -22,12 +22,7 @@ using detail::half_to_double;
 using test::arange;
 using test::valid_file;
 
-Array make(std::vector<std::size_t> shape, std::vector<double> data) {
-  Array a;
-  a.shape = std::move(shape);
-  a.data = std::move(data);
-  return a;
-}
+Array make(std::vector<std::size_t> shape, std::vector<double> data) { return test::make_array(shape, data); }
 
 TEST(ioHalf, ExactValuesOfIeeeBinary16) {
   EXPECT_EQ(half_to_double(0x3C00), 1.0);

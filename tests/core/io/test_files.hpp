@@ -9,7 +9,18 @@
 #include <string>
 #include <vector>
 
+#include <regatta/core/io/array.hpp>
+
 namespace regatta::io::test {
+
+/// An Array with the given shape and row-major data (source "test").
+inline Array make_array(std::vector<std::size_t> shape, std::vector<double> data) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = std::move(data);
+  a.source = "test";
+  return a;
+}
 
 inline std::filesystem::path data_dir() { return std::filesystem::path(REGATTA_TEST_DATA_DIR); }
 inline std::filesystem::path valid_file(const std::string& name) { return data_dir() / "valid" / name; }

@@ -15,7 +15,8 @@ namespace regatta {
 
 namespace detail {
 interval interval_from_mpfr(const mpfr& x);  // encloses x at the current working precision
-}
+interval interval_from_double(double x);     // encloses x (exact at >= 53 bits)
+}  // namespace detail
 
 template <class To, class From>
 To scalar_cast(const From& x) {
@@ -23,7 +24,7 @@ To scalar_cast(const From& x) {
     return x;
   } else if constexpr (std::is_floating_point_v<From>) {
     if constexpr (std::is_same_v<To, interval>) {
-      return detail::interval_from_mpfr(mpfr(x));
+      return detail::interval_from_double(static_cast<double>(x));  // never rounds through a narrow mpfr
     } else {
       return To(x);
     }

@@ -16,57 +16,51 @@ int current_digits10();
 interval interval_highest();
 }  // namespace regatta::detail
 
+namespace regatta::detail {
+template <class T>
+T numtraits_highest();
+template <>
+inline mpfr numtraits_highest<mpfr>() {
+  return mpfr_highest();
+}
+template <>
+inline interval numtraits_highest<interval>() {
+  return interval_highest();
+}
+
+/// The NumTraits shared by the run-time-precision types: every member reads the *current* precision.
+template <class T>
+struct MultiprecisionNumTraits : Eigen::GenericNumTraits<T> {
+  using Real = T;
+  using NonInteger = T;
+  using Literal = T;
+  using Nested = T;
+  enum {
+    IsComplex = 0,
+    IsInteger = 0,
+    IsSigned = 1,
+    RequireInitialization = 1,
+    ReadCost = Eigen::HugeCost,
+    AddCost = Eigen::HugeCost,
+    MulCost = Eigen::HugeCost
+  };
+  static Real epsilon() { return scalar_traits<Real>::epsilon(); }
+  static Real dummy_precision() { return epsilon() * 1024; }
+  static Real highest() { return numtraits_highest<Real>(); }
+  static Real lowest() { return -numtraits_highest<Real>(); }
+  static Real infinity() { return scalar_traits<Real>::infinity(); }
+  static Real quiet_NaN() { return scalar_traits<Real>::quiet_nan(); }
+  static int digits10() { return current_digits10(); }
+  static int digits() { return scalar_traits<Real>::digits(); }
+};
+}  // namespace regatta::detail
+
 namespace Eigen {
 
 template <>
-struct NumTraits<regatta::mpfr> : GenericNumTraits<regatta::mpfr> {
-  using Real = regatta::mpfr;
-  using NonInteger = regatta::mpfr;
-  using Literal = regatta::mpfr;
-  using Nested = regatta::mpfr;
-  enum {
-    IsComplex = 0,
-    IsInteger = 0,
-    IsSigned = 1,
-    RequireInitialization = 1,
-    ReadCost = HugeCost,
-    AddCost = HugeCost,
-    MulCost = HugeCost
-  };
-  static Real epsilon() { return regatta::scalar_traits<Real>::epsilon(); }
-  static Real dummy_precision() { return epsilon() * 1024; }
-  static Real highest() { return regatta::detail::mpfr_highest(); }
-  static Real lowest() { return -regatta::detail::mpfr_highest(); }
-  static Real infinity() { return regatta::scalar_traits<Real>::infinity(); }
-  static Real quiet_NaN() { return regatta::scalar_traits<Real>::quiet_nan(); }
-  static int digits10() { return regatta::detail::current_digits10(); }
-  static int digits() { return regatta::scalar_traits<Real>::digits(); }
-};
-
+struct NumTraits<regatta::mpfr> : regatta::detail::MultiprecisionNumTraits<regatta::mpfr> {};
 template <>
-struct NumTraits<regatta::interval> : GenericNumTraits<regatta::interval> {
-  using Real = regatta::interval;
-  using NonInteger = regatta::interval;
-  using Literal = regatta::interval;
-  using Nested = regatta::interval;
-  enum {
-    IsComplex = 0,
-    IsInteger = 0,
-    IsSigned = 1,
-    RequireInitialization = 1,
-    ReadCost = HugeCost,
-    AddCost = HugeCost,
-    MulCost = HugeCost
-  };
-  static Real epsilon() { return regatta::scalar_traits<Real>::epsilon(); }
-  static Real dummy_precision() { return epsilon() * 1024; }
-  static Real highest() { return regatta::detail::interval_highest(); }
-  static Real lowest() { return -regatta::detail::interval_highest(); }
-  static Real infinity() { return regatta::scalar_traits<Real>::infinity(); }
-  static Real quiet_NaN() { return regatta::scalar_traits<Real>::quiet_nan(); }
-  static int digits10() { return regatta::detail::current_digits10(); }
-  static int digits() { return regatta::scalar_traits<Real>::digits(); }
-};
+struct NumTraits<regatta::interval> : regatta::detail::MultiprecisionNumTraits<regatta::interval> {};
 
 }  // namespace Eigen
 

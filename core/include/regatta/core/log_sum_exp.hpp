@@ -70,7 +70,9 @@ struct ReductionOps<interval> {
   static interval infinity() { return scalar_traits<interval>::infinity(); }
   static interval nan() { return scalar_traits<interval>::quiet_nan(); }
   /// The finite terms alone give a valid lower end; the upper end is +inf.
-  static interval with_positive_infinity(const interval& finite_part) { return hull(finite_part, infinity()); }
+  static interval with_positive_infinity(const interval& finite_part) {
+    return hull(finite_part, infinity());
+  }
 };
 
 /// log(sum_k exp(x_k)) for a contiguous range; see LogSumExp for the guarantees.

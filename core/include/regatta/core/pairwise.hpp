@@ -13,7 +13,8 @@
 //     feature_mean_i           = Σ_j π_ij b_j                     (features b_j ∈ R^f)
 //     cross_moment_i           = Σ_j π_ij v_j b_jᵀ                (e×f, stored row-major in one row)
 //     feature_second_moment_i  = Σ_j π_ij b_j b_jᵀ                (f×f, stored row-major in one row)
-//     expected_score_i         = Σ_j π_ij s_ij                    (e.g. the transport cost of a Sinkhorn plan)
+//     expected_score_i         = Σ_j π_ij s_ij                    (e.g. the transport cost of a Sinkhorn
+//     plan)
 // The moments are what JVP/VJP of attention need (Σ π v yᵀ, Σ π y, Σ π y yᵀ with features = keys or tangent
 // keys); the transposed reductions of a VJP (sums over queries for each key) are reduce() with the roles of
 // queries and keys exchanged, log-weights −lse_i and the anticausal mask.
@@ -26,8 +27,8 @@
 //
 // Paths. float and double run the blocked CPU path (GEMM score blocks, vectorised exp, OpenMP over query
 // blocks); neg_sq_dist there uses ‖x‖² − 2⟨x, y⟩ + ‖y‖² with the row-constant ‖x_i‖² kept out of the
-// exponentials, so its absolute error in t_ij is O(eps · scale · (‖x_i‖² + ‖y_j‖²)). mpfr and interval run the
-// generic path: one term at a time, scores in the difference form; for interval every output encloses the
+// exponentials, so its absolute error in t_ij is O(eps · scale · (‖x_i‖² + ‖y_j‖²)). mpfr and interval run
+// the generic path: one term at a time, scores in the difference form; for interval every output encloses the
 // exact value for every choice of inputs inside the input intervals (a certified enclosure). All paths share
 // the reduction object LogSumExp (online_softmax.hpp) and its rescale factors.
 //

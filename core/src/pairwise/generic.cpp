@@ -1,0 +1,257 @@
+// The generic path of regatta::pairwise::reduce: one key at a time through LogSumExp<S>, for every scalar
+// type (the only path for mpfr and interval; a second implementation of the float / double results).
+//
+// Per query row i, every visible key j (mask, finite log-weight) is scored and pushed as t_ij = s_ij + ω_j;
+// the Rescale factors {self, other} returned by push keep every vector accumulator expressed relative to the
+// running shift (acc ← self·acc + other·term), and the outputs are acc / scaled_sum at the end.
+//
+// Scores use the difference form ‖x − y‖² (shared/math/attention.md §1.3): no cancellation, and for interval
+// the squares are evaluated with mpfi_sqr, so each score is a certified enclosure. All arithmetic for
+// interval is outward rounded (kernel.scale and kernel.power enter as intervals enclosing the doubles), hence
+// lse and every output entry enclose the exact value. The multiprecision inputs are first carried to the
+// working precision (Boost.Multiprecision computes at the precision of the operands).
+#include <mpfi.h>
+#include <mpfr.h>
+
+#include <cmath>
+#include <regatta/core/detail/pairwise_paths.hpp>
+#include <regatta/core/log_sum_exp.hpp>
+#include <regatta/core/pairwise.hpp>
+#include <regatta/core/precision.hpp>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace regatta::pairwise::detail {
+
+namespace {
+
+template <class S>
+constexpr bool is_ieee = std::is_floating_point_v<S>;
+
+/// The double v as S: exact for float only when representable (rounded to nearest otherwise), exact for
+/// mpfr at >= 53 bits, and for interval an enclosure at any precision (MPFI rounds outward).
+template <class S>
+S from_double(double v) {
+  if constexpr (std::is_same_v<S, interval>) {
+    interval r;
+    mpfi_set_d(r.backend().data(), v);
+    return r;
+  } else if constexpr (std::is_same_v<S, mpfr>) {
+    mpfr r;
+    mpfr_set_d(r.backend().data(), v, MPFR_RNDN);
+    return r;
+  } else {
+    return static_cast<S>(v);
+  }
+}
+
+/// x² (for interval the tight square, ⊆ [0, ∞), not the product of two independent intervals).
+template <class S>
+S square(const S& x) {
+  if constexpr (std::is_same_v<S, interval>) {
+    interval r;
+    mpfi_sqr(r.backend().data(), x.backend().data());
+    return r;
+  } else {
+    return x * x;
+  }
+}
+
+/// dist^p for dist >= 0, p >= 1. For interval: x ↦ x^p is increasing in x on [0, ∞) and monotone in p for
+/// fixed x, so over [a, b] × [p_lo, p_hi] the extremes are at corners; each corner is rounded outward.
+/// 0^p = 0 exactly (mpfr_pow(+0, p > 0) = +0), so a zero distance gives the point 0.
+template <class S>
+S power_of(const S& dist, const S& p) {
+  if constexpr (std::is_same_v<S, interval>) {
+    const mpfr a = lower_bound(dist), b = upper_bound(dist);
+    const mpfr p_lo = lower_bound(p), p_hi = upper_bound(p);
+    mpfr lo1, lo2, hi1, hi2;  // working precision
+    mpfr_pow(lo1.backend().data(), a.backend().data(), p_lo.backend().data(), MPFR_RNDD);
+    mpfr_pow(lo2.backend().data(), a.backend().data(), p_hi.backend().data(), MPFR_RNDD);
+    mpfr_pow(hi1.backend().data(), b.backend().data(), p_lo.backend().data(), MPFR_RNDU);
+    mpfr_pow(hi2.backend().data(), b.backend().data(), p_hi.backend().data(), MPFR_RNDU);
+    return make_interval(lo1 < lo2 ? lo1 : lo2, hi1 > hi2 ? hi1 : hi2);
+  } else {
+    using std::pow;
+    return pow(dist, p);
+  }
+}
+
+template <class S>
+Matrix<S> lift(const Matrix<S>& a) {
+  Matrix<S> r(a.rows(), a.cols());
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = at_working_precision(a(i, j));
+  return r;
+}
+
+template <class S>
+Vector<S> lift(const Vector<S>& a) {
+  Vector<S> r(a.size());
+  for (Eigen::Index i = 0; i < a.size(); ++i) r(i) = at_working_precision(a(i));
+  return r;
+}
+
+/// Scoring of one (query, key) pair; rows are contiguous (Matrix is row-major).
+template <class S>
+struct Scorer {
+  ScoreKind kind;
+  S scale;
+  S power;
+  bool power_is_one;
+  bool power_is_two;
+  Eigen::Index d;
+
+  S operator()(const S* x, const S* y) const {
+    S acc(0);
+    if (kind == ScoreKind::dot) {
+      for (Eigen::Index k = 0; k < d; ++k) acc += x[k] * y[k];
+      return scale * acc;
+    }
+    for (Eigen::Index k = 0; k < d; ++k) acc += square<S>(x[k] - y[k]);  // ‖x − y‖², difference form
+    if (kind == ScoreKind::neg_sq_dist || power_is_two) return -(scale * acc);
+    using std::sqrt;
+    const S dist = sqrt(acc);
+    if (power_is_one) return -(scale * dist);
+    return -(scale * power_of<S>(dist, power));
+  }
+};
+
+/// acc ← self·acc + other·term (or acc ← other·term for the first term, acc += other·term when the shift
+/// did not move: push then returns self = 1 exactly).
+template <class S>
+void absorb(S& acc, const S& term, const Rescale<S>& r, bool first, bool rescaled) {
+  if (first)
+    acc = r.other * term;
+  else if (rescaled)
+    acc = r.self * acc + r.other * term;
+  else
+    acc += r.other * term;
+}
+
+template <class S>
+struct Inputs {
+  const Matrix<S>* x;
+  const Matrix<S>* y;
+  const Vector<S>* w;  // may be null
+  const Matrix<S>* v;  // may be null
+  const Matrix<S>* b;  // may be null
+};
+
+/// Reduces query row i into row i of every requested output.
+template <class S>
+void reduce_row(Eigen::Index i, const Inputs<S>& in, const Scorer<S>& score, MaskKind mask,
+                const Request& request, Result<S>& result) {
+  using Ops = ReductionOps<S>;
+  const Eigen::Index m = in.y->rows();
+  const Eigen::Index e = in.v ? in.v->cols() : 0;
+  const Eigen::Index f = in.b ? in.b->cols() : 0;
+  const bool want_out = request.out, want_mean = request.feature_mean, want_cross = request.cross_moment,
+             want_second = request.feature_second_moment, want_score = request.expected_score;
+
+  // Visible keys [begin, end): causal j <= i, anticausal j >= i.
+  Eigen::Index begin = 0, end = m;
+  if (mask == MaskKind::causal) end = std::min(m, i + 1);
+  if (mask == MaskKind::anticausal) begin = std::min(m, i);
+
+  std::vector<S> out(want_out ? e : 0, S(0)), mean(want_mean ? f : 0, S(0)),
+      cross(want_cross ? e * f : 0, S(0)), second(want_second ? f * f : 0, S(0));
+  S expected(0);
+  auto acc = LogSumExp<S>::identity();
+  const S* xi = in.x->data() + i * in.x->cols();
+  for (Eigen::Index j = begin; j < end; ++j) {
+    if (in.w != nullptr && Ops::is_neg_inf((*in.w)(j))) continue;  // zero weight: contributes nothing
+    const S s = score(xi, in.y->data() + j * in.y->cols());
+    const S t = in.w != nullptr ? S(s + (*in.w)(j)) : s;
+    const bool first = acc.empty;
+    const bool rescaled = first || Ops::greater(Ops::pivot(t), acc.shift);
+    const Rescale<S> r = acc.push(t);
+    const S* vj = in.v ? in.v->data() + j * e : nullptr;
+    const S* bj = in.b ? in.b->data() + j * f : nullptr;
+    for (Eigen::Index c = 0; c < Eigen::Index(out.size()); ++c) absorb(out[c], vj[c], r, first, rescaled);
+    for (Eigen::Index c = 0; c < Eigen::Index(mean.size()); ++c) absorb(mean[c], bj[c], r, first, rescaled);
+    if (want_cross)
+      for (Eigen::Index c = 0; c < e; ++c)
+        for (Eigen::Index k = 0; k < f; ++k) absorb(cross[c * f + k], S(vj[c] * bj[k]), r, first, rescaled);
+    if (want_second)
+      for (Eigen::Index c = 0; c < f; ++c)
+        for (Eigen::Index k = 0; k < f; ++k) {
+          const S term = c == k ? square<S>(bj[c]) : S(bj[c] * bj[k]);
+          absorb(second[c * f + k], term, r, first, rescaled);
+        }
+    if (want_score) absorb(expected, s, r, first, rescaled);
+  }
+
+  result.lse(i) = acc.finalize();
+  // Validation guarantees a visible key; only an overflowing score (|scale·s| beyond the range of S) can
+  // leave no finite mass, and then the weighted means are undefined: NaN.
+  const bool mass = acc.has_mass();
+  const S nan = scalar_traits<S>::quiet_nan();
+  auto finish = [&](const S& a) { return mass ? S(a / acc.scaled_sum) : nan; };
+  for (Eigen::Index c = 0; c < Eigen::Index(out.size()); ++c) result.out(i, c) = finish(out[c]);
+  for (Eigen::Index c = 0; c < Eigen::Index(mean.size()); ++c) result.feature_mean(i, c) = finish(mean[c]);
+  for (Eigen::Index c = 0; c < Eigen::Index(cross.size()); ++c) result.cross_moment(i, c) = finish(cross[c]);
+  for (Eigen::Index c = 0; c < Eigen::Index(second.size()); ++c)
+    result.feature_second_moment(i, c) = finish(second[c]);
+  if (want_score) result.expected_score(i) = finish(expected);
+}
+
+}  // namespace
+
+template <class S>
+Result<S> reduce_generic(const Problem<S>& projected, const Kernel& kernel, const Request& request) {
+  // Multiprecision inputs are copied at the working precision; IEEE inputs are used in place.
+  Matrix<S> x_lifted, y_lifted, v_lifted, b_lifted;
+  Vector<S> w_lifted;
+  Inputs<S> in{projected.queries, projected.keys, projected.log_weights, projected.values,
+               projected.features};
+  if constexpr (!is_ieee<S>) {
+    x_lifted = lift(*in.x);
+    in.x = &x_lifted;
+    y_lifted = lift(*in.y);
+    in.y = &y_lifted;
+    if (in.w) {
+      w_lifted = lift(*in.w);
+      in.w = &w_lifted;
+    }
+    if (in.v) {
+      v_lifted = lift(*in.v);
+      in.v = &v_lifted;
+    }
+    if (in.b) {
+      b_lifted = lift(*in.b);
+      in.b = &b_lifted;
+    }
+  }
+  const Eigen::Index n = in.x->rows();
+  const Eigen::Index d = in.x->cols();
+  const Eigen::Index e = in.v ? in.v->cols() : 0;
+  const Eigen::Index f = in.b ? in.b->cols() : 0;
+  const Scorer<S> score{kernel.score,        from_double<S>(kernel.scale), from_double<S>(kernel.power),
+                        kernel.power == 1.0, kernel.power == 2.0,          d};
+
+  Result<S> result;
+  result.lse.resize(n);
+  if (request.out) result.out.resize(n, e);
+  if (request.feature_mean) result.feature_mean.resize(n, f);
+  if (request.cross_moment) result.cross_moment.resize(n, e * f);
+  if (request.feature_second_moment) result.feature_second_moment.resize(n, f * f);
+  if (request.expected_score) result.expected_score.resize(n);
+
+  if constexpr (is_ieee<S>) {
+    // Rows are independent. (Not for mpfr / interval: Boost keeps the default precision per thread.)
+#pragma omp parallel for schedule(dynamic, 16) if (n > 16)
+    for (Eigen::Index i = 0; i < n; ++i) reduce_row(i, in, score, kernel.mask, request, result);
+  } else {
+    for (Eigen::Index i = 0; i < n; ++i) reduce_row(i, in, score, kernel.mask, request, result);
+  }
+  return result;
+}
+
+#define REGATTA_PAIRWISE_GENERIC(S) \
+  template Result<S> reduce_generic<S>(const Problem<S>&, const Kernel&, const Request&);
+REGATTA_FOR_EACH_SCALAR(REGATTA_PAIRWISE_GENERIC)
+#undef REGATTA_PAIRWISE_GENERIC
+
+}  // namespace regatta::pairwise::detail

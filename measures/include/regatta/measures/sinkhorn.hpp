@@ -1,0 +1,116 @@
+#pragma once
+// Entropic optimal transport by log-domain Sinkhorn with ε-scaling, and the debiased Sinkhorn divergence
+// (transport.md §5).
+//
+// Problem. For mu = Σ a_i δ_{x_i}, nu = Σ b_j δ_{y_j} and C_ij = ‖x_i − y_j‖^p (p ≥ 1),
+//     OT_ε(mu, nu) = min_{P ∈ Π(a, b)} <P, C> + ε KL(P ‖ a ⊗ b),
+// with unique solution P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε). ε is absolute, in the units of the cost
+// (POT's `reg`). KL is relative to a ⊗ b (not the negative entropy Σ P log P): the plan is the same, the
+// objective differs by the constant ε (H(a) + H(b)).
+//
+// Iteration. Every soft c-transform is one streamed pairwise::reduce (memory O((n + m) d), C never formed):
+//     g_j ← −ε LSE_i(log a_i + (f_i − C_ij)/ε)      (columns of P exact afterwards)
+//     f_i ← −ε LSE_j(log b_j + (g_j − C_ij)/ε)      (rows exact afterwards)
+// with Kernel{neg_sq_dist (p = 2) or neg_dist_pow (power p), scale = 1/ε} and log-weights g/ε + log b. One
+// *iteration* is a g-update followed by the reduction of the next f-update; its lse gives the row marginal of
+// the current plan P(f, g) for free: r_i = a_i exp((f_i − f_i^new)/ε). The stopping test is
+//     marginal_error = ‖r − a‖₁ = Σ_i a_i |exp((f_i − f_i^new)/ε) − 1| ≤ tolerance
+// (the column marginals of P(f, g) are exact up to rounding). On success the returned (f, g) are the ones
+// whose plan has that marginal error (the last f-update is not applied), so the reported error describes the
+// reported plan; `converged` is decided on the reported marginal_error itself (never on a different rounding
+// of it), so status and error cannot disagree.
+//
+// ε-scaling: ε_0 = (diameter of the union of supports)^p ≥ max C (or epsilon_start), ε_{k+1} =
+// max(ε, scaling·ε_k), stage_iterations iterations per intermediate stage (warm-started), then iterations to
+// tolerance at ε. max_iterations bounds the total over all stages; if it runs out the potentials are
+// re-evaluated at the target ε (one more iteration) and status = max_iterations: the numbers are then *not*
+// converged values and must not be reported as such.
+//
+// Outputs (evaluated at the target ε for the returned potentials):
+//     cost      = <P, C> = Σ_i r_i Σ_j π_ij C_ij via expected_score of the row softmax π (estimate of the
+//                 entropic plan's transport cost; W_p^p ≤ cost when P is feasible)
+//     objective = D_ε(f, g) = <a, f> + <b, g> − ε (Σ_ij P_ij − 1), the dual objective (≤ OT_ε for any f, g,
+//                 = OT_ε at the fixed point). transport.md §5: W_p^p ≤ cost ≤ OT_ε ≤ W_p^p + ε min(H(a),
+//                 H(b)).
+// Inputs: measures of the same dimension, p ≥ 1, ε > 0 finite, scaling in (0, 1), tolerance > 0,
+// max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu").
+// Instantiated for float and double (float: the tolerance must stay above ~n·eps(float)).
+#include <cstdint>
+
+#include <regatta/core/pairwise.hpp>
+#include <regatta/measures/discrete_measure.hpp>
+
+namespace regatta::measures {
+
+enum class SinkhornStatus {
+  converged,      ///< marginal_error <= tolerance at the target ε
+  max_iterations  ///< the budget ran out first: values are not converged
+};
+
+const char* to_string(SinkhornStatus status);
+
+struct SinkhornOptions {
+  double epsilon = 1e-2;                 ///< target regularisation ε > 0 (absolute, cost units)
+  double scaling = 0.7;                  ///< ε-scaling factor q in (0, 1); stages ε_k = max(ε, q^k ε_0)
+  double epsilon_start = 0;              ///< ε_0; 0: automatic (diameter^p)
+  int stage_iterations = 3;              ///< iterations per intermediate stage (>= 1)
+  std::int64_t max_iterations = 100000;  ///< total iterations over all stages (>= 1)
+  double tolerance = 1e-9;               ///< on ‖P 1 − a‖₁ (the column marginals are exact)
+  pairwise::Options reduce_options{};  ///< threads = 0 means 1 thread below 2^16 pairs, OpenMP default above
+};
+
+template <class S>
+struct SinkhornResult {
+  double cost = 0;       ///< <P, C> of the entropic plan (estimate of W_p^p from above)
+  double objective = 0;  ///< D_ε(f, g), the regularised objective (= OT_ε at convergence)
+  Vector<S> f;           ///< potentials of mu (size n)
+  Vector<S> g;           ///< potentials of nu (size m)
+  SinkhornStatus status = SinkhornStatus::max_iterations;
+  std::int64_t iterations = 0;  ///< iterations over all stages (each = 2 streamed reductions)
+  int stages = 0;               ///< ε values visited, the target included
+  double marginal_error = 0;    ///< ‖P 1 − a‖₁ of the returned plan
+  double epsilon = 0;           ///< the target ε
+  bool converged() const { return status == SinkhornStatus::converged; }
+};
+
+/// OT_ε(mu, nu) by log-domain Sinkhorn with ε-scaling (see the header comment).
+template <class S>
+SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu, double p,
+                           const SinkhornOptions& options = {});
+
+/// OT_ε(mu, mu) by the averaged symmetric update f ← ½ (f + T_ε(f)) (Feydy et al. 2019) with ε-scaling;
+/// f == g in the result, marginal_error = ‖P 1 − a‖₁ with P_ij = a_i a_j exp((f_i + f_j − C_ij)/ε), each
+/// iteration one streamed reduction.
+template <class S>
+SinkhornResult<S> sinkhorn_symmetric(const DiscreteMeasure<S>& mu, double p,
+                                     const SinkhornOptions& options = {});
+
+struct SinkhornDivergenceResult {
+  double value = 0;    ///< S_ε = OT_ε(mu, nu) − ½ OT_ε(mu, mu) − ½ OT_ε(nu, nu) (objectives D_ε)
+  double cross = 0;    ///< OT_ε(mu, nu)
+  double self_mu = 0;  ///< OT_ε(mu, mu)
+  double self_nu = 0;  ///< OT_ε(nu, nu)
+  SinkhornStatus status = SinkhornStatus::max_iterations;  ///< converged only if all three converged
+  std::int64_t iterations = 0;                             ///< sum over the three problems
+  double marginal_error = 0;                               ///< the largest of the three
+  bool converged() const { return status == SinkhornStatus::converged; }
+};
+
+/// Debiased Sinkhorn divergence (transport.md §5). S_ε ≥ 0 with equality iff mu = nu for p ∈ {1, 2} on
+/// bounded supports; a computed negative value (rounding, non-convergence) is returned as is, never clamped.
+template <class S>
+SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu,
+                                             double p, const SinkhornOptions& options = {});
+
+#define REGATTA_DECLARE_SINKHORN(S)                                                                   \
+  extern template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
+                                                double, const SinkhornOptions&);                      \
+  extern template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,          \
+                                                          const SinkhornOptions&);                    \
+  extern template SinkhornDivergenceResult sinkhorn_divergence<S>(                                    \
+      const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);
+REGATTA_DECLARE_SINKHORN(float)
+REGATTA_DECLARE_SINKHORN(double)
+#undef REGATTA_DECLARE_SINKHORN
+
+}  // namespace regatta::measures

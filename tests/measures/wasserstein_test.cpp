@@ -1,0 +1,199 @@
+// W_p: the network simplex against the 1-D quantile formula (double and 256-bit MPFR), metric properties,
+// reference values, sliced Wasserstein as a lower estimate, and the certified bracket (contains the
+// high-precision value, relative width <= 1e-10, stays valid for a poor plan).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <regatta/core/precision.hpp>
+#include <regatta/core/random_matrix.hpp>
+#include <regatta/measures/wasserstein.hpp>
+
+namespace regatta::measures {
+namespace {
+
+DiscreteMeasure<double> random_measure(Eigen::Index n, Eigen::Index d, std::uint64_t seed,
+                                       bool uniform = false, double shift = 0) {
+  Matrix<double> x = random_matrix({n, d, RandomMatrixKind::gaussian, 1, 1e12, seed});
+  x.array() += shift;
+  if (uniform) return DiscreteMeasure<double>::empirical(std::move(x));
+  std::mt19937_64 gen(seed + 1000);
+  std::uniform_real_distribution<double> u(0.05, 1);
+  Vector<double> w(n);
+  for (Eigen::Index i = 0; i < n; ++i) w(i) = u(gen);
+  if (n > 3) w(1) = 0;  // a zero weight
+  return DiscreteMeasure<double>::from_weights(std::move(x), std::move(w), true);
+}
+
+DiscreteMeasure<mpfr> to_mpfr(const DiscreteMeasure<double>& m) {
+  return DiscreteMeasure<mpfr>(matrix_cast<mpfr>(m.atoms()), Vector<mpfr>(matrix_cast<mpfr>(m.weights())));
+}
+
+TEST(Wasserstein, ReferenceValuesOfTheMathReference) {
+  // transport.md §3: mu = (d0 + d2)/2, nu = d1/4 + 3 d3/4: W1 = 1.5, W2^2 = 3.
+  Matrix<double> x(2, 1), y(2, 1);
+  x << 0, 2;
+  y << 1, 3;
+  Vector<double> a(2), b(2);
+  a << 0.5, 0.5;
+  b << 0.25, 0.75;
+  const DiscreteMeasure<double> mu(x, a), nu(y, b);
+  EXPECT_DOUBLE_EQ(wasserstein_1d(mu, nu, 1.0), 1.5);
+  EXPECT_DOUBLE_EQ(wasserstein_1d_cost(mu, nu, 2.0), 3.0);
+  EXPECT_DOUBLE_EQ(wasserstein_exact(mu, nu, 1.0).value, 1.5);
+  EXPECT_NEAR(wasserstein_exact(mu, nu, 2.0).value, std::sqrt(3.0), 1e-15);
+}
+
+TEST(Wasserstein, NetworkSimplexAgreesWithQuantileFormulaInOneDimension) {
+  for (std::uint64_t seed = 0; seed < 6; ++seed)
+    for (double p : {1.0, 2.0, 2.5}) {
+      const auto mu = random_measure(30 + Eigen::Index(seed), 1, seed);
+      const auto nu = random_measure(23, 1, seed + 77);
+      const WassersteinResult w = wasserstein_exact(mu, nu, p);
+      ASSERT_EQ(w.status, TransportStatus::optimal);
+      EXPECT_NEAR(w.cost, wasserstein_1d_cost(mu, nu, p), 1e-13 * (1 + w.cost))
+          << "seed " << seed << " p " << p;
+      PrecisionGuard guard(256);
+      const double reference = static_cast<double>(wasserstein_1d_cost(to_mpfr(mu), to_mpfr(nu), p));
+      EXPECT_NEAR(w.cost, reference, 1e-13 * (1 + w.cost));
+    }
+}
+
+TEST(Wasserstein, DegenerateOneDimensionalStress) {
+  // Integer atoms (many tied costs), weights with zeros and dyadic values (exact sums), sizes 1..15.
+  std::mt19937_64 gen(42);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Eigen::Index n = 1 + Eigen::Index(gen() % 15), m = 1 + Eigen::Index(gen() % 15);
+    auto make = [&](Eigen::Index k) {
+      Matrix<double> x(k, 1);
+      Vector<double> w(k);
+      for (Eigen::Index i = 0; i < k; ++i) {
+        x(i, 0) = double(gen() % 5);
+        w(i) = double(gen() % 4);
+      }
+      if (w.sum() == 0) w(0) = 1;
+      return DiscreteMeasure<double>::from_weights(std::move(x), std::move(w), true);
+    };
+    const auto mu = make(n), nu = make(m);
+    for (double p : {1.0, 2.0}) {
+      const WassersteinResult w = wasserstein_exact(mu, nu, p);
+      ASSERT_EQ(w.status, TransportStatus::optimal);
+      EXPECT_NEAR(w.cost, wasserstein_1d_cost(mu, nu, p), 1e-13) << "trial " << trial << " p " << p;
+      const double dual = mu.weights().dot(w.plan.u) + nu.weights().dot(w.plan.v);
+      EXPECT_NEAR(dual, w.cost, 1e-13) << "trial " << trial;
+    }
+  }
+}
+
+TEST(Wasserstein, MetricProperties) {
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    const auto a = random_measure(17, 3, seed), b = random_measure(21, 3, seed + 10),
+               c = random_measure(12, 3, seed + 20, true);
+    for (double p : {1.0, 2.0}) {
+      const double ab = wasserstein_exact(a, b, p).value, ba = wasserstein_exact(b, a, p).value;
+      const double bc = wasserstein_exact(b, c, p).value, ac = wasserstein_exact(a, c, p).value;
+      EXPECT_NEAR(ab, ba, 1e-12 * ab);
+      EXPECT_LE(ac, ab + bc + 1e-12 * (ab + bc));
+      EXPECT_NEAR(wasserstein_exact(a, a, p).value, 0.0, 1e-7);  // value = cost^(1/p); cost ~ 0 exactly
+      EXPECT_LE(wasserstein_exact(a, b, 1.0).value,
+                wasserstein_exact(a, b, 2.0).value * (1 + 1e-12));  // W1 <= W2
+    }
+    // Translation: W2(a + t, b + t) = W2(a, b).
+    Vector<double> t(3);
+    t << 3.0, -1.25, 0.5;
+    auto shift = [&](const Vector<double>& x) -> Vector<double> { return x + t; };
+    const double w = wasserstein_exact(a, b, 2.0).value;
+    EXPECT_NEAR(wasserstein_exact(a.push_forward(shift), b.push_forward(shift), 2.0).value, w, 1e-12 * w);
+    // Mean bound: ||m_a - m_b|| <= W1.
+    EXPECT_LE((a.mean() - b.mean()).norm(), wasserstein_exact(a, b, 1.0).value * (1 + 1e-12));
+  }
+  // Two Diracs: W_p = distance.
+  Matrix<double> x(1, 3), y(1, 3);
+  x << 1, 2, 3;
+  y << -1, 0, 4;
+  const auto dx = DiscreteMeasure<double>::empirical(x), dy = DiscreteMeasure<double>::empirical(y);
+  EXPECT_NEAR(wasserstein_exact(dx, dy, 2.0).value, 3.0, 1e-15);
+  EXPECT_NEAR(wasserstein_exact(dx, dy, 1.0).value, 3.0, 1e-15);
+}
+
+TEST(Wasserstein, OnTheFlyCostsMatchTheDenseSolver) {
+  const auto mu = random_measure(40, 2, 3), nu = random_measure(35, 2, 4);
+  const WassersteinResult dense = wasserstein_exact(mu, nu, 2.0);
+  const TransportPlan cloud = network_simplex(mu.weights(), nu.weights(), mu.atoms(), nu.atoms(), 2.0);
+  EXPECT_NEAR(cloud.cost, dense.cost, 1e-13 * dense.cost);
+}
+
+TEST(Wasserstein, SlicedIsAnEstimateBelowTheDistance) {
+  const auto mu = random_measure(25, 3, 1), nu = random_measure(30, 3, 2);
+  for (double p : {1.0, 2.0}) {
+    const SlicedResult s = sliced_wasserstein(mu, nu, p, 64, 7);
+    EXPECT_TRUE(s.is_estimate);
+    EXPECT_EQ(s.n_directions, 64);
+    EXPECT_GT(s.value, 0);
+    EXPECT_GT(s.standard_error, 0);
+    // Every slice is <= W_p^p, hence so is their mean.
+    EXPECT_LE(s.cost, wasserstein_exact(mu, nu, p).cost * (1 + 1e-12));
+    EXPECT_EQ(sliced_wasserstein(mu, nu, p, 64, 7).value, s.value);  // seeded: reproducible
+  }
+  // In d = 1 every direction is +-1: the slice is the distance itself.
+  const auto a = random_measure(10, 1, 5), b = random_measure(9, 1, 6);
+  EXPECT_NEAR(sliced_wasserstein(a, b, 2.0, 3, 1).value, wasserstein_1d(a, b, 2.0), 1e-14);
+}
+
+TEST(Wasserstein, CertifiedBracketContainsHighPrecisionValueAndIsNarrow) {
+  for (std::uint64_t seed = 0; seed < 4; ++seed)
+    for (double p : {1.0, 2.0, 3.0}) {
+      const auto mu = random_measure(50, 1, seed), nu = random_measure(41, 1, seed + 30);
+      const WassersteinResult w = wasserstein_exact(mu, nu, p);
+      const CertifiedBracket br = certify_wasserstein(mu, nu, p, w.plan);
+      ASSERT_TRUE(br.certified);
+      PrecisionGuard guard(256);
+      const mpfr reference = wasserstein_1d(to_mpfr(mu), to_mpfr(nu), p);
+      EXPECT_LE(mpfr(br.lower), reference) << "seed " << seed << " p " << p;
+      EXPECT_GE(mpfr(br.upper), reference) << "seed " << seed << " p " << p;
+      EXPECT_LE(br.relative_width, 1e-10) << "seed " << seed << " p " << p;
+      EXPECT_LE(br.cost_lower, br.cost_upper);
+    }
+}
+
+TEST(Wasserstein, CertifiedBracketInHigherDimensionAndForAPoorPlan) {
+  const auto mu = random_measure(60, 3, 11), nu = random_measure(70, 3, 12, true);
+  for (double p : {1.0, 2.0, 1.5}) {
+    const WassersteinResult w = wasserstein_exact(mu, nu, p);
+    const CertifiedBracket br = certify_wasserstein(mu, nu, p, w.plan, true);
+    ASSERT_TRUE(br.certified);
+    EXPECT_LE(br.lower, w.value);
+    EXPECT_GE(br.upper, w.value);
+    EXPECT_LE(br.relative_width, 1e-10) << "p " << p;
+    // Independent coupling a (x) b and zero potentials: still a valid (wide) bracket.
+    TransportPlan poor;
+    poor.u = Eigen::VectorXd::Zero(mu.size());
+    poor.v = Eigen::VectorXd::Zero(nu.size());
+    for (Eigen::Index i = 0; i < mu.size(); ++i)
+      for (Eigen::Index j = 0; j < nu.size(); ++j)
+        poor.entries.push_back({i, j, mu.weights()(i) * nu.weights()(j)});
+    const CertifiedBracket wide = certify_wasserstein(mu, nu, p, poor);
+    EXPECT_TRUE(wide.certified);
+    EXPECT_LE(wide.lower, br.lower);
+    EXPECT_GE(wide.upper, br.upper);
+  }
+}
+
+TEST(Wasserstein, RejectsMalformedInput) {
+  const auto a = random_measure(5, 2, 1), b = random_measure(4, 3, 2), c = random_measure(4, 2, 3);
+  EXPECT_THROW(wasserstein_exact(a, b, 2.0), InputError);  // dimension mismatch
+  EXPECT_THROW(wasserstein_exact(a, c, 0.5), InputError);  // p < 1
+  EXPECT_THROW(wasserstein_exact(a, c, std::numeric_limits<double>::quiet_NaN()), InputError);
+  EXPECT_THROW(wasserstein_1d(a, c, 2.0), InputError);  // not one-dimensional
+  EXPECT_THROW(sliced_wasserstein(a, c, 2.0, 0, 1), InputError);
+  TransportPlan wrong;
+  wrong.u = Eigen::VectorXd::Zero(3);
+  EXPECT_THROW(certify_wasserstein(a, c, 2.0, wrong), InputError);
+  wrong.u = Eigen::VectorXd::Zero(5);
+  wrong.entries.push_back({0, 9, 0.1});
+  EXPECT_THROW(certify_wasserstein(a, c, 2.0, wrong), InputError);
+}
+
+}  // namespace
+}  // namespace regatta::measures
