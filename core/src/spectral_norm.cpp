@@ -1,3 +1,4 @@
+#include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/spectral_norm.hpp>
 
 #include <mpfi.h>
@@ -86,18 +87,6 @@ void check_power_options(const PowerIterationOptions& options) {
     throw InputError("relative_tolerance", "must be finite and >= 0");
 }
 
-/// x², as a nonnegative enclosure for intervals (x * x would treat the factors as independent).
-template <class S>
-S square(const S& x) {
-  if constexpr (std::is_same_v<S, interval>) {
-    interval r;
-    mpfi_sqr(r.backend().data(), x.backend().data());
-    return r;
-  } else {
-    return x * x;
-  }
-}
-
 /// Encloses ‖Mv‖/‖v‖ in interval arithmetic at max(working precision, 53) bits.
 template <class S, class T>
 interval norm_ratio_enclosure(const Matrix<S>& M, const Vector<T>& v) {
@@ -113,7 +102,7 @@ interval norm_ratio_enclosure(const Matrix<S>& M, const Vector<T>& v) {
   interval v_sq(0);
   for (Index j = 0; j < v.size(); ++j) {
     vi[static_cast<std::size_t>(j)] = scalar_cast<interval>(v(j));
-    v_sq += square(vi[static_cast<std::size_t>(j)]);
+    v_sq += regatta::detail::square(vi[static_cast<std::size_t>(j)]);
   }
   if (upper_bound(v_sq) == 0) throw InputError("v", "is the zero vector");
   interval mv_sq(0);
@@ -121,7 +110,7 @@ interval norm_ratio_enclosure(const Matrix<S>& M, const Vector<T>& v) {
     interval w(0);
     for (Index j = 0; j < M.cols(); ++j)
       w += scalar_cast<interval>(M(i, j)) * vi[static_cast<std::size_t>(j)];
-    mv_sq += square(w);
+    mv_sq += regatta::detail::square(w);
   }
   return sqrt(mv_sq) / sqrt(v_sq);
 }

@@ -117,6 +117,25 @@ TEST(Wasserstein, MetricProperties) {
   EXPECT_NEAR(wasserstein_exact(dx, dy, 1.0).value, 3.0, 1e-15);
 }
 
+// The identity coupling x_i -> y_i is feasible between equal-size uniform measures, so
+// W_2(mu_X, mu_Y)^2 <= (1/n) sum_i ||x_i - y_i||^2 = ||X - Y||_F^2 / n.
+TEST(Wasserstein, IdentityCouplingBoundsW2OfEmpiricalMeasures) {
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    RandomMatrixSpec spec;
+    spec.rows = 40;
+    spec.cols = 3;
+    spec.seed = seed;
+    const Matrix<double> x = random_matrix(spec);
+    spec.seed = seed + 100;
+    const Matrix<double> y = x + 0.3 * random_matrix(spec);
+    const auto mx = DiscreteMeasure<double>::empirical(x), my = DiscreteMeasure<double>::empirical(y);
+    const double bound = (x - y).norm() / std::sqrt(40.0);
+    const double w2 = wasserstein_exact(mx, my, 2.0).value;
+    EXPECT_LE(w2, bound * (1 + 1e-12)) << seed;
+    EXPECT_GT(w2, 0.0);
+  }
+}
+
 TEST(Wasserstein, OnTheFlyCostsMatchTheDenseSolver) {
   const auto mu = random_measure(40, 2, 3), nu = random_measure(35, 2, 4);
   const WassersteinResult dense = wasserstein_exact(mu, nu, 2.0);

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <regatta/core/detail/pairwise_paths.hpp>
+#include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/pairwise.hpp>
 #include <regatta/core/precision.hpp>
@@ -46,51 +47,9 @@ S from_double(double v) {
   }
 }
 
-/// x² (for interval the tight square, ⊆ [0, ∞), not the product of two independent intervals).
-template <class S>
-S square(const S& x) {
-  if constexpr (std::is_same_v<S, interval>) {
-    interval r;
-    mpfi_sqr(r.backend().data(), x.backend().data());
-    return r;
-  } else {
-    return x * x;
-  }
-}
-
-/// dist^p for dist >= 0, p >= 1. For interval: x ↦ x^p is increasing in x on [0, ∞) and monotone in p for
-/// fixed x, so over [a, b] × [p_lo, p_hi] the extremes are at corners; each corner is rounded outward.
-/// 0^p = 0 exactly (mpfr_pow(+0, p > 0) = +0), so a zero distance gives the point 0.
-template <class S>
-S power_of(const S& dist, const S& p) {
-  if constexpr (std::is_same_v<S, interval>) {
-    const mpfr a = lower_bound(dist), b = upper_bound(dist);
-    const mpfr p_lo = lower_bound(p), p_hi = upper_bound(p);
-    mpfr lo1, lo2, hi1, hi2;  // working precision
-    mpfr_pow(lo1.backend().data(), a.backend().data(), p_lo.backend().data(), MPFR_RNDD);
-    mpfr_pow(lo2.backend().data(), a.backend().data(), p_hi.backend().data(), MPFR_RNDD);
-    mpfr_pow(hi1.backend().data(), b.backend().data(), p_lo.backend().data(), MPFR_RNDU);
-    mpfr_pow(hi2.backend().data(), b.backend().data(), p_hi.backend().data(), MPFR_RNDU);
-    return make_interval(lo1 < lo2 ? lo1 : lo2, hi1 > hi2 ? hi1 : hi2);
-  } else {
-    using std::pow;
-    return pow(dist, p);
-  }
-}
-
-template <class S>
-Matrix<S> lift(const Matrix<S>& a) {
-  Matrix<S> r(a.rows(), a.cols());
-  for (Eigen::Index i = 0; i < a.rows(); ++i)
-    for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = at_working_precision(a(i, j));
-  return r;
-}
-
-template <class S>
-Vector<S> lift(const Vector<S>& a) {
-  Vector<S> r(a.size());
-  for (Eigen::Index i = 0; i < a.size(); ++i) r(i) = at_working_precision(a(i));
-  return r;
+template <class M>
+M lift(const M& a) {
+  return regatta::detail::at_working_precision_all(a);
 }
 
 /// Scoring of one (query, key) pair; rows are contiguous (Matrix is row-major).
@@ -109,12 +68,13 @@ struct Scorer {
       for (Eigen::Index k = 0; k < d; ++k) acc += x[k] * y[k];
       return scale * acc;
     }
-    for (Eigen::Index k = 0; k < d; ++k) acc += square<S>(x[k] - y[k]);  // ‖x − y‖², difference form
+    for (Eigen::Index k = 0; k < d; ++k)
+      acc += regatta::detail::square<S>(x[k] - y[k]);  // ‖x − y‖², difference form
     if (kind == ScoreKind::neg_sq_dist || power_is_two) return -(scale * acc);
     using std::sqrt;
     const S dist = sqrt(acc);
     if (power_is_one) return -(scale * dist);
-    return -(scale * power_of<S>(dist, power));
+    return -(scale * regatta::detail::pow_nonnegative<S>(dist, power));
   }
 };
 
@@ -177,7 +137,7 @@ void reduce_row(Eigen::Index i, const Inputs<S>& in, const Scorer<S>& score, Mas
     if (want_second)
       for (Eigen::Index c = 0; c < f; ++c)
         for (Eigen::Index k = 0; k < f; ++k) {
-          const S term = c == k ? square<S>(bj[c]) : S(bj[c] * bj[k]);
+          const S term = c == k ? regatta::detail::square<S>(bj[c]) : S(bj[c] * bj[k]);
           absorb(second[c * f + k], term, r, first, rescaled);
         }
     if (want_score) absorb(expected, s, r, first, rescaled);

@@ -8,6 +8,7 @@
 #include <mpfr.h>
 
 #include <cmath>
+#include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/pairwise.hpp>
@@ -41,55 +42,7 @@ S exact(double v) {
 /// a carried at the working precision (a copy for IEEE types).
 template <class S, class M>
 M lifted(const M& a) {
-  if constexpr (std::is_floating_point_v<S>) {
-    return a;
-  } else {
-    M r(a.rows(), a.cols());
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-      for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = at_working_precision(a(i, j));
-    return r;
-  }
-}
-
-template <class S>
-Matrix<S> times(const Matrix<S>& a, const Matrix<S>& b) {  // a plain triple loop, not Eigen's GEMM
-  Matrix<S> r(a.rows(), b.cols());
-  for (Eigen::Index i = 0; i < a.rows(); ++i)
-    for (Eigen::Index c = 0; c < b.cols(); ++c) {
-      S acc(0);
-      for (Eigen::Index k = 0; k < a.cols(); ++k) acc += a(i, k) * b(k, c);
-      r(i, c) = acc;
-    }
-  return r;
-}
-
-template <class S>
-S sqr(const S& x) {
-  if constexpr (std::is_same_v<S, interval>) {  // tight square ⊆ [0, ∞)
-    interval r;
-    mpfi_sqr(r.backend().data(), x.backend().data());
-    return r;
-  } else {
-    return x * x;
-  }
-}
-
-/// dist^p, dist >= 0, p >= 1; for interval the corners of [a, b] × [p_lo, p_hi] rounded outward
-/// (x^p is increasing in x >= 0 and monotone in p).
-template <class S>
-S pow_nonnegative(const S& dist, const S& p) {
-  if constexpr (std::is_same_v<S, interval>) {
-    const mpfr a = lower_bound(dist), b = upper_bound(dist), p_lo = lower_bound(p), p_hi = upper_bound(p);
-    mpfr l1, l2, h1, h2;
-    mpfr_pow(l1.backend().data(), a.backend().data(), p_lo.backend().data(), MPFR_RNDD);
-    mpfr_pow(l2.backend().data(), a.backend().data(), p_hi.backend().data(), MPFR_RNDD);
-    mpfr_pow(h1.backend().data(), b.backend().data(), p_lo.backend().data(), MPFR_RNDU);
-    mpfr_pow(h2.backend().data(), b.backend().data(), p_hi.backend().data(), MPFR_RNDU);
-    return make_interval(l1 < l2 ? l1 : l2, h1 > h2 ? h1 : h2);
-  } else {
-    using std::pow;
-    return pow(dist, p);
-  }
+  return regatta::detail::at_working_precision_all(a);
 }
 
 template <class S>
@@ -109,8 +62,8 @@ Materialized<S> materialize(const Problem<S>& problem, const Kernel& kernel) {
                                              std::to_string(max_materialized_entries) + "; use reduce()");
   Matrix<S> x = lifted<S>(*problem.queries), y = lifted<S>(*problem.keys);
   const Matrix<S>* kmap = is_distance(kernel.score) ? problem.query_map : problem.key_map;
-  if (problem.query_map != nullptr) x = times(x, lifted<S>(*problem.query_map));
-  if (kmap != nullptr) y = times(y, lifted<S>(*kmap));
+  if (problem.query_map != nullptr) x = regatta::detail::plain_product(x, lifted<S>(*problem.query_map));
+  if (kmap != nullptr) y = regatta::detail::plain_product(y, lifted<S>(*kmap));
   Vector<S> w;
   if (problem.log_weights != nullptr) w = lifted<S>(*problem.log_weights);
 
@@ -131,10 +84,10 @@ Materialized<S> materialize(const Problem<S>& problem, const Kernel& kernel) {
         for (Eigen::Index k = 0; k < x.cols(); ++k) s += x(i, k) * y(j, k);
         s = scale * s;
       } else {
-        for (Eigen::Index k = 0; k < x.cols(); ++k) s += sqr<S>(x(i, k) - y(j, k));
+        for (Eigen::Index k = 0; k < x.cols(); ++k) s += regatta::detail::square<S>(x(i, k) - y(j, k));
         if (kernel.score == ScoreKind::neg_dist_pow && kernel.power != 2.0) {
           using std::sqrt;
-          s = pow_nonnegative<S>(S(sqrt(s)), power);
+          s = regatta::detail::pow_nonnegative<S>(S(sqrt(s)), power);
         }
         s = -(scale * s);
       }
@@ -188,7 +141,8 @@ Result<S> reduce_materialized(const Problem<S>& problem, const Kernel& kernel, c
       if (request.feature_second_moment)
         for (Eigen::Index c = 0; c < f; ++c)
           for (Eigen::Index l = 0; l < f; ++l)
-            r.feature_second_moment(i, c * f + l) += p * (c == l ? sqr<S>(b(j, c)) : S(b(j, c) * b(j, l)));
+            r.feature_second_moment(i, c * f + l) +=
+                p * (c == l ? regatta::detail::square<S>(b(j, c)) : S(b(j, c) * b(j, l)));
       if (request.expected_score) r.expected_score(i) += p * k.scores(i, j);
     }
   return r;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <regatta/core/checks.hpp>
 #include <regatta/core/detail/pairwise_paths.hpp>
+#include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/log_sum_exp.hpp>  // ReductionOps of the multiprecision types
 #include <regatta/core/pairwise.hpp>
@@ -196,14 +197,7 @@ Matrix<S> multiply(const Matrix<S>& a, const Matrix<S>& b) {
     r.noalias() = a * b;
     return r;
   } else {
-    Matrix<S> r(a.rows(), b.cols());
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-      for (Eigen::Index c = 0; c < b.cols(); ++c) {
-        S acc(0);
-        for (Eigen::Index k = 0; k < a.cols(); ++k) acc += a(i, k) * b(k, c);
-        r(i, c) = acc;
-      }
-    return r;
+    return regatta::detail::plain_product(a, b);
   }
 }
 

@@ -1,0 +1,74 @@
+#pragma once
+// Internal: small scalar primitives that need care for interval arithmetic, shared by the generic and the
+// materialised pairwise paths and by the spectral-norm routines.
+#include <mpfi.h>
+#include <mpfr.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/core/precision.hpp>
+
+namespace regatta::detail {
+
+/// x² — for interval the tight square ⊆ [0, ∞) (x · x would treat the two factors as independent).
+template <class S>
+S square(const S& x) {
+  if constexpr (std::is_same_v<S, interval>) {
+    interval r;
+    mpfi_sqr(r.backend().data(), x.backend().data());
+    return r;
+  } else {
+    return x * x;
+  }
+}
+
+/// dist^p for dist ≥ 0, p ≥ 1. For interval: t ↦ t^p is increasing on [0, ∞) and monotone in p for fixed t,
+/// so over [a, b] × [p_lo, p_hi] the extremes are at corners, each rounded outward; 0^p = 0 exactly.
+template <class S>
+S pow_nonnegative(const S& dist, const S& p) {
+  if constexpr (std::is_same_v<S, interval>) {
+    const mpfr a = lower_bound(dist), b = upper_bound(dist);
+    const mpfr p_lo = lower_bound(p), p_hi = upper_bound(p);
+    mpfr lo1, lo2, hi1, hi2;  // working precision
+    mpfr_pow(lo1.backend().data(), a.backend().data(), p_lo.backend().data(), MPFR_RNDD);
+    mpfr_pow(lo2.backend().data(), a.backend().data(), p_hi.backend().data(), MPFR_RNDD);
+    mpfr_pow(hi1.backend().data(), b.backend().data(), p_lo.backend().data(), MPFR_RNDU);
+    mpfr_pow(hi2.backend().data(), b.backend().data(), p_hi.backend().data(), MPFR_RNDU);
+    return make_interval(lo1 < lo2 ? lo1 : lo2, hi1 > hi2 ? hi1 : hi2);
+  } else {
+    using std::pow;
+    return pow(dist, p);
+  }
+}
+
+/// Every entry carried at the current working precision (a copy for IEEE types); see at_working_precision.
+template <class M>
+M at_working_precision_all(const M& a) {
+  using S = typename M::Scalar;
+  if constexpr (std::is_floating_point_v<S>) {
+    return a;
+  } else {
+    M r(a.rows(), a.cols());
+    for (Eigen::Index i = 0; i < a.rows(); ++i)
+      for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = at_working_precision(a(i, j));
+    return r;
+  }
+}
+
+/// a · b by the plain triple loop (no blocking, no reassociation): the reference order of summation, and the
+/// only product available for scalar types that Eigen's GEMM kernels do not handle well.
+template <class S>
+Matrix<S> plain_product(const Matrix<S>& a, const Matrix<S>& b) {
+  Matrix<S> r(a.rows(), b.cols());
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index c = 0; c < b.cols(); ++c) {
+      S acc(0);
+      for (Eigen::Index k = 0; k < a.cols(); ++k) acc += a(i, k) * b(k, c);
+      r(i, c) = acc;
+    }
+  return r;
+}
+
+}  // namespace regatta::detail
