@@ -15,6 +15,7 @@ enum ExitCode : int {
 /// Each subcommand registers itself on the root app; its callback stores the exit code in `result`.
 void add_inspect_command(CLI::App& app, int& result);
 void add_norm_command(CLI::App& app, int& result);
+void add_attend_command(CLI::App& app, int& result);
 void add_wasserstein_command(CLI::App& app, int& result);
 
 }  // namespace regatta::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_inspect_command(app, result);
   add_norm_command(app, result);
   add_wasserstein_command(app, result);
+  add_attend_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,75 @@
+#pragma once
+// Multi-head attention layers on token matrices (shared/math/attention.md §2; PyTorch mapping in
+// shared/math/README.md, "PyTorch and Hugging Face conventions").
+//
+// Our convention acts on row vectors from the right: for tokens X (n×d), head h has queries
+// Q_h = X·WQ[h] + 1·bQ[h]ᵀ, keys K_h = X·WK[h] + 1·bK[h]ᵀ (d×head_dim each), values X·WV[h] + 1·bV[h]ᵀ
+// (d×value_dim) and output block WO_h = WO.middleRows(h·value_dim, value_dim), WO being (heads·value_dim)×d.
+//
+// Kinds:
+//   dot  P_h = softmax_row(Q_h K_hᵀ/√d_h + M)                       (attention.md §1.2, §2.1)
+//   l2   P_h = softmax_row(−‖q_i − k_j‖²/√d_h + M), tied WK = WQ,    (Kim et al. 2021; §1.3, §2.2)
+//        value map X·A_h·WV_h with A_h = WQ_h WQ_hᵀ/√d_h.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <regatta/core/eigen.hpp>
+
+namespace regatta::operators {
+
+enum class AttentionKind { dot, l2 };
+
+struct AttentionLayer {
+  int d = 0;          ///< token dimension (rows of WQ, WK, WV; columns of WO)
+  int heads = 0;      ///< H ≥ 1
+  int head_dim = 0;   ///< d_h: columns of WQ[h], WK[h]
+  int value_dim = 0;  ///< d_v: columns of WV[h]
+  AttentionKind kind = AttentionKind::dot;
+  std::vector<Matrix<double>> WQ, WK, WV;  ///< heads entries; d×head_dim, d×head_dim, d×value_dim
+  Matrix<double> WO;                       ///< (heads·value_dim)×d
+  std::vector<Vector<double>> bQ, bK,
+      bV;             ///< empty (no bias) or heads entries of length head_dim / value_dim
+  Vector<double> bO;  ///< empty (no bias) or length d
+
+  /// Throws InputError naming the member for every inconsistent size, a non-positive dimension or a
+  /// non-finite entry.
+  void validate() const;
+  /// WK[h] == WQ[h] for every head and the query and key biases agree (both absent or equal).
+  bool tied() const;
+};
+
+struct RandomLayerSpec {
+  int d = 16;
+  int heads = 2;
+  int head_dim = 0;    ///< 0: d / heads (then heads must divide d)
+  int value_dim = 0;   ///< 0: head_dim
+  double scale = 1.0;  ///< entries are N(0, (scale/√d)²)
+  std::uint64_t seed = 0;
+  AttentionKind kind = AttentionKind::dot;  ///< l2 draws WK = WQ (tied) and bK = bQ
+  bool biases = false;                      ///< draw bQ, bK, bV, bO with the same law
+};
+
+/// A seeded random layer; throws InputError for non-positive sizes, heads not dividing d when head_dim = 0,
+/// or a non-positive / non-finite scale.
+AttentionLayer random_layer(const RandomLayerSpec& spec);
+
+/// Reads a layer from .npz or .safetensors in PyTorch or Hugging Face naming; only tensors whose names start
+/// with `prefix` are considered, and a name matches a role when it equals prefix + role or ends in "." +
+/// role.
+///   PyTorch nn.MultiheadAttention: in_proj_weight (3E×d) [+ in_proj_bias], or q_proj_weight, k_proj_weight,
+///     v_proj_weight; out_proj.weight (d×E) [+ out_proj.bias]
+///   Hugging Face BERT: query|key|value.weight [+ .bias], output.dense.weight [+ .bias]
+///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]
+/// Linear weights are out×in, so WQ[h] = (W_q[h·d_h:(h+1)·d_h, :])ᵀ, WO = out_proj.weightᵀ.
+/// Every missing, ambiguous, ill-shaped or non-finite tensor, heads not dividing the projection width, and
+/// an unknown extension throw InputError naming the file and the tensor.
+AttentionLayer load_layer(const std::filesystem::path& path, int heads,
+                          AttentionKind kind = AttentionKind::dot, const std::string& prefix = "");
+
+std::string to_string(AttentionKind kind);
+/// "dot" or "l2"; anything else throws InputError naming `subject`.
+AttentionKind parse_attention_kind(const std::string& text, const std::string& subject = "--kind");
+
+}  // namespace regatta::operators

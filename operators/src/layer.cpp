@@ -1,0 +1,303 @@
+// Attention layers: validation, random layers and loading PyTorch / Hugging Face weights.
+#include <regatta/operators/layer.hpp>
+
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include <regatta/core/checks.hpp>
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/npz.hpp>
+#include <regatta/core/io/safetensors.hpp>
+#include <regatta/core/random_matrix.hpp>
+
+namespace regatta::operators {
+
+namespace {
+
+std::string indexed(const char* name, std::size_t h) {
+  return std::string(name) + "[" + std::to_string(h) + "]";
+}
+
+void check_heads_list(const char* name, std::size_t size, int heads) {
+  if (size != std::size_t(heads))
+    throw InputError(name,
+                     "has " + std::to_string(size) + " entries, expected heads = " + std::to_string(heads));
+}
+
+void check_bias(const char* name, const std::vector<Vector<double>>& b, int heads, int length) {
+  if (b.empty()) return;
+  check_heads_list(name, b.size(), heads);
+  for (std::size_t h = 0; h < b.size(); ++h) {
+    if (b[h].size() != length)
+      throw InputError(indexed(name, h),
+                       "has length " + std::to_string(b[h].size()) + ", expected " + std::to_string(length));
+    check_finite(indexed(name, h), b[h]);
+  }
+}
+
+}  // namespace
+
+void AttentionLayer::validate() const {
+  if (d <= 0) throw InputError("d", "must be positive, got " + std::to_string(d));
+  if (heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(heads));
+  if (head_dim <= 0) throw InputError("head_dim", "must be positive, got " + std::to_string(head_dim));
+  if (value_dim <= 0) throw InputError("value_dim", "must be positive, got " + std::to_string(value_dim));
+  const auto check_maps = [&](const char* name, const std::vector<Matrix<double>>& w, int cols) {
+    check_heads_list(name, w.size(), heads);
+    for (std::size_t h = 0; h < w.size(); ++h) {
+      check_shape(indexed(name, h), w[h].rows(), w[h].cols(), d, cols);
+      check_finite(indexed(name, h), w[h]);
+    }
+  };
+  check_maps("WQ", WQ, head_dim);
+  check_maps("WK", WK, head_dim);
+  check_maps("WV", WV, value_dim);
+  check_shape("WO", WO.rows(), WO.cols(), Eigen::Index(heads) * value_dim, d);
+  check_finite("WO", WO);
+  check_bias("bQ", bQ, heads, head_dim);
+  check_bias("bK", bK, heads, head_dim);
+  check_bias("bV", bV, heads, value_dim);
+  if (bO.size() != 0) {
+    if (bO.size() != d)
+      throw InputError("bO",
+                       "has length " + std::to_string(bO.size()) + ", expected d = " + std::to_string(d));
+    check_finite("bO", bO);
+  }
+}
+
+bool AttentionLayer::tied() const {
+  if (WQ.size() != WK.size() || bQ.size() != bK.size()) return false;
+  for (std::size_t h = 0; h < WQ.size(); ++h)
+    if (WQ[h] != WK[h]) return false;
+  for (std::size_t h = 0; h < bQ.size(); ++h)
+    if (bQ[h] != bK[h]) return false;
+  return true;
+}
+
+std::string to_string(AttentionKind kind) { return kind == AttentionKind::dot ? "dot" : "l2"; }
+
+AttentionKind parse_attention_kind(const std::string& text, const std::string& subject) {
+  if (text == "dot") return AttentionKind::dot;
+  if (text == "l2") return AttentionKind::l2;
+  throw InputError(subject, "must be dot or l2, got '" + text + "'");
+}
+
+AttentionLayer random_layer(const RandomLayerSpec& spec) {
+  if (spec.d <= 0) throw InputError("d", "must be positive, got " + std::to_string(spec.d));
+  if (spec.heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(spec.heads));
+  if (spec.head_dim < 0) throw InputError("head_dim", "must be positive or 0 (d/heads)");
+  if (spec.value_dim < 0) throw InputError("value_dim", "must be positive or 0 (head_dim)");
+  if (!(std::isfinite(spec.scale) && spec.scale > 0))
+    throw InputError("scale", "must be positive and finite, got " + std::to_string(spec.scale));
+  if (spec.head_dim == 0 && spec.d % spec.heads != 0)
+    throw InputError("heads", std::to_string(spec.heads) + " does not divide d = " + std::to_string(spec.d));
+  AttentionLayer layer;
+  layer.d = spec.d;
+  layer.heads = spec.heads;
+  layer.head_dim = spec.head_dim > 0 ? spec.head_dim : spec.d / spec.heads;
+  layer.value_dim = spec.value_dim > 0 ? spec.value_dim : layer.head_dim;
+  layer.kind = spec.kind;
+  const double sd = spec.scale / std::sqrt(double(spec.d));
+  std::uint64_t stream = spec.seed * 0x9E3779B97F4A7C15ull;  // one independent seed per drawn array
+  const auto draw = [&](Eigen::Index rows, Eigen::Index cols) {
+    const Vector<double> z = standard_normal(rows * cols, ++stream);
+    return Matrix<double>(sd * Eigen::Map<const Matrix<double>>(z.data(), rows, cols));
+  };
+  const auto draw_vector = [&](Eigen::Index n) { return Vector<double>(sd * standard_normal(n, ++stream)); };
+  for (int h = 0; h < layer.heads; ++h) {
+    layer.WQ.push_back(draw(layer.d, layer.head_dim));
+    layer.WK.push_back(spec.kind == AttentionKind::l2 ? layer.WQ.back() : draw(layer.d, layer.head_dim));
+    layer.WV.push_back(draw(layer.d, layer.value_dim));
+    if (spec.biases) {
+      layer.bQ.push_back(draw_vector(layer.head_dim));
+      layer.bK.push_back(spec.kind == AttentionKind::l2 ? layer.bQ.back() : draw_vector(layer.head_dim));
+      layer.bV.push_back(draw_vector(layer.value_dim));
+    }
+  }
+  layer.WO = draw(Eigen::Index(layer.heads) * layer.value_dim, layer.d);
+  if (spec.biases) layer.bO = draw_vector(layer.d);
+  return layer;
+}
+
+namespace {
+
+/// The tensors of one file restricted to a prefix, with role lookup and error messages naming the file.
+class TensorSet {
+ public:
+  TensorSet(std::map<std::string, io::Array> all, std::string file, std::string prefix)
+      : file_(std::move(file)), prefix_(std::move(prefix)) {
+    for (auto& [name, array] : all)
+      if (name.compare(0, prefix_.size(), prefix_) == 0) arrays_.emplace(name, std::move(array));
+    if (arrays_.empty()) throw InputError(file_, "no tensor name starts with prefix '" + prefix_ + "'");
+  }
+
+  /// The tensor playing `role` (name == prefix + role or ending in "." + role), or nullptr; two matches
+  /// throw (ambiguous: use a longer prefix).
+  const io::Array* find(const std::string& role) const {
+    const io::Array* found = nullptr;
+    std::string found_name;
+    for (const auto& [name, array] : arrays_) {
+      const bool match =
+          name == prefix_ + role ||
+          (name.size() > role.size() && name.compare(name.size() - role.size(), role.size(), role) == 0 &&
+           name[name.size() - role.size() - 1] == '.');
+      if (!match) continue;
+      if (found)
+        throw InputError(file_ + ":" + role, "ambiguous: matches '" + found_name + "' and '" + name +
+                                                 "' (select one with a prefix)");
+      found = &array;
+      found_name = name;
+    }
+    return found;
+  }
+
+  const io::Array& require(const std::string& role) const {
+    const io::Array* a = find(role);
+    if (!a) throw InputError(file_ + ":" + prefix_ + role, "missing tensor");
+    return *a;
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::map<std::string, io::Array> arrays_;
+  std::string file_;
+  std::string prefix_;
+};
+
+Matrix<double> matrix_of(const io::Array& a, Eigen::Index rows, Eigen::Index cols) {
+  if (a.shape.size() != 2 || Eigen::Index(a.shape[0]) != rows || Eigen::Index(a.shape[1]) != cols)
+    throw InputError(a.source, "has shape " + io::shape_repr(a.shape) + ", expected (" +
+                                   std::to_string(rows) + ", " + std::to_string(cols) + ")");
+  io::require_finite(a);
+  return a.matrix();
+}
+
+Vector<double> vector_of(const io::Array& a, Eigen::Index n) {
+  if (a.shape.size() != 1 || Eigen::Index(a.shape[0]) != n)
+    throw InputError(a.source,
+                     "has shape " + io::shape_repr(a.shape) + ", expected (" + std::to_string(n) + ",)");
+  io::require_finite(a);
+  return a.vector();
+}
+
+Eigen::Index rows_of_2d(const io::Array& a) {
+  if (a.shape.size() != 2 || a.shape[0] == 0 || a.shape[1] == 0)
+    throw InputError(a.source, "has shape " + io::shape_repr(a.shape) + ", expected a nonempty matrix");
+  return Eigen::Index(a.shape[0]);
+}
+
+/// The names of the four maps under one convention; empty bias names where the convention has none apart.
+struct Naming {
+  std::string q, k, v, o, qb, kb, vb, ob;
+};
+
+}  // namespace
+
+AttentionLayer load_layer(const std::filesystem::path& path, int heads, AttentionKind kind,
+                          const std::string& prefix) {
+  const std::string file = path.string();
+  if (heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(heads));
+  const std::string ext = path.extension().string();
+  std::map<std::string, io::Array> all;
+  if (ext == ".npz")
+    all = io::read_npz(path);
+  else if (ext == ".safetensors")
+    all = io::read_safetensors(path);
+  else
+    throw InputError(file, "unknown layer file type '" + ext + "' (expected .npz or .safetensors)");
+  const TensorSet set(std::move(all), file, prefix);
+
+  Matrix<double> Wq, Wk, Wv, Wo;  // PyTorch orientation: out×in
+  std::optional<Vector<double>> bq, bk, bv, bo;
+
+  if (const io::Array* in_proj = set.find("in_proj_weight")) {
+    const Eigen::Index rows = rows_of_2d(*in_proj);
+    if (rows % 3 != 0)
+      throw InputError(in_proj->source, "has " + std::to_string(rows) + " rows, expected 3·embed_dim");
+    const Eigen::Index e = rows / 3, d = Eigen::Index(in_proj->shape[1]);
+    const Matrix<double> W = matrix_of(*in_proj, 3 * e, d);
+    Wq = W.topRows(e);
+    Wk = W.middleRows(e, e);
+    Wv = W.bottomRows(e);
+    if (const io::Array* b = set.find("in_proj_bias")) {
+      const Vector<double> bias = vector_of(*b, 3 * e);
+      bq = bias.head(e);
+      bk = bias.segment(e, e);
+      bv = bias.tail(e);
+    }
+    const io::Array& out = set.require("out_proj.weight");
+    Wo = matrix_of(out, d, e);
+    if (const io::Array* b = set.find("out_proj.bias")) bo = vector_of(*b, d);
+  } else {
+    Naming naming;
+    if (set.find("q_proj_weight"))
+      naming = {"q_proj_weight", "k_proj_weight", "v_proj_weight", "out_proj.weight", "", "", "",
+                "out_proj.bias"};
+    else if (set.find("query.weight"))
+      naming = {"query.weight", "key.weight", "value.weight", "output.dense.weight",
+                "query.bias",   "key.bias",   "value.bias",   "output.dense.bias"};
+    else if (set.find("q_proj.weight"))
+      naming = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+                "q_proj.bias",   "k_proj.bias",   "v_proj.bias",   "o_proj.bias"};
+    else
+      throw InputError(file + ":" + prefix + "in_proj_weight",
+                       "missing tensor (no in_proj_weight, q_proj_weight, query.weight or q_proj.weight)");
+    const io::Array& q = set.require(naming.q);
+    const Eigen::Index e = rows_of_2d(q), d = Eigen::Index(q.shape[1]);
+    Wq = matrix_of(q, e, d);
+    Wk = matrix_of(set.require(naming.k), e, d);
+    const io::Array& v = set.require(naming.v);
+    const Eigen::Index ev = rows_of_2d(v);
+    Wv = matrix_of(v, ev, d);
+    Wo = matrix_of(set.require(naming.o), d, ev);
+    if (!naming.qb.empty()) {
+      if (const io::Array* b = set.find(naming.qb)) bq = vector_of(*b, e);
+      if (const io::Array* b = set.find(naming.kb)) bk = vector_of(*b, e);
+      if (const io::Array* b = set.find(naming.vb)) bv = vector_of(*b, ev);
+    } else if (const io::Array* b = set.find("in_proj_bias")) {
+      const Vector<double> bias = vector_of(*b, 2 * e + ev);
+      bq = bias.head(e);
+      bk = bias.segment(e, e);
+      bv = bias.tail(ev);
+    }
+    if (const io::Array* b = set.find(naming.ob)) bo = vector_of(*b, d);
+  }
+
+  const Eigen::Index e = Wq.rows(), ev = Wv.rows(), d = Wq.cols();
+  if (e % heads != 0 || ev % heads != 0)
+    throw InputError(file, "heads = " + std::to_string(heads) + " does not divide the projection width " +
+                               std::to_string(e % heads != 0 ? e : ev));
+  // Biases come all or none per map in our layer; a missing one among present ones is zero.
+  const bool any_qkv_bias = bq || bk || bv;
+  if (any_qkv_bias) {
+    if (!bq) bq = Vector<double>::Zero(e);
+    if (!bk) bk = Vector<double>::Zero(e);
+    if (!bv) bv = Vector<double>::Zero(ev);
+  }
+
+  AttentionLayer layer;
+  layer.d = int(d);
+  layer.heads = heads;
+  layer.head_dim = int(e / heads);
+  layer.value_dim = int(ev / heads);
+  layer.kind = kind;
+  const Eigen::Index dh = layer.head_dim, dv = layer.value_dim;
+  for (int h = 0; h < heads; ++h) {
+    layer.WQ.push_back(Wq.middleRows(h * dh, dh).transpose());
+    layer.WK.push_back(Wk.middleRows(h * dh, dh).transpose());
+    layer.WV.push_back(Wv.middleRows(h * dv, dv).transpose());
+    if (any_qkv_bias) {
+      layer.bQ.push_back(bq->segment(h * dh, dh));
+      layer.bK.push_back(bk->segment(h * dh, dh));
+      layer.bV.push_back(bv->segment(h * dv, dv));
+    }
+  }
+  layer.WO = Wo.transpose();
+  if (bo) layer.bO = *bo;
+  layer.validate();
+  return layer;
+}
+
+}  // namespace regatta::operators
