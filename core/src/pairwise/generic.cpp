@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <regatta/core/detail/pairwise_paths.hpp>
+#include <regatta/core/convert.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/pairwise.hpp>
@@ -30,21 +31,11 @@ namespace {
 template <class S>
 constexpr bool is_ieee = std::is_floating_point_v<S>;
 
-/// The double v as S: exact for float only when representable (rounded to nearest otherwise), exact for
-/// mpfr at >= 53 bits, and for interval an enclosure at any precision (MPFI rounds outward).
+/// The double v as S (scalar_cast: exact for mpfr at >= 53 bits, an outward enclosure for interval at any
+/// precision, rounded to nearest for float).
 template <class S>
 S from_double(double v) {
-  if constexpr (std::is_same_v<S, interval>) {
-    interval r;
-    mpfi_set_d(r.backend().data(), v);
-    return r;
-  } else if constexpr (std::is_same_v<S, mpfr>) {
-    mpfr r;
-    mpfr_set_d(r.backend().data(), v, MPFR_RNDN);
-    return r;
-  } else {
-    return static_cast<S>(v);
-  }
+  return scalar_cast<S>(v);
 }
 
 template <class M>

@@ -8,6 +8,7 @@
 #include <mpfr.h>
 
 #include <cmath>
+#include <regatta/core/convert.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/log_sum_exp.hpp>
@@ -23,20 +24,11 @@ namespace {
 
 bool is_distance(ScoreKind kind) { return kind == ScoreKind::neg_sq_dist || kind == ScoreKind::neg_dist_pow; }
 
-/// The double v as S (an outward-rounded enclosure for interval at any precision).
+/// The double v as S (scalar_cast: exact for mpfr at >= 53 bits, an outward enclosure for interval at any
+/// precision, rounded to nearest for float).
 template <class S>
 S exact(double v) {
-  if constexpr (std::is_same_v<S, interval>) {
-    interval r;
-    mpfi_set_d(r.backend().data(), v);
-    return r;
-  } else if constexpr (std::is_same_v<S, mpfr>) {
-    mpfr r;
-    mpfr_set_d(r.backend().data(), v, MPFR_RNDN);
-    return r;
-  } else {
-    return static_cast<S>(v);
-  }
+  return scalar_cast<S>(v);
 }
 
 /// a carried at the working precision (a copy for IEEE types).

@@ -33,7 +33,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -1059,8 +1058,8 @@ TEST(PairwiseLogKernel, MatchesDirectScores) {
 
 TEST(PairwiseLogKernel, RefusesHugeSizesWithoutAllocating) {
   // 2^15 × 2^15 = 2^30 entries > max_materialized_entries = 2^28 (8 GiB of doubles), and 2^20 × 2^20 whose
-  // product would overflow a naive 32-bit count: both refused with InputError (an attempt to allocate would
-  // surface as std::bad_alloc or take visibly long).
+  // product would overflow a naive 32-bit count: both refused with InputError before any allocation (an
+  // attempt to allocate 2^40 doubles would surface as std::bad_alloc, not InputError).
   for (Eigen::Index n : {Eigen::Index(1) << 15, Eigen::Index(1) << 20}) {
     Matrix<double> x = Matrix<double>::Zero(n, 1), y = Matrix<double>::Zero(n, 1),
                    v = Matrix<double>::Zero(n, 1);
@@ -1068,7 +1067,6 @@ TEST(PairwiseLogKernel, RefusesHugeSizesWithoutAllocating) {
     p.queries = &x;
     p.keys = &y;
     p.values = &v;
-    const auto start = std::chrono::steady_clock::now();
     EXPECT_THROW((void)log_kernel_matrix<double>(p, Kernel{}), InputError);
     EXPECT_THROW((void)reduce_materialized<double>(p, Kernel{}), InputError);
     try {
@@ -1077,7 +1075,6 @@ TEST(PairwiseLogKernel, RefusesHugeSizesWithoutAllocating) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
       EXPECT_NE(std::string(e.what()).find("max_materialized_entries"), std::string::npos) << e.what();
     }
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
   }
 }
 
