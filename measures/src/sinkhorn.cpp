@@ -54,6 +54,15 @@ double next_epsilon(double current, const SinkhornOptions& o) {
   return std::max(o.epsilon, current * o.scaling);
 }
 
+/// ε-scaling: once a stage above the target has had its stage_iterations, move to the next ε.
+template <class Count>
+void advance_stage(double& epsilon, int& in_stage, Count& stages, bool at_target, const SinkhornOptions& o) {
+  if (at_target || in_stage < o.stage_iterations) return;
+  epsilon = next_epsilon(epsilon, o);
+  ++stages;
+  in_stage = 0;
+}
+
 /// Atoms shifted by the centre of the common bounding box: costs are translation invariant, and the
 /// neg_sq_dist path's rounding error grows with ‖x‖² + ‖y‖².
 template <class S>
@@ -197,11 +206,7 @@ SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S
     }
     if (r.iterations >= options.max_iterations) break;  // keep (f, g): their plan is what gets evaluated
     r.f = f_new;
-    if (!at_target && in_stage >= options.stage_iterations) {
-      epsilon = next_epsilon(epsilon, options);
-      ++r.stages;
-      in_stage = 0;
-    }
+    advance_stage(epsilon, in_stage, r.stages, at_target, options);
   }
   if (epsilon != options.epsilon) {
     // Budget spent during ε-scaling: one iteration at the target so that every reported number refers to ε.
@@ -247,11 +252,7 @@ SinkhornResult<S> sinkhorn_symmetric(const DiscreteMeasure<S>& mu, double p, con
     }
     if (r.iterations >= options.max_iterations) break;
     r.f = S(0.5) * (r.f + t);
-    if (!at_target && in_stage >= options.stage_iterations) {
-      epsilon = next_epsilon(epsilon, options);
-      ++r.stages;
-      in_stage = 0;
-    }
+    advance_stage(epsilon, in_stage, r.stages, at_target, options);
   }
   if (epsilon != options.epsilon) {
     epsilon = options.epsilon;

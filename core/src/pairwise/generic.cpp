@@ -14,8 +14,8 @@
 #include <mpfr.h>
 
 #include <cmath>
-#include <regatta/core/detail/pairwise_paths.hpp>
 #include <regatta/core/convert.hpp>
+#include <regatta/core/detail/pairwise_paths.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/pairwise.hpp>
