@@ -34,6 +34,8 @@ Matrix<double> attend_cross(const AttentionLayer& layer, const Matrix<double>& X
     throw InputError("layer",
                      "untied L2 is outside the L2 theorem (WK must equal WQ; allow_untied_l2 overrides)");
 
+  if (options.prenorm != Prenorm::none || options.sinkhorn_iterations != 1)
+    throw InputError("options", "pre-norm and Sinkhorn attention are not available in attend yet");
   const double inv_sqrt_dh = 1.0 / std::sqrt(double(layer.head_dim));
   const pairwise::Kernel kernel{
       layer.kind == AttentionKind::dot ? pairwise::ScoreKind::dot : pairwise::ScoreKind::neg_sq_dist,

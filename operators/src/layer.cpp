@@ -10,6 +10,7 @@
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/io/safetensors.hpp>
 #include <regatta/core/random_matrix.hpp>
+#include <regatta/operators/normalization.hpp>
 
 namespace regatta::operators {
 
@@ -64,6 +65,15 @@ void AttentionLayer::validate() const {
                        "has length " + std::to_string(bO.size()) + ", expected d = " + std::to_string(d));
     check_finite("bO", bO);
   }
+  for (const auto& [name, v] : {std::pair{"norm_gamma", &norm_gamma}, std::pair{"norm_beta", &norm_beta}}) {
+    if (v->size() == 0) continue;
+    if (v->size() != d)
+      throw InputError(name,
+                       "has length " + std::to_string(v->size()) + ", expected d = " + std::to_string(d));
+    check_finite(name, *v);
+  }
+  if (!(norm_eps > 0) || !std::isfinite(norm_eps))
+    throw InputError("norm_eps", "must be positive and finite (LayerNorm/RMSNorm are not Lipschitz at 0)");
 }
 
 bool AttentionLayer::tied() const {
@@ -73,6 +83,25 @@ bool AttentionLayer::tied() const {
   for (std::size_t h = 0; h < bQ.size(); ++h)
     if (bQ[h] != bK[h]) return false;
   return true;
+}
+
+std::string to_string(Prenorm norm) {
+  switch (norm) {
+    case Prenorm::none:
+      return "none";
+    case Prenorm::layernorm:
+      return "layernorm";
+    case Prenorm::rmsnorm:
+      return "rmsnorm";
+  }
+  return "none";
+}
+
+Prenorm parse_prenorm(const std::string& text, const std::string& subject) {
+  if (text == "none") return Prenorm::none;
+  if (text == "layernorm") return Prenorm::layernorm;
+  if (text == "rmsnorm") return Prenorm::rmsnorm;
+  throw InputError(subject, "expected none, layernorm or rmsnorm, got '" + text + "'");
 }
 
 std::string to_string(AttentionKind kind) { return kind == AttentionKind::dot ? "dot" : "l2"; }

@@ -11,6 +11,7 @@
 // pairwise::reduce plus the GEMMs (a few eps times the magnitudes involved).
 #include <regatta/core/eigen.hpp>
 #include <regatta/operators/layer.hpp>
+#include <regatta/operators/normalization.hpp>
 
 namespace regatta::operators {
 
@@ -18,6 +19,12 @@ struct AttentionOptions {
   bool causal = false;
   bool residual = false;         ///< add X (the queries) to the output
   bool allow_untied_l2 = false;  ///< run l2 with WK ≠ WQ (outside the hypotheses of the L2 theorem)
+  /// Pre-normalisation N applied row-wise before attention: F(X) = [X] + MHA(N(X)) (attention.md §2.3);
+  /// for cross-attention N is applied to queries and context. γ, β, ε come from the layer.
+  Prenorm prenorm = Prenorm::none;
+  /// Sinkhorn attention (attention.md §2.6): number t ≥ 1 of alternating normalisation half-steps, rows
+  /// first; t = 1 is softmax attention.
+  int sinkhorn_iterations = 1;
 };
 
 /// Self-attention of tokens X (n×d). Throws InputError for a wrong-width or non-finite X, an invalid layer,

@@ -32,6 +32,10 @@ struct AttentionLayer {
   std::vector<Vector<double>> bQ, bK,
       bV;             ///< empty (no bias) or heads entries of length head_dim / value_dim
   Vector<double> bO;  ///< empty (no bias) or length d
+  /// Pre-normalisation parameters (used only when a pre-norm is requested, attention.md §2.5): γ, β empty
+  /// (meaning 1 and 0) or of length d; ε > 0 (PyTorch's default 1e-5).
+  Vector<double> norm_gamma, norm_beta;
+  double norm_eps = 1e-5;
 
   /// Throws InputError naming the member for every inconsistent size, a non-positive dimension or a
   /// non-finite entry.

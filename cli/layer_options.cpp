@@ -1,0 +1,109 @@
+// Shared layer options (see layer_options.hpp).
+#include "layer_options.hpp"
+
+#include <sstream>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/array.hpp>
+#include "array_source.hpp"
+#include "spec.hpp"
+
+namespace regatta::cli {
+
+namespace {
+
+constexpr long long max_random_dim = 8192;
+
+operators::RandomLayerSpec parse_random_layer(const std::string& text, operators::AttentionKind kind) {
+  const Spec spec("--random", text, {"d", "heads", "head_dim", "value_dim", "scale", "seed", "biases"});
+  if (spec.positional())
+    throw InputError("--random", "expected key=value pairs only, e.g. d=64,heads=4,seed=1");
+  operators::RandomLayerSpec r;
+  r.d = int(spec.get_int("d", 16, 1, max_random_dim));
+  r.heads = int(spec.get_int("heads", 2, 1, max_random_dim));
+  r.head_dim = int(spec.get_int("head_dim", 0, 0, max_random_dim));
+  r.value_dim = int(spec.get_int("value_dim", 0, 0, max_random_dim));
+  r.scale = spec.get_double("scale", 1.0, 1e-300, 1e300);
+  r.seed = spec.get_seed("seed", 0);
+  r.biases = spec.get_int("biases", 0, 0, 1) != 0;
+  r.kind = kind;
+  return r;
+}
+
+}  // namespace
+
+void add_layer_options(CLI::App* cmd, LayerArgs& args) {
+  cmd->add_option("--layer", args.layer,
+                  "Layer weights: FILE.npz or FILE.safetensors (PyTorch or HF names)");
+  cmd->add_option("--heads", args.heads, "Number of heads (required with --layer)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--kind", args.kind, "Score: dot (default) or l2 (Kim et al., tied WK = WQ)");
+  cmd->add_option("--prefix", args.prefix, "Use only tensors whose names start with this prefix");
+  cmd->add_option(
+      "--random", args.random,
+      "Built-in random layer: d=D,heads=H[,head_dim=K][,value_dim=V][,scale=S][,seed=N][,biases=0|1]");
+  cmd->add_flag("--causal", args.causal, "Causal mask: query i sees keys j <= i");
+  cmd->add_flag("--residual", args.residual, "Add the input: X + MHA(X)");
+  cmd->add_option("--prenorm", args.prenorm,
+                  "Normalise tokens before attention: none (default), layernorm or rmsnorm");
+  cmd->add_option("--sinkhorn", args.sinkhorn,
+                  "Sinkhorn attention: T alternating normalisation half-steps, rows first (1 = softmax)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--allow-untied-l2", args.allow_untied_l2,
+                "Run --kind l2 with WK != WQ (outside the hypotheses of the L2 theorem)");
+}
+
+ResolvedLayer resolve_layer(const LayerArgs& args) {
+  if (args.layer.empty() == args.random.empty())
+    throw InputError("--layer/--random", "give exactly one of --layer FILE or --random SPEC");
+  const operators::AttentionKind kind = operators::parse_attention_kind(args.kind);
+  ResolvedLayer r;
+  if (!args.layer.empty()) {
+    if (args.heads <= 0) throw InputError("--heads", "required with --layer (number of attention heads)");
+    r.layer = operators::load_layer(args.layer, args.heads, kind, args.prefix);
+    r.source = args.layer + (args.prefix.empty() ? "" : " prefix '" + args.prefix + "'");
+  } else {
+    if (!args.prefix.empty()) throw InputError("--prefix", "applies to --layer only");
+    if (args.heads != 0) throw InputError("--heads", "applies to --layer only (use heads= in --random)");
+    const operators::RandomLayerSpec spec = parse_random_layer(args.random, kind);
+    r.layer = operators::random_layer(spec);
+    std::ostringstream os;
+    os << "random d=" << r.layer.d << " heads=" << r.layer.heads << " head_dim=" << r.layer.head_dim
+       << " value_dim=" << r.layer.value_dim << " scale=" << spec.scale << " seed=" << spec.seed
+       << " biases=" << spec.biases;
+    r.source = os.str();
+  }
+  r.options.causal = args.causal;
+  r.options.residual = args.residual;
+  r.options.allow_untied_l2 = args.allow_untied_l2;
+  r.options.prenorm = operators::parse_prenorm(args.prenorm);
+  r.options.sinkhorn_iterations = args.sinkhorn;
+  return r;
+}
+
+Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::Index expected_cols) {
+  const io::Array a = load_array(spec);
+  if (a.shape.size() != 2)
+    throw InputError(a.source, std::string("expected a 2-D token matrix for ") + option + ", got " +
+                                   std::to_string(a.shape.size()) + " dimensions");
+  io::require_finite(a);
+  Matrix<double> m = a.matrix();
+  if (expected_cols != 0 && m.cols() != expected_cols)
+    throw InputError(a.source, "has " + std::to_string(m.cols()) + " columns, the layer expects d = " +
+                                   std::to_string(expected_cols));
+  return m;
+}
+
+std::string describe(const ResolvedLayer& r) {
+  std::ostringstream os;
+  os << r.source << " (" << operators::to_string(r.layer.kind) << ", d=" << r.layer.d
+     << ", heads=" << r.layer.heads << ", head_dim=" << r.layer.head_dim << ", value_dim=" << r.layer.value_dim
+     << ")";
+  if (r.options.causal) os << ", causal";
+  if (r.options.residual) os << ", residual";
+  if (r.options.prenorm != operators::Prenorm::none) os << ", prenorm " << operators::to_string(r.options.prenorm);
+  if (r.options.sinkhorn_iterations != 1) os << ", sinkhorn " << r.options.sinkhorn_iterations;
+  return os.str();
+}
+
+}  // namespace regatta::cli

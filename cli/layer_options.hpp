@@ -1,0 +1,49 @@
+#pragma once
+// The layer options shared by every subcommand that takes an attention layer (attend, bound, local,
+// bracket, measure-lipschitz, report): --layer/--random, --heads, --kind, --prefix, --causal, --residual,
+// --prenorm, --sinkhorn, --allow-untied-l2. One definition, so they mean the same everywhere.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <regatta/operators/attention.hpp>
+#include <regatta/operators/layer.hpp>
+
+namespace regatta::cli {
+
+struct LayerArgs {
+  std::string layer;
+  std::string random;
+  int heads = 0;
+  std::string kind = "dot";
+  std::string prefix;
+  bool causal = false;
+  bool residual = false;
+  std::string prenorm = "none";
+  int sinkhorn = 1;
+  bool allow_untied_l2 = false;
+};
+
+/// The layer and its options after parsing and loading; `source` describes where it came from.
+struct ResolvedLayer {
+  operators::AttentionLayer layer;
+  operators::AttentionOptions options;
+  std::string source;
+};
+
+/// Registers the shared layer options on `cmd`.
+void add_layer_options(CLI::App* cmd, LayerArgs& args);
+
+/// Loads (--layer) or draws (--random) the layer and builds the options; throws InputError naming the
+/// option for every inconsistency (both or neither of --layer/--random, --heads missing with --layer or given
+/// with --random, --prefix with --random, an unknown kind or pre-norm, a bad spec).
+ResolvedLayer resolve_layer(const LayerArgs& args);
+
+/// Reads a 2-D token matrix from FILE.npy / FILE.npz[:NAME] / FILE.safetensors[:NAME], finite, with
+/// `expected_cols` columns (0: any); errors name the file and `option`.
+Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::Index expected_cols = 0);
+
+/// One line describing the layer and options for human output.
+std::string describe(const ResolvedLayer& resolved);
+
+}  // namespace regatta::cli
