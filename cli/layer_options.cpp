@@ -33,8 +33,7 @@ operators::RandomLayerSpec parse_random_layer(const std::string& text, operators
 }  // namespace
 
 void add_layer_options(CLI::App* cmd, LayerArgs& args) {
-  cmd->add_option("--layer", args.layer,
-                  "Layer weights: FILE.npz or FILE.safetensors (PyTorch or HF names)");
+  cmd->add_option("--layer", args.layer, "Layer weights: FILE.npz or FILE.safetensors (PyTorch or HF names)");
   cmd->add_option("--heads", args.heads, "Number of heads (required with --layer)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--kind", args.kind, "Score: dot (default) or l2 (Kim et al., tied WK = WQ)");
@@ -89,19 +88,20 @@ Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::I
   io::require_finite(a);
   Matrix<double> m = a.matrix();
   if (expected_cols != 0 && m.cols() != expected_cols)
-    throw InputError(a.source, "has " + std::to_string(m.cols()) + " columns, the layer expects d = " +
-                                   std::to_string(expected_cols));
+    throw InputError(a.source, "has " + std::to_string(m.cols()) +
+                                   " columns, the layer expects d = " + std::to_string(expected_cols));
   return m;
 }
 
 std::string describe(const ResolvedLayer& r) {
   std::ostringstream os;
   os << r.source << " (" << operators::to_string(r.layer.kind) << ", d=" << r.layer.d
-     << ", heads=" << r.layer.heads << ", head_dim=" << r.layer.head_dim << ", value_dim=" << r.layer.value_dim
-     << ")";
+     << ", heads=" << r.layer.heads << ", head_dim=" << r.layer.head_dim
+     << ", value_dim=" << r.layer.value_dim << ")";
   if (r.options.causal) os << ", causal";
   if (r.options.residual) os << ", residual";
-  if (r.options.prenorm != operators::Prenorm::none) os << ", prenorm " << operators::to_string(r.options.prenorm);
+  if (r.options.prenorm != operators::Prenorm::none)
+    os << ", prenorm " << operators::to_string(r.options.prenorm);
   if (r.options.sinkhorn_iterations != 1) os << ", sinkhorn " << r.options.sinkhorn_iterations;
   return os.str();
 }
