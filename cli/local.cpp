@@ -1,0 +1,356 @@
+// regatta local (--layer F --heads H | --random SPEC) --input X [--epsilon E] [--certify] [--precision BITS]
+// [--margin M] [--json]: the local regularity of a self-attention layer at the tokens X —
+//   ‖J(X)‖₂  Lanczos (or power iteration) on JᵀJ from JVPs/VJPs: an estimate from below, a certified lower
+//            bound (interval JVP at the witness) and, with --certify and n·d ≤ --dense-limit, a certified
+//            upper bound (dense interval Jacobian, interval Cholesky);
+//   ‖J(X)‖∞  the exact maximum row sum evaluated in double (certified enclosure with --certify);
+//   δ(X, ε)  the Havens et al. local sensitivity (shared/math/bounds.md §6, claims havens.*) with its naive
+//            variants, the gradient-norm comparator and, with --margin, the certified radius.
+// Progress goes to stderr once the command has run for more than a second.
+#include <mpfr.h>
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include <regatta/core/checks.hpp>
+#include <regatta/core/error.hpp>
+#include <regatta/core/precision.hpp>
+#include <regatta/operators/lipschitz/local.hpp>
+#include "command.hpp"
+#include "layer_options.hpp"
+
+namespace regatta::cli {
+
+namespace {
+
+struct LocalArgs {
+  LayerArgs layer;
+  std::string input;
+  double epsilon = 0.1;
+  bool certify = false;
+  bool estimate_only = false;
+  unsigned precision = 128;
+  std::string method = "lanczos";
+  double tolerance = 1e-10;
+  int max_iterations = 500;
+  long long dense_limit = lip::dense_certification_limit;
+  std::optional<double> margin;
+  double readout_lipschitz = 1;
+  bool json = false;
+};
+
+/// Progress lines on stderr once the command has run for a second: the start and end of one-step stages
+/// (the end only when the stage took a second or its start was shown), and loops at most every two seconds.
+class StderrProgress {
+ public:
+  void operator()(std::string_view stage, Eigen::Index done, Eigen::Index total) {
+    using clock = std::chrono::steady_clock;
+    const auto now = clock::now();
+    if (stage != stage_) {
+      stage_ = std::string(stage);
+      stage_start_ = now;
+      shown_ = false;
+    }
+    const auto since = [&](clock::time_point t) { return std::chrono::duration<double>(now - t).count(); };
+    if (done == total) seconds_[stage_] = since(stage_start_);
+    if (since(start_) < 1.0) return;
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(1);
+    if (total == 1) {
+      if (done == 0) {
+        line << stage << " ...";
+      } else if (shown_ || since(stage_start_) >= 1.0) {
+        line << stage << " done (" << since(stage_start_) << " s)";
+      } else {
+        return;
+      }
+    } else {
+      if (shown_ && done != total && since(last_) < 2.0) return;
+      line << stage << " " << done << "/" << total << " (" << since(stage_start_) << " s)";
+    }
+    std::cerr << "regatta local: " << line.str() << "\n";
+    shown_ = true;
+    last_ = now;
+  }
+
+  /// Wall-clock seconds of every finished stage.
+  const std::map<std::string, double>& seconds() const { return seconds_; }
+
+ private:
+  std::map<std::string, double> seconds_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), stage_start_{}, last_{};
+  std::string stage_;
+  bool shown_ = false;
+};
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << std::setprecision(12) << v;
+  return os.str();
+}
+
+/// The Havens quantities at ε (estimates), their certified counterparts (with --certify) and the radius.
+struct Sensitivity {
+  std::optional<std::string> refusal;
+  lip::HavensIngredients<double> estimates;
+  std::optional<lip::HavensIngredients<interval>> certified;
+  double delta = 0, naive_kernel = 0, naive_weights = 0, gradnorm_lipschitz = 0;
+  std::array<double, 3> coefficients{};
+  double delta_upper = 0, naive_weights_upper = 0, gradnorm_upper = 0;
+  std::optional<lip::RadiusResult> radius, radius_certified;
+};
+
+Sensitivity sensitivity(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
+                        const lip::SpectralOptions& spectral, const lip::Progress& progress) {
+  Sensitivity s;
+  s.refusal = lip::havens_refusal(r.layer, r.options);
+  if (s.refusal) return s;
+  progress("local sensitivity (xi, kappa)", 0, 1);
+  s.estimates = lip::havens_estimates(r.layer, r.options, X, spectral);
+  progress("local sensitivity (xi, kappa)", 1, 1);
+  s.delta = lip::havens_delta(s.estimates, args.epsilon);
+  s.naive_kernel = lip::havens_delta_naive_kernel(s.estimates, args.epsilon);
+  s.naive_weights = lip::havens_delta_naive_weights(s.estimates, args.epsilon);
+  s.gradnorm_lipschitz = lip::havens_gradnorm_lipschitz(s.estimates, args.epsilon);
+  s.coefficients = lip::havens_delta_coefficients(s.estimates);
+  lip::MarginSetting margin;
+  if (args.margin) {
+    margin.margin = *args.margin;
+    margin.readout_lipschitz = args.readout_lipschitz;
+    s.radius = lip::havens_certified_radius(s.estimates, margin);
+  }
+  if (args.certify) {
+    progress("certified local sensitivity", 0, 1);
+    const PrecisionGuard guard(args.precision);
+    s.certified = lip::havens_certified(r.layer, r.options, X, s.estimates, args.dense_limit);
+    const auto up = [](const interval& x) { return mpfr_get_d(upper_bound(x).backend().data(), MPFR_RNDU); };
+    s.delta_upper = up(lip::havens_delta(*s.certified, args.epsilon));
+    s.naive_weights_upper = up(lip::havens_delta_naive_weights(*s.certified, args.epsilon));
+    s.gradnorm_upper =
+        up(lip::havens_gradnorm_lipschitz(*s.certified, args.epsilon) * interval(args.epsilon));
+    if (args.margin) s.radius_certified = lip::havens_certified_radius(*s.certified, margin);
+    progress("certified local sensitivity", 1, 1);
+  }
+  return s;
+}
+
+nlohmann::json vector_json(const std::vector<double>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double x : v) a.push_back(number_or_null(x));
+  return a;
+}
+
+void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
+                const lip::LocalNormReport& norms, const Sensitivity& s,
+                const std::map<std::string, double>& seconds) {
+  const Eigen::Index d = X.cols();
+  nlohmann::json out{
+      {"layer", r.source},
+      {"kind", operators::to_string(r.layer.kind)},
+      {"d", r.layer.d},
+      {"heads", r.layer.heads},
+      {"n", X.rows()},
+      {"causal", r.options.causal},
+      {"residual", r.options.residual},
+      {"prenorm", operators::to_string(r.options.prenorm)},
+      {"sinkhorn_iterations", r.options.sinkhorn_iterations},
+      {"precision_bits", args.precision},
+      {"jacobian_norm_2", number_or_null(norms.two.estimate)},
+      {"jacobian_norm_2_kind", "estimate from below (" + lip::to_string(norms.two.method) + " on J^T J)"},
+      {"jacobian_norm_2_method", lip::to_string(norms.two.method)},
+      {"jacobian_norm_2_iterations", norms.two.iterations},
+      {"jacobian_norm_2_converged", norms.two.converged},
+      {"jacobian_norm_2_relative_error", number_or_null(norms.two.relative_error)},
+      {"jacobian_norm_2_certified_lower",
+       norms.has_two_lower ? number_or_null(norms.two_lower) : nlohmann::json(nullptr)},
+      {"jacobian_norm_2_certified_upper",
+       norms.has_two_upper ? number_or_null(norms.two_upper) : nlohmann::json(nullptr)},
+      {"jacobian_norm_2_certified_upper_method",
+       norms.has_two_upper ? norms.two_upper_method : norms.two_upper_note},
+      {"jacobian_norm_inf", number_or_null(norms.inf.value)},
+      {"jacobian_norm_inf_kind", "exact maximum row sum evaluated in double (estimate)"},
+      {"jacobian_norm_inf_method", norms.inf_structured ? "structured rows" : "one VJP per row"},
+      {"jacobian_norm_inf_row", {norms.inf.index / d, norms.inf.index % d}},
+      {"jacobian_norm_inf_certified_lower",
+       norms.has_inf_enclosure ? number_or_null(norms.inf_lower) : nlohmann::json(nullptr)},
+      {"jacobian_norm_inf_certified_upper",
+       norms.has_inf_enclosure ? number_or_null(norms.inf_upper) : nlohmann::json(nullptr)},
+      {"epsilon", args.epsilon},
+      {"delta_claim", "havens.local_delta (derived reconstruction of Havens et al. 2024, bounds.md §6.3)"},
+      {"delta_refused", s.refusal ? nlohmann::json(*s.refusal) : nlohmann::json(nullptr)},
+  };
+  if (s.refusal) {
+    for (const char* key : {"delta", "delta_certified_upper", "delta_naive_kernel", "delta_naive_weights",
+                            "gradnorm_bound", "xi", "kappa", "delta_coefficients", "certified_radius"})
+      out[key] = nullptr;
+  } else {
+    const auto& q = s.estimates;
+    out["delta"] = number_or_null(s.delta);
+    out["delta_kind"] = "estimate (xi, kappa_h from below by Lanczos; other norms accurate, uncertified)";
+    out["delta_certified_upper"] = s.certified ? number_or_null(s.delta_upper) : nlohmann::json(nullptr);
+    out["delta_coefficients"] = vector_json({s.coefficients[0], s.coefficients[1], s.coefficients[2]});
+    out["delta_naive_kernel"] = number_or_null(s.naive_kernel);
+    out["delta_naive_weights"] = number_or_null(s.naive_weights);
+    out["delta_naive_weights_certified_upper"] =
+        s.certified ? number_or_null(s.naive_weights_upper) : nlohmann::json(nullptr);
+    out["gradnorm_bound"] = number_or_null(args.epsilon * s.gradnorm_lipschitz);
+    out["gradnorm_bound_certified_upper"] =
+        s.certified ? number_or_null(s.gradnorm_upper) : nlohmann::json(nullptr);
+    out["first_order"] = number_or_null(args.epsilon * norms.two.estimate);
+    out["xi"] = number_or_null(q.xi);
+    out["kappa"] = vector_json(q.kappa);
+    if (s.certified) out["certificate"] = s.certified->certificate;
+    if (s.radius) {
+      out["certified_radius"] = {{"margin", *args.margin},
+                                 {"readout_lipschitz", args.readout_lipschitz},
+                                 {"estimate", number_or_null(s.radius->radius)},
+                                 {"certified", s.radius_certified ? number_or_null(s.radius_certified->radius)
+                                                                  : nlohmann::json(nullptr)}};
+    } else {
+      out["certified_radius"] = nullptr;
+    }
+  }
+  out["stage_seconds"] = seconds;
+  std::cout << out.dump(2) << "\n";
+}
+
+/// One labelled line: label padded to a column, value, and what the value is.
+void line(const std::string& label, const std::string& value, const std::string& note) {
+  std::cout << "  " << std::left << std::setw(26) << label << std::setw(18) << value << note << "\n";
+}
+
+void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
+                 const lip::LocalNormReport& norms, const Sensitivity& s) {
+  const Eigen::Index d = X.cols();
+  std::ostringstream steps;
+  steps << std::setprecision(2) << "(from below; " << lip::to_string(norms.two.method) << " on J^T J, "
+        << norms.two.iterations << " steps, " << (norms.two.converged ? "converged" : "NOT converged")
+        << ", relative error ~ " << norms.two.relative_error << ")";
+  std::cout << "layer   " << describe(r) << "\n"
+            << "input   " << X.rows() << " x " << d << " (" << args.input << ")\n\n"
+            << "Jacobian J = DF(X)\n";
+  line("||J||_2 estimate", number(norms.two.estimate), steps.str());
+  line("||J||_2 certified lower", norms.has_two_lower ? number(norms.two_lower) : "-",
+       norms.has_two_lower ? "(interval JVP at the witness)" : "(not computed: --estimate-only)");
+  line("||J||_2 certified upper", norms.has_two_upper ? number(norms.two_upper) : "-",
+       norms.has_two_upper ? "(" + norms.two_upper_method + " of the dense interval Jacobian)"
+                           : "(" + norms.two_upper_note + ")");
+  line("||J||_inf", number(norms.inf.value),
+       "(exact max row sum evaluated in double, an estimate; row i = " + std::to_string(norms.inf.index / d) +
+           ", a = " + std::to_string(norms.inf.index % d) + ")");
+  if (norms.has_inf_enclosure)
+    line("||J||_inf certified", "[" + number(norms.inf_lower) + ", " + number(norms.inf_upper) + "]", "");
+  std::cout << "\nlocal sensitivity at eps = " << number(args.epsilon)
+            << " (havens.*: derived reconstruction of Havens et al. 2024, bounds.md §6)\n";
+  if (s.refusal) {
+    std::cout << "  refused: " << *s.refusal << "\n";
+    return;
+  }
+  const auto& q = s.estimates;
+  line("xi(X)", number(q.xi), "(estimate from below)");
+  for (int h = 0; h < q.heads; ++h)
+    line("kappa_" + std::to_string(h) + "(X)", number(q.kappa[h]), "(estimate from below)");
+  line("delta(X, eps)", number(s.delta),
+       "(estimate; " + number(s.coefficients[0]) + " eps + " + number(s.coefficients[1]) + " eps^2 + " +
+           number(s.coefficients[2]) + " eps^3)");
+  if (s.certified) line("delta certified upper", number(s.delta_upper), "(" + s.certified->certificate + ")");
+  line("naive, kernel level", number(s.naive_kernel), "(estimate)");
+  line("naive, weight level", number(s.naive_weights), "(estimate)");
+  if (s.certified) line("naive, weights, certified", number(s.naive_weights_upper), "(certified upper)");
+  line("gradient-norm eps*L_GN", number(args.epsilon * s.gradnorm_lipschitz), "(estimate)");
+  if (s.certified) line("gradient-norm, certified", number(s.gradnorm_upper), "(certified upper)");
+  line("first order eps*||J||_2", number(args.epsilon * norms.two.estimate),
+       "(estimate; not a bound on the change)");
+  if (s.radius) {
+    const std::string about =
+        "(margin " + number(*args.margin) + ", readout Lipschitz " + number(args.readout_lipschitz) + ")";
+    line("radius estimate", number(s.radius->radius), about);
+    if (s.radius_certified) line("radius certified", number(s.radius_certified->radius), about);
+  }
+}
+
+void run(const LocalArgs& args, int& result) {
+  const ResolvedLayer resolved = resolve_layer(args.layer);
+  check_positive("--epsilon", args.epsilon);
+  check_in_range("--precision", args.precision, 64, max_precision_bits);
+  if (!(args.tolerance > 0 && args.tolerance < 1))
+    throw InputError("--tolerance", "must lie in (0, 1), got " + number(args.tolerance));
+  if (args.margin) check_positive("--margin", *args.margin);
+  if (args.estimate_only && args.certify)
+    throw InputError("--estimate-only", "cannot be combined with --certify");
+  if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz >= 0))
+    throw InputError("--readout-lipschitz", "must be finite and >= 0");
+  const Matrix<double> X = load_tokens(args.input, "--input", resolved.layer.d);
+  check_nonempty(args.input, X.rows());
+
+  auto progress_state = std::make_shared<StderrProgress>();
+  const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
+                                                  Eigen::Index total) {
+    (*progress_state)(stage, done, total);
+  };
+  lip::LocalNormOptions options;
+  options.spectral.method = lip::parse_spectral_method(args.method, "--method");
+  options.spectral.relative_tolerance = args.tolerance;
+  options.spectral.max_iterations = args.max_iterations;
+  options.precision_bits = args.precision;
+  options.certify = args.certify;
+  options.certified_lower = !args.estimate_only;
+  options.dense_limit = args.dense_limit;
+  options.progress = progress;
+  const lip::LocalNormReport norms = lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
+  const Sensitivity s = sensitivity(resolved, X, args, options.spectral, progress);
+  if (args.json) {
+    print_json(resolved, X, args, norms, s, progress_state->seconds());
+  } else {
+    print_human(resolved, X, args, norms, s);
+  }
+  result = exit_ok;
+}
+
+}  // namespace
+
+void add_local_command(CLI::App& app, int& result) {
+  auto args = std::make_shared<LocalArgs>();
+  auto* cmd = app.add_subcommand(
+      "local",
+      "Local Lipschitz constant ||J(X)|| (2 and inf norm) and local sensitivity delta(X, eps) at an input");
+  add_layer_options(cmd, args->layer);
+  cmd->add_option("--input", args->input,
+                  "Tokens X (n x d): FILE.npy, FILE.npz[:NAME], FILE.safetensors[:NAME]")
+      ->required();
+  cmd->add_option("--epsilon", args->epsilon,
+                  "Radius of the Frobenius ball of perturbations for delta (default 0.1)");
+  cmd->add_flag("--certify", args->certify,
+                "Also certify ||J||_inf (enclosure), ||J||_2 from above (n*d <= --dense-limit) and delta");
+  cmd->add_flag("--estimate-only", args->estimate_only,
+                "Skip every interval evaluation (no certified lower bound on ||J||_2; faster at large n)");
+  cmd->add_option("--precision", args->precision, "Bits of every interval evaluation (>= 64, default 128)");
+  cmd->add_option("--method", args->method, "Spectral method: lanczos (default) or power");
+  cmd->add_option("--tolerance", args->tolerance,
+                  "Relative accuracy target of the spectral norms (default 1e-10)");
+  cmd->add_option("--max-iterations", args->max_iterations, "Lanczos / power steps at most (default 500)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--dense-limit", args->dense_limit,
+                  "Largest n*d for the dense certified upper bound on ||J||_2 (default 256)")
+      ->check(CLI::Range(0LL, 1LL << 20));
+  cmd->add_option_function<double>(
+      "--margin", [args](double v) { args->margin = v; },
+      "Classification margin m: report the radius with sqrt(2) L delta(X, eps) < m "
+      "(havens.certified_radius)");
+  cmd->add_option("--readout-lipschitz", args->readout_lipschitz,
+                  "Lipschitz constant L of the readout from the layer output to the logits (default 1)");
+  cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->callback([args, &result] { run(*args, result); });
+}
+
+}  // namespace regatta::cli
