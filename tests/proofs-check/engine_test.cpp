@@ -1,0 +1,201 @@
+// The checker engine catches false claims injected into valid ones, and reaches the expected verdicts on
+// representative catalogue claims. Every run uses a fixed sample count (no clock).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/precision.hpp>
+#include <regatta/proofs/engine.hpp>
+#include <regatta/proofs/registry.hpp>
+
+namespace regatta::proofs {
+namespace {
+
+/// Forwards everything to a registered claim and lets a subclass edit the evaluations.
+class Decorated : public Claim {
+ public:
+  Decorated(const Claim& base, std::string suffix) : base_(base), info_(base.info()) { info_.id += suffix; }
+  const ClaimInfo& info() const override { return info_; }
+  Point sample(Rng& rng) const override { return base_.sample(rng); }
+  std::vector<Point> family(const std::string& name) const override { return base_.family(name); }
+  void repair(Point& p) const override { base_.repair(p); }
+  bool searchable() const override { return base_.searchable(); }
+  nlohmann::json describe(const Point& p) const override { return base_.describe(p); }
+  Evaluation<double> evaluate_double(const Point& p) const override { return edit(base_.evaluate_double(p)); }
+  Evaluation<mpfr> evaluate_mpfr(const Point& p) const override { return edit(base_.evaluate_mpfr(p)); }
+  Evaluation<interval> evaluate_interval(const Point& p) const override {
+    return edit(base_.evaluate_interval(p));
+  }
+
+ protected:
+  virtual Evaluation<double> edit(Evaluation<double> e) const = 0;
+  virtual Evaluation<mpfr> edit(Evaluation<mpfr> e) const = 0;
+  virtual Evaluation<interval> edit(Evaluation<interval> e) const = 0;
+  ClaimInfo& mutable_info() { return info_; }
+
+ private:
+  const Claim& base_;
+  ClaimInfo info_;
+};
+
+/// A valid bound made false: every right side of an at_most part multiplied by `factor` (< 1).
+class ScaledBound final : public Decorated {
+ public:
+  ScaledBound(const Claim& base, double factor) : Decorated(base, ".scaled"), factor_(factor) {}
+
+ private:
+  template <class S>
+  Evaluation<S> scale(Evaluation<S> e) const {
+    for (std::size_t k = 0; k < e.size(); ++k)
+      if (info().parts[k].kind == PartKind::at_most) e[k].rhs = e[k].rhs * S(factor_);
+    return e;
+  }
+  Evaluation<double> edit(Evaluation<double> e) const override { return scale(std::move(e)); }
+  Evaluation<mpfr> edit(Evaluation<mpfr> e) const override { return scale(std::move(e)); }
+  Evaluation<interval> edit(Evaluation<interval> e) const override { return scale(std::move(e)); }
+  double factor_;
+};
+
+/// An identity made false by one unit in the last place at `bits` bits: reference × (1 + 2^(1 − bits)).
+class PerturbedIdentity final : public Decorated {
+ public:
+  PerturbedIdentity(const Claim& base, int bits) : Decorated(base, ".perturbed"), bits_(bits) {}
+
+ private:
+  template <class S>
+  Evaluation<S> perturb(Evaluation<S> e) const {
+    S ulp(1);
+    for (int i = 0; i < bits_ - 1; ++i) ulp /= S(2);  // exact at any precision >= bits
+    for (std::size_t k = 0; k < e.size(); ++k)
+      if (info().parts[k].kind == PartKind::equal && e[k].active) e[k].rhs = e[k].rhs * (S(1) + ulp);
+    return e;
+  }
+  Evaluation<double> edit(Evaluation<double> e) const override { return perturb(std::move(e)); }
+  Evaluation<mpfr> edit(Evaluation<mpfr> e) const override { return perturb(std::move(e)); }
+  Evaluation<interval> edit(Evaluation<interval> e) const override { return perturb(std::move(e)); }
+  int bits_;
+};
+
+EngineOptions quick(unsigned precision = 128, long samples = 16) {
+  EngineOptions o;
+  o.samples = samples;
+  o.precision = precision;
+  o.seed = 7;
+  return o;
+}
+
+const Claim& claim(const std::string& id) {
+  const Claim* c = find_claim(id);
+  EXPECT_NE(c, nullptr) << id;
+  return *c;
+}
+
+TEST(ProofsEngine, ValidBoundHoldsAndHalfOfItIsRefutedWithACertifiedCounterexample) {
+  for (const char* id : {"softmax.half", "kim.lemma_phi", "layernorm.lip2"}) {
+    const ClaimResult ok = check_claim(claim(id), quick());
+    EXPECT_EQ(ok.verdict, Verdict::holds) << id << ": " << ok.note;
+    const ScaledBound half(claim(id), 0.5);
+    const ClaimResult bad = check_claim(half, quick());
+    EXPECT_EQ(bad.verdict, Verdict::refuted) << id;
+    EXPECT_TRUE(bad.certified) << id;
+    ASSERT_TRUE(bad.counterexample.has_value()) << id;
+    EXPECT_TRUE(bad.counterexample->certified) << id;
+    EXPECT_GT(bad.counterexample->ratio, 1.0) << id;
+  }
+}
+
+TEST(ProofsEngine, IdentityPerturbedByOneUlpAt256BitsIsCaught) {
+  for (const char* id : {"kim.phi_lambert", "kim.lower_family_inf", "mf.max_entropy"}) {
+    const ClaimResult ok = check_claim(claim(id), quick(256, 8));
+    EXPECT_EQ(ok.verdict, Verdict::identity) << id << ": " << ok.note;
+    for (const PartOutcome& part : ok.parts)
+      if (part.kind == PartKind::equal && part.evaluated > 0) {
+        // The error shrinks with the precision: at 512 bits it is far below the 256-bit rounding level.
+        EXPECT_LT(part.error_2p, std::ldexp(1.0, -400)) << id << " " << part.name;
+      }
+    const PerturbedIdentity off(claim(id), 256);
+    const ClaimResult bad = check_claim(off, quick(256, 8));
+    EXPECT_EQ(bad.verdict, Verdict::refuted) << id;
+    EXPECT_TRUE(bad.certified) << id << " (the interval at 512 bits excludes 0)";
+  }
+}
+
+TEST(ProofsEngine, SameSeedSameSamples) {
+  const Claim& c = claim("kim.kernel_rowsum");
+  const ClaimResult a = check_claim(c, quick(128, 24)), b = check_claim(c, quick(128, 24));
+  EXPECT_EQ(a.max_ratio, b.max_ratio);
+  EXPECT_EQ(a.parts[0].max_ratio_double, b.parts[0].max_ratio_double);
+  EXPECT_EQ(a.random_points, 24);
+  EXPECT_EQ(a.climb_steps, 24);
+}
+
+TEST(ProofsEngine, QuotedKimBoundIsRefutedWithACertifiedCounterexampleFile) {
+  EngineOptions o = quick(128, 8);
+  o.out_dir = std::filesystem::temp_directory_path() / "regatta_proofs_engine_test";
+  const ClaimResult r = check_claim(claim("kim.thm32_2_quoted"), o);
+  EXPECT_EQ(r.verdict, Verdict::refuted);
+  ASSERT_TRUE(r.counterexample.has_value());
+  EXPECT_TRUE(r.counterexample->certified);
+  // bounds.md §3.5: ‖J‖₂ ≥ 48.58 against the quoted bound 24.70 at n = 3, W^Q = 5.
+  EXPECT_GT(r.counterexample->ratio, 1.9);
+  EXPECT_TRUE(std::filesystem::exists(r.counterexample->file));
+  std::filesystem::remove_all(o.out_dir);
+}
+
+TEST(ProofsEngine, UnboundedClaimsPassEveryThresholdWithCertifiedGrowth) {
+  for (const char* id : {"kim.thm31_dp_unbounded", "kim.l2_necessity_untied", "kim.l2_necessity_masked_diag",
+                         "kim.l2_necessity_rank_value"}) {
+    const ClaimResult r = check_claim(claim(id), quick(128, 4));
+    EXPECT_EQ(r.verdict, Verdict::unbounded) << id << ": " << r.note;
+    ASSERT_FALSE(r.growth.empty()) << id;
+    for (std::size_t k = 1; k < r.growth.size(); ++k)
+      EXPECT_GT(r.growth[k].certified_lower, r.growth[k - 1].certified_upper) << id;
+  }
+}
+
+TEST(ProofsEngine, ThmDpGrowthMatchesTheClosedForm) {
+  // bounds.md §2: J_11 = 1/5 + 4 s²/5 on x = (0, s, −s, s, −s); the family doubles s from 1.
+  const ClaimResult r = check_claim(claim("kim.thm31_dp_unbounded"), quick(128, 4));
+  ASSERT_GE(r.growth.size(), 5u);
+  for (std::size_t k = 0; k < r.growth.size(); ++k) {
+    const double s = std::ldexp(1.0, static_cast<int>(k));
+    const double j11 = 0.2 + 0.8 * s * s;
+    EXPECT_LE(r.growth[k].certified_lower, j11 * (1 + 1e-12)) << k;  // the max entry is J_11 for s >= 1
+    EXPECT_GE(r.growth[k].certified_upper, j11 * (1 - 1e-12)) << k;
+  }
+}
+
+TEST(ProofsRegistry, EveryCatalogueClaimIsRegisteredOrListedMissingOnce) {
+  std::set<std::string> ids;
+  for (const ClaimPtr& c : registry()) {
+    EXPECT_TRUE(ids.insert(c->info().id).second) << c->info().id;
+    EXPECT_FALSE(c->info().parts.empty()) << c->info().id;
+    EXPECT_FALSE(c->info().statement.empty()) << c->info().id;
+    EXPECT_FALSE(c->info().latex.empty()) << c->info().id;
+    for (const std::string& f : c->info().families)
+      EXPECT_FALSE(c->family(f).empty()) << c->info().id << " " << f;
+  }
+  for (const MissingClaim& m : missing_claims()) {
+    EXPECT_TRUE(ids.insert(m.id).second) << m.id;
+    EXPECT_FALSE(m.reason.empty()) << m.id;
+  }
+  EXPECT_EQ(ids.size(), 50u);  // shared/math/claims.md: "50 claims"
+}
+
+TEST(ProofsEngine, OptionsAreValidated) {
+  EngineOptions o;
+  o.precision = 10;
+  EXPECT_THROW(o.validate(), InputError);
+  o = EngineOptions{};
+  o.budget_seconds = -1;
+  EXPECT_THROW(o.validate(), InputError);
+  o = EngineOptions{};
+  o.samples = -3;
+  EXPECT_THROW(o.validate(), InputError);
+}
+
+}  // namespace
+}  // namespace regatta::proofs
