@@ -16,6 +16,12 @@ enum ExitCode : int {
 void add_inspect_command(CLI::App& app, int& result);
 void add_norm_command(CLI::App& app, int& result);
 void add_attend_command(CLI::App& app, int& result);
+void add_bound_command(CLI::App& app, int& result);
 void add_wasserstein_command(CLI::App& app, int& result);
+void add_proofs_check_command(CLI::App& app, int& result);
+void add_report_command(CLI::App& app, int& result);
+void add_bracket_command(CLI::App& app, int& result);
+void add_measure_lipschitz_command(CLI::App& app, int& result);
+void add_local_command(CLI::App& app, int& result);
 
 }  // namespace regatta::cli

@@ -20,6 +20,12 @@ int main(int argc, char** argv) {
   add_norm_command(app, result);
   add_wasserstein_command(app, result);
   add_attend_command(app, result);
+  add_bound_command(app, result);
+  add_proofs_check_command(app, result);
+  add_report_command(app, result);
+  add_bracket_command(app, result);
+  add_measure_lipschitz_command(app, result);
+  add_local_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   libcli11-dev nlohmann-json3-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  gnuplot-nox
 )
 
 missing=()

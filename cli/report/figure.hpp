@@ -1,0 +1,58 @@
+#pragma once
+// A report figure: curves (x, y) each labelled estimate or certified, rendered by gnuplot (Debian package
+// gnuplot-nox; terminals svg and pngcairo) into plots/<id>.svg and plots/<id>.png. The data file and the
+// script are written beside them (plots/<id>.dat, plots/<id>.gp), so a figure can be regenerated or
+// restyled with `gnuplot plots/<id>.gp` from the output directory.
+//
+// Drawing convention (stated in every legend entry and in docs/report.md):
+//   certified upper / lower bound   solid line, filled markers, legend "… [certified upper/lower]"
+//   estimate                        dashed line, open markers,  legend "… [estimate]"
+//   exact reference curve (Kind::input, e.g. √n)  dotted grey line, legend "… [exact reference]"
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "output.hpp"
+#include "table.hpp"
+
+namespace regatta::cli::report {
+
+struct Series {
+  std::string label;  ///< what the curve is (the kind is appended in the legend)
+  Kind kind = Kind::estimate;
+  std::vector<double> x, y;
+  bool lines = true;
+  bool markers = true;
+  int colour =
+      -1;  ///< palette index shared by related curves (e.g. a bound and its witness); −1: by position
+};
+
+struct Figure {
+  std::string id;  ///< file stem under plots/
+  std::string title, xlabel, ylabel;
+  std::string caption;  ///< one paragraph under the figure: what is plotted and how to read it
+  bool logx = false, logy = false;
+  /// gnuplot key position; "below": under the plot, in columns; "auto": inside top left for up to four
+  /// curves, below for more
+  std::string key = "auto";
+  std::vector<Series> series;
+  std::vector<std::pair<double, std::string>> vertical_lines;  ///< x positions with a label
+
+  /// Adds a curve; points with a non-finite coordinate (or ≤ 0 on a log axis) are left out of the plot.
+  Figure& add(Series s);
+};
+
+/// Whether `gnuplot` can be run (gnuplot --version exits 0); checked once per process.
+bool gnuplot_available();
+
+struct RenderResult {
+  bool rendered = false;  ///< both the SVG and the PNG were produced
+  std::string problem;    ///< why not (empty when rendered)
+};
+
+/// Writes plots/<id>.dat and plots/<id>.gp, runs gnuplot (when available) into temporary files and renames
+/// them to plots/<id>.svg and plots/<id>.png. gnuplot's messages go to plots/gnuplot.log.
+RenderResult render(const Figure& figure, OutputDir& out);
+
+}  // namespace regatta::cli::report

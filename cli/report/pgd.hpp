@@ -1,0 +1,30 @@
+#pragma once
+// A PGD lower bound on the largest output change of an attention block within distance ε of an input
+// (bounds.md §6.7, "PGD lower bound"): Δ*(X, ε) = max_{‖E‖_F ≤ ε} ‖F(X + E) − F(X)‖_F.
+//
+// Projected ascent on ½‖F(X + E) − F(X)‖²_F (gradient: the VJP of the Block at X + E applied to
+// F(X + E) − F(X)), normalised steps of adaptive length (×1.5 after an accepted step, ÷3 after a rejected
+// one), projection onto the ball after every step; restarts along ± a given direction (the top singular
+// vector of the first-order map) and seeded random directions. The best perturbation is re-evaluated in
+// interval arithmetic: with Y = X + E (an exact double matrix), ‖Y − X‖_F ≤ ε is checked in interval
+// arithmetic and ‖F(Y) − F(X)‖_F enclosed by Block<interval>::forward, so its lower end is a CERTIFIED lower
+// bound on Δ*.
+#include <cstdint>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/operators/attention.hpp>
+#include <regatta/operators/layer.hpp>
+
+namespace regatta::cli::report {
+
+struct PgdResult {
+  double estimate = 0;         ///< ‖F(X + E) − F(X)‖_F at the best E found (double): ESTIMATE
+  double certified_lower = 0;  ///< the interval re-evaluation, lower end (NaN when not certified)
+};
+
+/// `direction` (n×d, any norm; zero: none) seeds two restarts (±); `random_restarts` more from `seed`.
+PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operators::AttentionOptions& options,
+                          const Matrix<double>& X, double eps, const Matrix<double>& direction, int steps,
+                          int random_restarts, std::uint64_t seed);
+
+}  // namespace regatta::cli::report
