@@ -150,12 +150,26 @@ RenderResult render(const Figure& figure, OutputDir& out) {
      << "set border lw 1.2\n"
      << "set autoscale xfix\nset autoscale yfix\n"
      << "set offsets graph 0.03, graph 0.03, graph 0.06, graph 0.06\n";
+  // Data range along x, to put each line's label on the side with room for it.
+  double xmin = HUGE_VAL, xmax = -HUGE_VAL;
+  for (const Series& series : figure.series)
+    for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i)
+      if (plottable(series.x[i], figure.logx) && plottable(series.y[i], figure.logy)) {
+        xmin = std::min(xmin, series.x[i]);
+        xmax = std::max(xmax, series.x[i]);
+      }
+  auto position = [&](double x) {
+    const auto f = [&](double v) { return figure.logx ? std::log(v) : v; };
+    return xmax > xmin ? (f(x) - f(xmin)) / (f(xmax) - f(xmin)) : 0.0;
+  };
+  int line = 0;
   for (const auto& [x, label] : figure.vertical_lines) {
-    if (!plottable(x, figure.logx)) continue;
+    if (!plottable(x, figure.logx) || !(x >= xmin && x <= xmax)) continue;
+    const bool right_side = position(x) > 0.6;  // label to the left of the line near the right edge
     gp << "set arrow from " << exact_decimal(x) << ", graph 0 to " << exact_decimal(x)
        << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#555555'\n"
-       << "set label " << quoted(label) << " at " << exact_decimal(x)
-       << ", graph 0.04 offset 0.5,0 left textcolor rgb '#333333'\n";
+       << "set label " << quoted(label) << " at " << exact_decimal(x) << ", graph " << (0.04 + 0.06 * line++)
+       << (right_side ? " offset -0.5,0 right" : " offset 0.5,0 left") << " textcolor rgb '#333333'\n";
   }
   if (blocks.empty()) {
     gp << "set label 'no plottable points' at graph 0.5, graph 0.5 center\n"
