@@ -165,6 +165,9 @@ void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs
       {"prenorm", operators::to_string(r.options.prenorm)},
       {"sinkhorn_iterations", r.options.sinkhorn_iterations},
       {"precision_bits", args.precision},
+      {"number_kinds",
+       "keys containing 'certified' hold certified numbers (endpoints of outward-rounded interval "
+       "evaluations); every other number is a double estimate (see the *_kind keys)"},
       {"jacobian_norm_2", number_or_null(norms.two.estimate)},
       {"jacobian_norm_2_kind", "estimate from below (" + lip::to_string(norms.two.method) + " on J^T J)"},
       {"jacobian_norm_2_method", lip::to_string(norms.two.method)},
