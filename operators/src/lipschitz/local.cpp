@@ -563,9 +563,10 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   const Linearization<double> lin = block.linearize(X);
   const Index nd = X.rows() * X.cols();
 
-  report(local.progress, "norm-2 (Lanczos)", 0, 1);
+  const std::string two_stage = "norm-2 (" + to_string(local.spectral.method) + ")";
+  report(local.progress, two_stage, 0, 1);
   out.two = jacobian_norm_2(lin, local.spectral);
-  report(local.progress, "norm-2 (Lanczos)", 1, 1);
+  report(local.progress, two_stage, 1, 1);
 
   const bool structured = !structured_rows_refusal(layer, options).has_value();
   out.inf_structured = structured;

@@ -4,9 +4,10 @@
 //                                       the 256-bit mpfr reference for the certified bracket;
 //   ‖J‖∞, ‖J‖₁                         max row / column sums of the dense Jacobian (double and 256-bit mpfr);
 //   structured rows                     the dense Jacobian of the generic engine, entry by entry;
-//   ξ, κ_h                              JacobiSVD of the explicit Kronecker matrices of bounds.md §6.1–§6.2,
+//   ξ, κ_h, δ and its variants          JacobiSVD of the explicit Kronecker matrices of bounds.md §6.1–§6.2,
 //                                       built here from their definitions with P_h from the streamed
-//                                       attention_kernel();
+//                                       attention_kernel(), and the formulas of §6.3, §6.4, §6.6 transcribed
+//                                       here from those dense quantities;
 //   δ, naive variants, L_GN             ‖F(X') − F(X)‖_F from the streamed attend() on perturbations in the
 //                                       ball (holds-claims havens.local_delta, havens.naive_ordering,
 //                                       havens.gradnorm_comparator), and the orderings of §6.4;
@@ -390,7 +391,7 @@ std::vector<HeadMatrices> head_matrices(const AttentionLayer& L, const Attention
 
 class HavensCases : public ::testing::TestWithParam<HavensCase> {};
 
-TEST_P(HavensCases, XiAndKappaMatchSvdOfExplicitKroneckerMatrices) {
+TEST_P(HavensCases, IngredientsAndFormulasMatchDirectDenseComputations) {
   const HavensCase c = GetParam();
   const AttentionLayer L = havens_layer(c, 201);
   const AttentionOptions o = havens_options(c);
@@ -417,6 +418,38 @@ TEST_P(HavensCases, XiAndKappaMatchSvdOfExplicitKroneckerMatrices) {
   const Matrix<double> w = q.xi_estimate->witness;
   Vector<double> image = Mxi * Eigen::Map<const Vector<double>>(w.data(), w.size());
   EXPECT_NEAR(image.norm(), q.xi, 1e-12 * q.xi) << c.name;
+
+  // The formulas of bounds.md §6.3, §6.4 and §6.6 transcribed here from the dense quantities above.
+  const double skip = c.residual ? 1.0 : 0.0, sqrt_n = std::sqrt(double(n)), Xnorm = sigma_max(X);
+  const double inv_sqrt_dh = 1 / std::sqrt(double(L.head_dim));
+  for (double eps : {0.01, 0.2, 0.7}) {
+    double delta = eps * sigma_max(Mxi), kernel_xi = skip, weights_xi = skip, kernel = 0, weights = 0;
+    double gradnorm = skip;
+    const double B = X.norm() + eps;
+    for (int h = 0; h < c.heads; ++h) {
+      const auto& m = heads[h];
+      const Matrix<double> Mk = kron(Matrix<double>::Identity(n, n), Matrix<double>(X * m.A.transpose())) +
+                                kron(m.B, Matrix<double>::Identity(n, n)) * commutation(n, d);
+      const double W = sigma_max(m.WVO), A = sigma_max(m.A);
+      const double qb = L.bQ.empty() ? 0.0 : (L.WK[h] * L.bQ[h]).norm() * inv_sqrt_dh;
+      const Matrix<double> WO_h = L.WO.middleRows(Index(h) * L.value_dim, L.value_dim);
+      delta += 0.5 * (eps * sigma_max(Mk) + eps * eps * A) * (sigma_max(X * m.WVO) + eps * W);
+      kernel_xi += sigma_max(m.P) * W;
+      weights_xi += sqrt_n * sigma_max(L.WV[h]) * sigma_max(WO_h);
+      const double kappa1 = sigma_max(X * m.A.transpose()) + sigma_max(m.B);
+      const double kappa2 = 2 * Xnorm * A + sqrt_n * qb;
+      kernel += 0.5 * (eps * kappa1 + eps * eps * A) * W * (Xnorm + eps);
+      weights += 0.5 * (eps * kappa2 + eps * eps * A) * W * (Xnorm + eps);
+      gradnorm += W * (sqrt_n + sigma_max(L.WQ[h]) * sigma_max(L.WK[h]) * inv_sqrt_dh * B * B +
+                       0.5 * sqrt_n * qb * B);
+    }
+    kernel += eps * kernel_xi;
+    weights += eps * weights_xi;
+    EXPECT_NEAR(havens_delta(q, eps), delta, 1e-12 * delta) << c.name << " eps " << eps;
+    EXPECT_NEAR(havens_delta_naive_kernel(q, eps), kernel, 1e-12 * kernel) << c.name;
+    EXPECT_NEAR(havens_delta_naive_weights(q, eps), weights, 1e-12 * weights) << c.name;
+    EXPECT_NEAR(havens_gradnorm_lipschitz(q, eps), gradnorm, 1e-12 * gradnorm) << c.name;
+  }
 }
 
 TEST_P(HavensCases, ScorePerturbationStaysWithinEpsilonKappaPlusEpsilonSquaredA) {
