@@ -140,6 +140,9 @@ struct BlockState {
     std::vector<Mat<S>> steps;  // R_1, C_2, R_3, ... (t matrices; steps.back() == kernel)
   };
   const Block<S>* block = nullptr;
+  /// Set by linearize / linearize_cross: a copy of the block that `block` then points to, so that a
+  /// linearization stays valid after the block it came from is gone (forward passes use the block itself).
+  std::shared_ptr<const Block<S>> owner;
   bool self = true;
   bool causal = false;
   Mat<S> X, Y, Xn, Yn;
@@ -458,6 +461,20 @@ std::shared_ptr<const BlockState<S>> Block<S>::state(const Mat<S>& X, const Mat<
   return st;
 }
 
+namespace {
+
+/// The state with its own copy of the block (state() builds a fresh, non-const BlockState, so the cast only
+/// restores the access its creator had).
+template <class S>
+std::shared_ptr<const BlockState<S>> owning(std::shared_ptr<const BlockState<S>> st, const Block<S>& block) {
+  auto mutable_state = std::const_pointer_cast<BlockState<S>>(st);
+  mutable_state->owner = std::make_shared<const Block<S>>(block);
+  mutable_state->block = mutable_state->owner.get();
+  return st;
+}
+
+}  // namespace
+
 template <class S>
 Mat<S> Block<S>::forward(const Mat<S>& X) const {
   return state(X, X, true)->value();
@@ -487,7 +504,7 @@ std::vector<Mat<S>> Block<S>::kernels_cross(const Mat<S>& X, const Mat<S>& Y) co
 template <class S>
 Linearization<S> Block<S>::linearize(const Mat<S>& X) const {
   Linearization<S> lin;
-  auto st = state(X, X, true);
+  auto st = owning(state(X, X, true), *this);
   lin.value_ = st->value();
   lin.states_.push_back(std::move(st));
   return lin;
@@ -496,7 +513,7 @@ Linearization<S> Block<S>::linearize(const Mat<S>& X) const {
 template <class S>
 CrossLinearization<S> Block<S>::linearize_cross(const Mat<S>& X, const Mat<S>& Y) const {
   CrossLinearization<S> lin;
-  lin.state_ = state(X, Y, false);
+  lin.state_ = owning(state(X, Y, false), *this);
   lin.value_ = lin.state_->value();
   return lin;
 }
@@ -604,7 +621,7 @@ Linearization<S> Stack<S>::linearize(const Mat<S>& X) const {
   Linearization<S> lin;
   Mat<S> Z = X;
   for (const auto& b : blocks_) {
-    auto st = b.state(Z, Z, true);
+    auto st = owning(b.state(Z, Z, true), b);
     Z = st->value();
     lin.states_.push_back(std::move(st));
   }

@@ -323,6 +323,31 @@ TEST(BlockStack, StackIsCompositionAndChainRule) {
   EXPECT_NEAR(inner(lin.jvp(V), U), inner(V, lin.vjp(U)), 1e-10 * (1 + V.norm() * U.norm()));
 }
 
+// A linearisation keeps what it needs of its block: taken from a temporary block or stack, its JVP and VJP
+// still equal those of a linearisation of a block that is alive (the sanitizer pass catches a dangling use).
+TEST(BlockLifetime, LinearizationsOutliveTheirBlocks) {
+  Config c{"lifetime", AttentionKind::dot, 4, 2, 0, true, false, true, Prenorm::rmsnorm};
+  const AttentionLayer L = layer_for(c, 93);
+  const AttentionOptions o = options_for(c);
+  const Matrix<double> X = gaussian(5, c.d, 27), V = gaussian(5, c.d, 28), U = gaussian(5, c.d, 29);
+  const Matrix<double> Y = gaussian(3, c.d, 30), W = gaussian(3, c.d, 31);
+  const Block<double> alive(L, o);
+
+  const Linearization<double> from_temporary = Block<double>(L, o).linearize(X);
+  EXPECT_EQ(from_temporary.jvp(V), alive.linearize(X).jvp(V));
+  EXPECT_EQ(from_temporary.vjp(U), alive.linearize(X).vjp(U));
+
+  AttentionOptions cross = o;
+  cross.causal = false;
+  const Block<double> alive_cross(L, cross);
+  const CrossLinearization<double> cross_from_temporary = Block<double>(L, cross).linearize_cross(X, Y);
+  EXPECT_EQ(cross_from_temporary.jvp_context(W), alive_cross.linearize_cross(X, Y).jvp_context(W));
+  EXPECT_EQ(cross_from_temporary.vjp_query(U), alive_cross.linearize_cross(X, Y).vjp_query(U));
+
+  const Linearization<double> stack_from_temporary = Stack<double>({alive, alive}).linearize(X);
+  const Matrix<double> chained = alive.linearize(alive.forward(X)).jvp(alive.linearize(X).jvp(V));
+  EXPECT_LE(max_abs(stack_from_temporary.jvp(V) - chained), 1e-12 * (1 + max_abs(chained)));
+}
 TEST(BlockErrors, BadInputIsRejectedWithTheArgumentNamed) {
   Config c{"e", AttentionKind::dot, 4, 2};
   AttentionLayer L = layer_for(c, 101);
