@@ -14,6 +14,7 @@
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include "command.hpp"
 #include "layer_options.hpp"
+#include "numbers.hpp"
 
 namespace regatta::cli {
 
@@ -30,16 +31,6 @@ struct BoundArgs {
   bool json = false;
   bool radius_given = false, query_radius_given = false;
 };
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-std::string number(double v) {
-  std::ostringstream os;
-  os << std::setprecision(10) << v;
-  return os.str();
-}
 
 void print_table(const std::vector<lip::BoundReport>& reports) {
   std::cout << std::left << std::setw(25) << "claim" << std::setw(14) << "norm" << std::setw(18) << "estimate"

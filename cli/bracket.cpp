@@ -17,6 +17,7 @@
 #include <regatta/operators/lipschitz/bracket.hpp>
 #include "command.hpp"
 #include "layer_options.hpp"
+#include "numbers.hpp"
 
 namespace regatta::cli {
 
@@ -37,21 +38,6 @@ struct BracketArgs {
   std::string witness = "bracket_witness.npy";
   bool json = false;
 };
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json optional_number(const std::optional<double>& v) {
-  return v ? number_or_null(*v) : nlohmann::json(nullptr);
-}
-
-std::string number(double v) {
-  if (!std::isfinite(v)) return "none";
-  std::ostringstream os;
-  os << std::setprecision(10) << v;
-  return os.str();
-}
 
 /// FILE.npy -> FILE_direction.npy (any other name: name + "_direction.npy").
 std::string direction_path(const std::string& witness) {
@@ -77,10 +63,7 @@ void run(const BracketArgs& args, int& result) {
   options.search.random_starts = args.restarts;
   options.search.seed = args.seed;
   options.search.progress = [](const std::string& line) { std::cerr << "bracket: " << line << "\n"; };
-  if (args.witness.empty()) throw InputError("--witness", "needs a file name");
-  const std::filesystem::path folder = std::filesystem::path(args.witness).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder))
-    throw InputError("--witness", "the folder '" + folder.string() + "' does not exist");
+  check_output_folder("--witness", args.witness);
 
   const lip::Bracket b = lip::compute_bracket(resolved.layer, resolved.options, options);
   std::string witness_file, direction_file;

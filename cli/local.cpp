@@ -24,6 +24,7 @@
 #include <regatta/operators/lipschitz/local.hpp>
 #include "command.hpp"
 #include "layer_options.hpp"
+#include "numbers.hpp"
 
 namespace regatta::cli {
 
@@ -88,16 +89,6 @@ class StderrProgress {
   std::string stage_;
   bool shown_ = false;
 };
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-std::string number(double v) {
-  std::ostringstream os;
-  os << std::setprecision(12) << v;
-  return os.str();
-}
 
 /// The Havens quantities at ε (estimates), their certified counterparts (with --certify) and the radius.
 struct Sensitivity {

@@ -17,6 +17,7 @@
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 #include "command.hpp"
 #include "layer_options.hpp"
+#include "numbers.hpp"
 
 namespace regatta::cli {
 
@@ -39,21 +40,6 @@ struct MeasureArgs {
   std::string witness = "measure_witness";
   bool json = false;
 };
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json optional_number(const std::optional<double>& v) {
-  return v ? number_or_null(*v) : nlohmann::json(nullptr);
-}
-
-std::string number(double v) {
-  if (!std::isfinite(v)) return "none";
-  std::ostringstream os;
-  os << std::setprecision(10) << v;
-  return os.str();
-}
 
 void run(const MeasureArgs& args, int& result) {
   const ResolvedLayer resolved = resolve_layer(args.layer);
@@ -82,10 +68,7 @@ void run(const MeasureArgs& args, int& result) {
   s.random_starts = args.restarts;
   s.seed = args.seed;
   s.progress = [](const std::string& line) { std::cerr << "measure-lipschitz: " << line << "\n"; };
-  if (args.witness.empty()) throw InputError("--witness", "needs a file prefix");
-  const std::filesystem::path folder = std::filesystem::path(args.witness).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder))
-    throw InputError("--witness", "the folder '" + folder.string() + "' does not exist");
+  check_output_folder("--witness", args.witness);
 
   const lip::MeasureBracket b =
       lip::compute_measure_bracket(resolved.layer, resolved.options, s, args.certify, args.precision);
