@@ -227,9 +227,28 @@ std::vector<Point> norm_families(const std::string& name) {
   return out;
 }
 
-class LayerNormLip2 final : public ClaimBase<LayerNormLip2> {
+/// What the normalisation claims share: points of the form read by read_norm_point, with widths up to
+/// `max_d` in random samples.
+template <class Derived>
+class NormClaim : public ClaimBase<Derived> {
  public:
-  LayerNormLip2() {
+  explicit NormClaim(long max_d) : max_d_(max_d) {}
+  const ClaimInfo& info() const override { return info_; }
+  Point sample(Rng& rng) const override { return sample_norm_point(rng, max_d_); }
+  std::vector<Point> family(const std::string& name) const override { return norm_families(name); }
+  void repair(Point& p) const override { repair_norm_point(p); }
+  nlohmann::json describe(const Point& p) const override { return describe_norm_point(p); }
+
+ protected:
+  ClaimInfo info_;
+
+ private:
+  long max_d_;
+};
+
+class LayerNormLip2 final : public NormClaim<LayerNormLip2> {
+ public:
+  LayerNormLip2() : NormClaim(16) {
     info_.id = "layernorm.lip2";
     info_.statement =
         "||J_LN(x)||_2 <= max|gamma| / sqrt(eps_LN), with equality at constant x for constant gamma, d >= 2; "
@@ -254,11 +273,6 @@ class LayerNormLip2 final : public ClaimBase<LayerNormLip2> {
         "complement of 1 and u the d − 2 remaining eigenvalues have sum and sum of squares d − 2, so all are "
         "1 (Cauchy–Schwarz).";
   }
-  const ClaimInfo& info() const override { return info_; }
-  Point sample(Rng& rng) const override { return sample_norm_point(rng, 16); }
-  std::vector<Point> family(const std::string& name) const override { return norm_families(name); }
-  void repair(Point& p) const override { repair_norm_point(p); }
-  nlohmann::json describe(const Point& p) const override { return describe_norm_point(p); }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
@@ -305,14 +319,11 @@ class LayerNormLip2 final : public ClaimBase<LayerNormLip2> {
             spectral ? eq<S>(trace, dm2 + lam) : off<S>(),
             spectral ? eq<S>(trace2, dm2 + lam * lam) : off<S>()};
   }
-
- private:
-  ClaimInfo info_;
 };
 
-class LayerNormLipInfSqrtD final : public ClaimBase<LayerNormLipInfSqrtD> {
+class LayerNormLipInfSqrtD final : public NormClaim<LayerNormLipInfSqrtD> {
  public:
-  LayerNormLipInfSqrtD() {
+  LayerNormLipInfSqrtD() : NormClaim(32) {
     info_.id = "layernorm.lipinf_sqrt_d";
     info_.statement =
         "2(d-1)/d |gamma|/sqrt(eps_LN) <= sup_x ||J_LN(x)||_inf <= sqrt(d) max|gamma|/sqrt(eps_LN) (lower "
@@ -334,11 +345,6 @@ class LayerNormLipInfSqrtD final : public ClaimBase<LayerNormLipInfSqrtD> {
     info_.families = {"constant", "tiny_variance", "d64_structured"};
     info_.notes = "Jacobian from operators::normalize_rows_jvp; ‖·‖∞ is exact in interval arithmetic.";
   }
-  const ClaimInfo& info() const override { return info_; }
-  Point sample(Rng& rng) const override { return sample_norm_point(rng, 32); }
-  std::vector<Point> family(const std::string& name) const override { return norm_families(name); }
-  void repair(Point& p) const override { repair_norm_point(p); }
-  nlohmann::json describe(const Point& p) const override { return describe_norm_point(p); }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
@@ -352,14 +358,11 @@ class LayerNormLipInfSqrtD final : public ClaimBase<LayerNormLipInfSqrtD> {
     return {le<S>(jinf, sqrt(dd) * unit), d >= 2 ? le<S>(jinf, (dd * dd - S(2)) / dd * unit) : off<S>(),
             at_constant ? eq<S>(jinf, S(2) * (dd - S(1)) / dd * unit) : off<S>()};
   }
-
- private:
-  ClaimInfo info_;
 };
 
-class LayerNormLipInfConstInput final : public ClaimBase<LayerNormLipInfConstInput> {
+class LayerNormLipInfConstInput final : public NormClaim<LayerNormLipInfConstInput> {
  public:
-  LayerNormLipInfConstInput() {
+  LayerNormLipInfConstInput() : NormClaim(16) {
     info_.id = "layernorm.lipinf_const_input";
     info_.statement =
         "Conjecture (false in general): Lip_inf(LN) = 2(d-1)/d max|gamma|/sqrt(eps_LN), i.e. no input has "
@@ -377,11 +380,6 @@ class LayerNormLipInfConstInput final : public ClaimBase<LayerNormLipInfConstInp
         "The d = 64 input of bounds.md §1.3 (x = (4.824, −1.731 ×20, 0 ×43), γ = 1, ε = 1) has first-row "
         "absolute sum 2.0315587 > 1.96875; the adversarial climb starts from it.";
   }
-  const ClaimInfo& info() const override { return info_; }
-  Point sample(Rng& rng) const override { return sample_norm_point(rng, 16); }
-  std::vector<Point> family(const std::string& name) const override { return norm_families(name); }
-  void repair(Point& p) const override { repair_norm_point(p); }
-  nlohmann::json describe(const Point& p) const override { return describe_norm_point(p); }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
@@ -392,14 +390,11 @@ class LayerNormLipInfConstInput final : public ClaimBase<LayerNormLipInfConstInp
     const S dd = lift<S>(static_cast<double>(np.d));
     return {le<S>(jinf, S(2) * (dd - S(1)) / dd * np.gamma_max / sqrt(np.eps))};
   }
-
- private:
-  ClaimInfo info_;
 };
 
-class RmsNormLip2 final : public ClaimBase<RmsNormLip2> {
+class RmsNormLip2 final : public NormClaim<RmsNormLip2> {
  public:
-  RmsNormLip2() {
+  RmsNormLip2() : NormClaim(16) {
     info_.id = "rmsnorm.lip2";
     info_.statement =
         "Lip_2(RMS) = max|gamma|/sqrt(eps_LN), attained at x = 0; ||RMS(x)|| < sqrt(d) ||gamma||_inf; and "
@@ -421,11 +416,6 @@ class RmsNormLip2 final : public ClaimBase<RmsNormLip2> {
     info_.families = {"zero", "constant"};
     info_.notes = "RMSNorm and its Jacobian from operators::normalize_rows / normalize_rows_jvp.";
   }
-  const ClaimInfo& info() const override { return info_; }
-  Point sample(Rng& rng) const override { return sample_norm_point(rng, 16); }
-  std::vector<Point> family(const std::string& name) const override { return norm_families(name); }
-  void repair(Point& p) const override { repair_norm_point(p); }
-  nlohmann::json describe(const Point& p) const override { return describe_norm_point(p); }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
@@ -441,9 +431,6 @@ class RmsNormLip2 final : public ClaimBase<RmsNormLip2> {
     return {le<S>(j2, unit), le<S>(num::euclidean_norm<S>(y), sd * np.gamma_max), le<S>(jinf, sd * unit),
             zero ? eq<S>(j2, unit) : off<S>(), zero ? eq<S>(jinf, unit) : off<S>()};
   }
-
- private:
-  ClaimInfo info_;
 };
 
 }  // namespace
