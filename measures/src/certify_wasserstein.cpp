@@ -70,12 +70,15 @@ void pair_cost(mpfr_ptr out, const double* x, const double* y, Index d, double p
     mpfr_pow(out, w.acc, w.half_p, dir);
 }
 
-// Upper bound of max_i ||x_i - c|| for a double centre c.
-void radius_up(mpfr_ptr out, const Matrix<double>& x, const Eigen::RowVectorXd& c) {
+// Upper bound of max_i ||x_i - c|| over the atoms of positive weight (weight_hi[i] > 0), for a double centre
+// c.
+void radius_up(mpfr_ptr out, const Matrix<double>& x, const std::vector<double>& weight_hi,
+               const Eigen::RowVectorXd& c) {
   CostScratch w(2);
   Real r(sum_bits);
   mpfr_set_zero(out, 1);
   for (Index i = 0; i < x.rows(); ++i) {
+    if (weight_hi[std::size_t(i)] == 0) continue;
     pair_cost(r, x.row(i).data(), c.data(), x.cols(), 1, false, w);
     mpfr_max(out, out, r, MPFR_RNDU);
   }
@@ -134,9 +137,11 @@ void check_plan(const TransportPlan& plan, Index n, Index m) {
   }
 }
 
-// g_j = down(min_i (C^lo_ij - f_i)) for every j (the c-transform of f, rounded down), parallel over j.
+// g_j = down(min_i (C^lo_ij - f_i)) for every j (the c-transform of f, rounded down), parallel over j. The
+// minimum runs over the atoms i of positive weight (x_weight_hi[i] > 0) only: dual feasibility is needed on
+// the supports alone, and a far zero-weight atom would otherwise tie g to a potential of its cost scale.
 std::vector<double> c_transform_down(const Matrix<double>& x, const Matrix<double>& y, double p,
-                                     const std::vector<double>& f) {
+                                     const std::vector<double>& f, const std::vector<double>& x_weight_hi) {
   const Index n = x.rows(), m = y.rows(), d = x.cols();
   std::vector<double> g(static_cast<std::size_t>(m));
 #pragma omp parallel
@@ -147,6 +152,7 @@ std::vector<double> c_transform_down(const Matrix<double>& x, const Matrix<doubl
     for (Index j = 0; j < m; ++j) {
       double best = std::numeric_limits<double>::infinity();
       for (Index i = 0; i < n; ++i) {
+        if (x_weight_hi[std::size_t(i)] == 0) continue;
         pair_cost(c, x.row(i).data(), y.row(j).data(), d, p, true, w);
         mpfr_sub_d(r, c, f[std::size_t(i)], MPFR_RNDD);
         best = std::min(best, mpfr_get_d(r, MPFR_RNDD));  // exact: r has 53 bits
@@ -168,6 +174,60 @@ void dual_value_down(mpfr_ptr acc, const std::vector<double>& lo, const std::vec
   }
 }
 
+// Shifts f (f + c, g - c leaves the dual value unchanged in exact arithmetic) so that its values on the
+// support (weight_hi > 0) are centred on 0: the rounding errors of the c-transform scale with |f|.
+void centre_on_support(std::vector<double>& f, const std::vector<double>& weight_hi) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (weight_hi[i] > 0) {
+      lo = std::min(lo, f[i]);
+      hi = std::max(hi, f[i]);
+    }
+  if (!(lo <= hi)) return;
+  const double centre = lo + (hi - lo) / 2;
+  for (double& v : f) v -= centre;
+}
+
+// Potentials u rebuilt from the plan: u_i + v_j = C_ij (double) along the entries of positive mass between
+// atoms of positive weight, each connected component rooted at u = 0 (breadth-first; on a cycle the first
+// assignment stays). Atoms no such entry reaches keep u = 0. Any u is valid input to the bound; these have
+// the magnitude of the costs on the supports.
+std::vector<double> support_potentials(const Matrix<double>& x, const Matrix<double>& y, double p,
+                                       const TransportPlan& plan, const std::vector<double>& a_hi,
+                                       const std::vector<double>& b_hi) {
+  const Index n = x.rows(), m = y.rows();
+  std::vector<std::vector<std::pair<Index, double>>> rows(static_cast<std::size_t>(n)),
+      cols(static_cast<std::size_t>(m));
+  for (const Coupling& c : plan.entries) {
+    if (!(c.mass > 0) || a_hi[std::size_t(c.i)] == 0 || b_hi[std::size_t(c.j)] == 0) continue;
+    const double cost = std::pow((x.row(c.i) - y.row(c.j)).norm(), p);
+    rows[std::size_t(c.i)].push_back({c.j, cost});
+    cols[std::size_t(c.j)].push_back({c.i, cost});
+  }
+  std::vector<double> u(static_cast<std::size_t>(n), 0.0), v(static_cast<std::size_t>(m), 0.0);
+  std::vector<char> seen_u(static_cast<std::size_t>(n), 0), seen_v(static_cast<std::size_t>(m), 0);
+  std::vector<std::pair<bool, Index>> queue;  // (is a row of x, index)
+  for (Index root = 0; root < n; ++root) {
+    if (seen_u[std::size_t(root)]) continue;
+    seen_u[std::size_t(root)] = 1;
+    queue.assign(1, {true, root});
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const auto [is_row, k] = queue[head];
+      for (const auto& [other, cost] : is_row ? rows[std::size_t(k)] : cols[std::size_t(k)]) {
+        std::vector<char>& seen = is_row ? seen_v : seen_u;
+        if (seen[std::size_t(other)]) continue;
+        seen[std::size_t(other)] = 1;
+        if (is_row)
+          v[std::size_t(other)] = cost - u[std::size_t(k)];
+        else
+          u[std::size_t(other)] = cost - v[std::size_t(k)];
+        queue.push_back({!is_row, other});
+      }
+    }
+  }
+  return u;
+}
+
 }  // namespace
 
 CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
@@ -182,16 +242,26 @@ CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const Di
   normalised_weights(mu.weights(), a_lo, a_hi);
   normalised_weights(nu.weights(), b_lo, b_hi);
 
-  // ---- lower bound (§7.4): f = plan.u, g = its c-transform rounded down, optionally f improved ----------
-  std::vector<double> f(plan.u.data(), plan.u.data() + n);
-  const std::vector<double> g = c_transform_down(x, y, p, f);
-  if (improve) {
-    const std::vector<double> f2 = c_transform_down(y, x, p, g);  // C is symmetric in (x, y)
-    for (Index i = 0; i < n; ++i) f[std::size_t(i)] = std::max(f[std::size_t(i)], f2[std::size_t(i)]);
+  // ---- lower bound (§7.4): potentials f, g = their c-transform rounded down, optionally f improved
+  // --------- Any f gives a valid bound. Two candidates, the larger bound kept: plan.u, and potentials
+  // rebuilt from the plan's entries on the supports (u_i + v_j = C_ij along them). The rebuilt ones matter
+  // when the solver's potentials carry the cost scale of far zero-weight atoms: then W_p^p far below that
+  // scale would lose its relative accuracy to the rounding of potentials of magnitude 1.
+  Real lower_cost(sum_bits), candidate(sum_bits);
+  mpfr_set_inf(lower_cost, -1);
+  for (std::vector<double> f : {std::vector<double>(plan.u.data(), plan.u.data() + n),
+                                support_potentials(x, y, p, plan, a_hi, b_hi)}) {
+    centre_on_support(f, a_hi);
+    const std::vector<double> g = c_transform_down(x, y, p, f, a_hi);
+    if (improve) {
+      const std::vector<double> f2 = c_transform_down(y, x, p, g, b_hi);  // C is symmetric in (x, y)
+      for (Index i = 0; i < n; ++i) f[std::size_t(i)] = std::max(f[std::size_t(i)], f2[std::size_t(i)]);
+    }
+    mpfr_set_zero(candidate, 1);
+    dual_value_down(candidate, a_lo, a_hi, f);
+    dual_value_down(candidate, b_lo, b_hi, g);
+    mpfr_max(lower_cost, lower_cost, candidate, MPFR_RNDD);
   }
-  Real lower_cost(sum_bits);
-  dual_value_down(lower_cost, a_lo, a_hi, f);
-  dual_value_down(lower_cost, b_lo, b_hi, g);
 
   // ---- upper bound (§7.3): scale the plan into an exact sub-coupling F'' and complete it ---------------
   Real t(sum_bits), q(sum_bits), one(sum_bits);
@@ -242,11 +312,12 @@ CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const Di
   Real missing(sum_bits);  // s = up(1 - down(sum F''))
   mpfr_sub(missing, one, transported, MPFR_RNDU);
   if (mpfr_sgn(static_cast<mpfr_srcptr>(missing)) > 0) {
-    // max C <= (max ||x_i - c|| + max ||y_j - c||)^p for the centre c = mean of mu's atoms.
+    // The completion moves mass between atoms of positive weight only, at a cost of at most
+    // (max ||x_i - c|| + max ||y_j - c||)^p over those atoms, for the centre c = mean of mu's atoms.
     const Eigen::RowVectorXd centre = x.colwise().mean();
     Real rx(sum_bits), ry(sum_bits), s_half(sum_bits);
-    radius_up(rx, x, centre);
-    radius_up(ry, y, centre);
+    radius_up(rx, x, a_hi, centre);
+    radius_up(ry, y, b_hi, centre);
     mpfr_add(rx, rx, ry, MPFR_RNDU);
     mpfr_set_d(s_half, p, MPFR_RNDN);
     mpfr_pow(rx, rx, s_half, MPFR_RNDU);
