@@ -24,9 +24,10 @@ inline nlohmann::json optional_number(const std::optional<double>& v) {
   return v ? number_or_null(*v) : nlohmann::json(nullptr);
 }
 
-/// A number for the human-readable tables: `digits` significant digits, "none" when not finite.
+/// A number for the human-readable tables: `digits` significant digits; "inf" for an infinite value (a bound
+/// beyond the double range, no finite bound), "none" for NaN (no value).
 inline std::string number(double v, int digits = 10) {
-  if (!std::isfinite(v)) return "none";
+  if (std::isnan(v)) return "none";
   std::ostringstream os;
   os << std::setprecision(digits) << v;
   return os.str();

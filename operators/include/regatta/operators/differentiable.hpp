@@ -23,7 +23,8 @@ namespace regatta::operators {
 template <class S>
 struct BlockState;  // the point-dependent quantities of one block (defined in the implementation)
 
-/// The derivative of X ↦ F(X) (a block or a stack of blocks) at one point.
+/// The derivative of X ↦ F(X) (a block or a stack of blocks) at one point. It holds a copy of the blocks'
+/// weights, so it stays valid after the Block or Stack it came from is destroyed.
 template <class S>
 class Linearization {
  public:
