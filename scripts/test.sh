@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: install what is missing, build with tests (and benchmarks, so that they keep
 # compiling), run every test with ctest, install into a scratch prefix and build the consumer project under
-# tests/buildsystem/ against it, then rebuild and rerun the whole suite under AddressSanitizer + UBSan.
+# tests/buildsystem/ against it, then rebuild and rerun the whole suite under AddressSanitizer (+ UBSan on the
+# file readers and the CLI).
 # REGATTA_SKIP_SANITIZE=1 skips the sanitizer pass (it roughly doubles the time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +24,7 @@ cmake --build "$consumer" -j "$jobs" >/dev/null
 "$consumer/regatta_consumer"
 
 if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
-  echo "== the same suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
+  echo "== the same suite under AddressSanitizer (+ UndefinedBehaviorSanitizer on the file readers and the CLI) =="
   # No debug info (stack traces still name functions); -O0 except for the numerical libraries, which
   # CMakeLists.txt builds at -O1 under REGATTA_SANITIZE: the fastest build whose tests still run quickly.
   REGATTA_BUILD_DIR="$build-sanitize" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Release \
