@@ -18,6 +18,7 @@
 #include "command.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
+#include "search_options.hpp"
 
 namespace regatta::cli {
 
@@ -29,14 +30,7 @@ struct BracketArgs {
   double radius = 0;
   bool radius_given = false;
   std::string norm = "2";
-  bool certify = false;
-  unsigned precision = 128;
-  double budget = 10;
-  std::int64_t evaluations = 20000;
-  int restarts = 4;
-  std::uint64_t seed = 0;
-  std::string witness = "bracket_witness.npy";
-  bool json = false;
+  SearchArgs search{.evaluations = 20000, .witness = "bracket_witness.npy"};
 };
 
 /// FILE.npy -> FILE_direction.npy (any other name: name + "_direction.npy").
@@ -56,20 +50,20 @@ void run(const BracketArgs& args, int& result) {
     check_positive("--radius", args.radius);
     options.radius = args.radius;
   }
-  options.certify = args.certify;
-  options.precision_bits = args.precision;
-  options.search.budget_seconds = args.budget;
-  options.search.max_evaluations = args.evaluations;
-  options.search.random_starts = args.restarts;
-  options.search.seed = args.seed;
+  options.certify = args.search.certify;
+  options.precision_bits = args.search.precision;
+  options.search.budget_seconds = args.search.budget;
+  options.search.max_evaluations = args.search.evaluations;
+  options.search.random_starts = args.search.restarts;
+  options.search.seed = args.search.seed;
   options.search.progress = [](const std::string& line) { std::cerr << "bracket: " << line << "\n"; };
-  check_output_folder("--witness", args.witness);
+  check_output_folder("--witness", args.search.witness);
 
   const lip::Bracket b = lip::compute_bracket(resolved.layer, resolved.options, options);
   std::string witness_file, direction_file;
   if (b.witness.input.size() != 0) {
-    witness_file = args.witness;
-    direction_file = direction_path(args.witness);
+    witness_file = args.search.witness;
+    direction_file = direction_path(args.search.witness);
     io::write_npy(witness_file, b.witness.input);
     io::write_npy(direction_file, b.witness.direction);
   }
@@ -77,7 +71,7 @@ void run(const BracketArgs& args, int& result) {
   const char* lower_kind = kind(b.lower_certified.has_value());
   const char* upper_kind = kind(b.upper_certified.has_value());
 
-  if (args.json) {
+  if (args.search.json) {
     nlohmann::json refused = nlohmann::json::array();
     for (const auto& r : b.refused) refused.push_back(r);
     const nlohmann::json out = {
@@ -105,8 +99,8 @@ void run(const BracketArgs& args, int& result) {
         {"all_rows", b.all_rows},
         {"evaluations", b.evaluations},
         {"stopped_by_budget", b.stopped_by_budget},
-        {"seed", args.seed},
-        {"precision_bits", args.precision},
+        {"seed", args.search.seed},
+        {"precision_bits", args.search.precision},
         {"note", b.note}};
     std::cout << out.dump(2) << "\n";
   } else {
@@ -123,7 +117,7 @@ void run(const BracketArgs& args, int& result) {
               << ")\n"
               << "ratio      " << number(b.ratio) << "\n"
               << "certified  " << (b.certified ? "yes" : "no") << "\n";
-    if (args.certify)
+    if (args.search.certify)
       std::cout << "estimates  lower " << number(b.lower_estimate) << ", upper " << number(b.upper_estimate)
                 << " (double)\n";
     if (!witness_file.empty())
@@ -155,21 +149,10 @@ void add_bracket_command(CLI::App& app, int& result) {
       },
       "Every token in the Euclidean ball B_R (search domain and bounds); default: unconstrained");
   cmd->add_option("--norm", args->norm, "2 (Frobenius, default) or inf (max entry)");
-  cmd->add_flag("--certify", args->certify, "Re-evaluate both ends in interval arithmetic");
-  cmd->add_option("--precision", args->precision, "Bits of the interval evaluations (default 128)")
-      ->check(CLI::Range(53u, 65536u));
-  cmd->add_option("--budget", args->budget, "Search time limit in seconds (default 10; 0: none)")
-      ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--evaluations", args->evaluations,
-                  "Linearisations at most (default 20000; reproducible, unlike --budget)")
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
-  cmd->add_option("--restarts", args->restarts, "Random starts after the structured seeds (default 4)")
-      ->check(CLI::Range(0, 100000));
-  cmd->add_option("--seed", args->seed, "Seed of the search (default 0)");
-  cmd->add_option("--witness", args->witness,
-                  "Where to save the witness X (.npy; the direction goes to *_direction.npy); default "
-                  "bracket_witness.npy");
-  cmd->add_flag("--json", args->json, "Machine-readable output");
+  add_search_options(cmd, args->search, "Re-evaluate both ends in interval arithmetic",
+                     "Linearisations at most (default 20000; reproducible, unlike --budget)",
+                     "Where to save the witness X (.npy; the direction goes to *_direction.npy); default "
+                     "bracket_witness.npy");
   cmd->callback([args, &result] { run(*args, result); });
 }
 

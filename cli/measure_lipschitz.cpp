@@ -18,6 +18,7 @@
 #include "command.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
+#include "search_options.hpp"
 
 namespace regatta::cli {
 
@@ -31,14 +32,7 @@ struct MeasureArgs {
   bool radius_given = false, query_radius_given = false;
   std::string cross;
   double p = 1;
-  bool certify = false;
-  unsigned precision = 128;
-  double budget = 10;
-  std::int64_t evaluations = 4000;
-  int restarts = 4;
-  std::uint64_t seed = 0;
-  std::string witness = "measure_witness";
-  bool json = false;
+  SearchArgs search{.evaluations = 4000, .witness = "measure_witness"};
 };
 
 void run(const MeasureArgs& args, int& result) {
@@ -63,30 +57,30 @@ void run(const MeasureArgs& args, int& result) {
     s.query_radius = args.query_radius;
   }
   s.p = args.p;
-  s.budget_seconds = args.budget;
-  s.max_evaluations = args.evaluations;
-  s.random_starts = args.restarts;
-  s.seed = args.seed;
+  s.budget_seconds = args.search.budget;
+  s.max_evaluations = args.search.evaluations;
+  s.random_starts = args.search.restarts;
+  s.seed = args.search.seed;
   s.progress = [](const std::string& line) { std::cerr << "measure-lipschitz: " << line << "\n"; };
-  check_output_folder("--witness", args.witness);
+  check_output_folder("--witness", args.search.witness);
 
-  const lip::MeasureBracket b =
-      lip::compute_measure_bracket(resolved.layer, resolved.options, s, args.certify, args.precision);
+  const lip::MeasureBracket b = lip::compute_measure_bracket(resolved.layer, resolved.options, s,
+                                                             args.search.certify, args.search.precision);
   nlohmann::json files = nullptr;
   if (b.witness.mu.size() != 0) {
-    files = {{"mu", args.witness + "_mu.npy"}, {"nu", args.witness + "_nu.npy"}};
-    io::write_npy(args.witness + "_mu.npy", b.witness.mu);
-    io::write_npy(args.witness + "_nu.npy", b.witness.nu);
+    files = {{"mu", args.search.witness + "_mu.npy"}, {"nu", args.search.witness + "_nu.npy"}};
+    io::write_npy(args.search.witness + "_mu.npy", b.witness.mu);
+    io::write_npy(args.search.witness + "_nu.npy", b.witness.nu);
     if (b.witness.shared.size() != 0) {
-      files["shared"] = args.witness + "_shared.npy";
-      io::write_npy(args.witness + "_shared.npy", b.witness.shared);
+      files["shared"] = args.search.witness + "_shared.npy";
+      io::write_npy(args.search.witness + "_shared.npy", b.witness.shared);
     }
   }
   const char* lower_kind = b.lower_certified ? "certified" : "estimate";
   const char* upper_kind = !std::isfinite(b.upper) ? "none" : b.upper_certified ? "certified" : "estimate";
   const std::string argument = lip::to_string(s.argument);
 
-  if (args.json) {
+  if (args.search.json) {
     const nlohmann::json out = {{"lower", b.lower},
                                 {"lower_kind", lower_kind},
                                 {"upper", number_or_null(b.upper)},
@@ -112,8 +106,8 @@ void run(const MeasureArgs& args, int& result) {
                                 {"denominator", b.witness.denominator},
                                 {"evaluations", b.evaluations},
                                 {"stopped_by_budget", b.stopped_by_budget},
-                                {"seed", args.seed},
-                                {"precision_bits", args.precision},
+                                {"seed", args.search.seed},
+                                {"precision_bits", args.search.precision},
                                 {"note", b.note}};
     std::cout << out.dump(2) << "\n";
   } else {
@@ -169,21 +163,11 @@ void add_measure_lipschitz_command(CLI::App& app, int& result) {
   cmd->add_option("--cross", args->cross,
                   "Cross-attention, varying the query or the context measure (default: self-attention)");
   cmd->add_option("--p", args->p, "Wasserstein exponent p >= 1 (default 1)")->check(CLI::Range(1.0, 1e6));
-  cmd->add_flag("--certify", args->certify, "Certify the witness ratio and the bound in interval arithmetic");
-  cmd->add_option("--precision", args->precision, "Bits of the interval evaluations (default 128)")
-      ->check(CLI::Range(53u, 65536u));
-  cmd->add_option("--budget", args->budget, "Search time limit in seconds (default 10; 0: none)")
-      ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--evaluations", args->evaluations,
-                  "Ratio evaluations at most (default 4000; reproducible, unlike --budget)")
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
-  cmd->add_option("--restarts", args->restarts, "Random starts after the structured seeds (default 4)")
-      ->check(CLI::Range(0, 100000));
-  cmd->add_option("--seed", args->seed, "Seed of the search (default 0)");
-  cmd->add_option("--witness", args->witness,
-                  "Prefix of the witness files PREFIX_mu.npy, PREFIX_nu.npy [, PREFIX_shared.npy]; default "
-                  "measure_witness");
-  cmd->add_flag("--json", args->json, "Machine-readable output");
+  add_search_options(
+      cmd, args->search, "Certify the witness ratio and the bound in interval arithmetic",
+      "Ratio evaluations at most (default 4000; reproducible, unlike --budget)",
+      "Prefix of the witness files PREFIX_mu.npy, PREFIX_nu.npy [, PREFIX_shared.npy]; default "
+      "measure_witness");
   cmd->callback([args, &result] { run(*args, result); });
 }
 
