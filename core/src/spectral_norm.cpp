@@ -357,9 +357,7 @@ S spectral_norm_reference(const Matrix<S>& M) {
 #define REGATTA_SPECTRAL_NORM_ALL(S)                                                          \
   template interval certified_lower_bound_from_vector<S>(const Matrix<S>&, const Vector<S>&); \
   template CertifiedNormBound spectral_norm_upper_certified<S>(const Matrix<S>&, const CertifiedNormOptions&);
-REGATTA_SPECTRAL_NORM_POINT(float)
-REGATTA_SPECTRAL_NORM_POINT(double)
-REGATTA_SPECTRAL_NORM_POINT(::regatta::mpfr)
+REGATTA_FOR_EACH_POINT_SCALAR(REGATTA_SPECTRAL_NORM_POINT)
 REGATTA_FOR_EACH_SCALAR(REGATTA_SPECTRAL_NORM_ALL)
 
 }  // namespace regatta

@@ -291,8 +291,7 @@ SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const
                                                    const SinkhornOptions&);                            \
   template SinkhornDivergenceResult sinkhorn_divergence<S>(                                            \
       const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);
-REGATTA_INSTANTIATE_SINKHORN(float)
-REGATTA_INSTANTIATE_SINKHORN(double)
+REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_INSTANTIATE_SINKHORN)
 #undef REGATTA_INSTANTIATE_SINKHORN
 
 }  // namespace regatta::measures

@@ -675,9 +675,7 @@ Mat<S> dense_jacobian_context(const CrossLinearization<S>& lin, Eigen::Index m, 
   template Matrix<S> dense_jacobian<S>(const Linearization<S>&);                                        \
   template Matrix<S> dense_jacobian_query<S>(const CrossLinearization<S>&, Eigen::Index, Eigen::Index); \
   template Matrix<S> dense_jacobian_context<S>(const CrossLinearization<S>&, Eigen::Index, Eigen::Index);
-REGATTA_INSTANTIATE(double)
-REGATTA_INSTANTIATE(::regatta::mpfr)
-REGATTA_INSTANTIATE(::regatta::interval)
+REGATTA_FOR_EACH_EXACT64_SCALAR(REGATTA_INSTANTIATE)
 #undef REGATTA_INSTANTIATE
 
 }  // namespace regatta::operators

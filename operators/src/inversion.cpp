@@ -89,10 +89,10 @@ AttentionLayer scaled_layer(const AttentionLayer& layer, double c, double B) {
   return out;
 }
 
-template InversionResult<double> invert_residual<double>(
-    const std::function<Matrix<double>(const Matrix<double>&)>&, const Matrix<double>&,
-    const InversionOptions&);
-template InversionResult<mpfr> invert_residual<mpfr>(const std::function<Matrix<mpfr>(const Matrix<mpfr>&)>&,
-                                                     const Matrix<mpfr>&, const InversionOptions&);
+#define REGATTA_INVERSION(S)                                                                        \
+  template InversionResult<S> invert_residual<S>(const std::function<Matrix<S>(const Matrix<S>&)>&, \
+                                                 const Matrix<S>&, const InversionOptions&);
+REGATTA_FOR_EACH_EXACT64_POINT_SCALAR(REGATTA_INVERSION)
+#undef REGATTA_INVERSION
 
 }  // namespace regatta::operators

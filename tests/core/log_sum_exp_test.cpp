@@ -76,7 +76,7 @@ double tolerance(double result, std::size_t n) {
 
 template <class S>
 class LseAgainstMpfr : public ::testing::Test {};
-using PointTypes = ::testing::Types<float, double, mpfr>;
+using PointTypes = testing::TypesOf<scalars::point>;
 TYPED_TEST_SUITE(LseAgainstMpfr, PointTypes, testing::ScalarNames);
 
 TYPED_TEST(LseAgainstMpfr, StreamedBlockedAndReferenceAgree) {

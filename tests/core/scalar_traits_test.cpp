@@ -15,7 +15,7 @@ namespace {
 
 template <class S>
 class ScalarContract : public ::testing::Test {};
-using AllScalars = ::testing::Types<float, double, mpfr, interval>;
+using AllScalars = testing::TypesOf<scalars::all>;
 TYPED_TEST_SUITE(ScalarContract, AllScalars, testing::ScalarNames);
 
 TYPED_TEST(ScalarContract, NumTraitsLowestIsMinusHighest) {
@@ -177,6 +177,37 @@ TEST(EigenGlue, MpfrMatrixProductMatchesDouble) {
   const Matrix<interval> ai = matrix_cast<interval>(a);
   const Matrix<interval> pi = ai * ai.transpose();
   EXPECT_EQ(matrix_cast<double>(pi), Matrix<double>(a * a.transpose()));
+}
+
+// The subsets of the one scalar list (core/scalar.hpp) agree with the traits of their members: the rules
+// there are written on the table's columns, these checks read the traits instead.
+template <class... Ts>
+constexpr bool all_intervals(scalars::list<Ts...>) {
+  return (scalar_traits<Ts>::is_interval && ...);
+}
+template <class... Ts>
+constexpr bool no_intervals(scalars::list<Ts...>) {
+  return (!scalar_traits<Ts>::is_interval && ...);
+}
+template <class... Ts>
+constexpr std::size_t count(scalars::list<Ts...>) {
+  return sizeof...(Ts);
+}
+static_assert(all_intervals(scalars::intervals{}));
+static_assert(no_intervals(scalars::point{}) && no_intervals(scalars::hardware{}));
+static_assert(no_intervals(scalars::exact64_point{}));
+static_assert(count(scalars::point{}) + count(scalars::intervals{}) == count(scalars::all{}));
+
+template <class... Ts>
+void expect_exact64(scalars::list<Ts...>) {
+  PrecisionGuard guard(53);
+  const auto check = [](int digits, std::string_view name) { EXPECT_GE(digits, 53) << name; };
+  (check(scalar_traits<Ts>::digits(), scalar_traits<Ts>::name()), ...);
+}
+
+TEST(ScalarList, Exact64TypesHoldEveryBinary64) {
+  expect_exact64(scalars::exact64{});
+  EXPECT_EQ(count(scalars::exact64{}) + 1, count(scalars::all{})) << "only float is narrower than binary64";
 }
 
 }  // namespace

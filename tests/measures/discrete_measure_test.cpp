@@ -25,7 +25,7 @@ class DiscreteMeasureTyped : public ::testing::Test {
  protected:
   PrecisionGuard guard{128};
 };
-using Scalars = ::testing::Types<float, double, mpfr, interval>;
+using Scalars = testing::TypesOf<scalars::all>;
 TYPED_TEST_SUITE(DiscreteMeasureTyped, Scalars, testing::ScalarNames);
 
 TYPED_TEST(DiscreteMeasureTyped, EmpiricalIsUniformAndMomentsMatchFormulas) {

@@ -302,9 +302,9 @@ Result<S> reduce_blocked(const Problem<S>& projected, const Kernel& kernel, cons
   return result;
 }
 
-template Result<float> reduce_blocked<float>(const Problem<float>&, const Kernel&, const Request&,
-                                             const Options&);
-template Result<double> reduce_blocked<double>(const Problem<double>&, const Kernel&, const Request&,
-                                               const Options&);
+#define REGATTA_PAIRWISE_BLOCKED(S) \
+  template Result<S> reduce_blocked<S>(const Problem<S>&, const Kernel&, const Request&, const Options&);
+REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_PAIRWISE_BLOCKED)
+#undef REGATTA_PAIRWISE_BLOCKED
 
 }  // namespace regatta::pairwise::detail

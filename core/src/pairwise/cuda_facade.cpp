@@ -159,7 +159,9 @@ Result<S> reduce(const Problem<S>& problem, const Kernel& kernel, const Request&
 #endif
 }
 
-template Result<float> reduce<float>(const Problem<float>&, const Kernel&, const Request&);
-template Result<double> reduce<double>(const Problem<double>&, const Kernel&, const Request&);
+#define REGATTA_PAIRWISE_CUDA(S) \
+  template Result<S> reduce<S>(const Problem<S>&, const Kernel&, const Request&);
+REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_PAIRWISE_CUDA)
+#undef REGATTA_PAIRWISE_CUDA
 
 }  // namespace regatta::pairwise::cuda

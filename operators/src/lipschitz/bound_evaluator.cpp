@@ -412,8 +412,8 @@ S BoundEvaluator<S>::castin_local_code_form() {
   return castin_local(true);
 }
 
-template class BoundEvaluator<double>;
-template class BoundEvaluator<::regatta::mpfr>;
-template class BoundEvaluator<::regatta::interval>;
+#define REGATTA_BOUND_EVALUATOR(S) template class BoundEvaluator<S>;
+REGATTA_FOR_EACH_EXACT64_SCALAR(REGATTA_BOUND_EVALUATOR)
+#undef REGATTA_BOUND_EVALUATOR
 
 }  // namespace regatta::lip::detail

@@ -350,9 +350,7 @@ std::vector<BoundReport> theoretical_bounds(const AttentionLayer& layer, const A
                                          const BoundSetting&);                                        \
   template S castin_local_code_form_claim<S>(const AttentionLayer&, const AttentionOptions&,          \
                                              const BoundSetting&);
-REGATTA_LIP_BOUNDS(double)
-REGATTA_LIP_BOUNDS(::regatta::mpfr)
-REGATTA_LIP_BOUNDS(::regatta::interval)
+REGATTA_FOR_EACH_EXACT64_SCALAR(REGATTA_LIP_BOUNDS)
 #undef REGATTA_LIP_BOUNDS
 
 }  // namespace regatta::lip

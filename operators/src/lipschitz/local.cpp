@@ -993,9 +993,7 @@ RadiusResult havens_certified_radius(const HavensIngredients<S>& q, const Margin
 #define REGATTA_LOCAL_GENERIC(S)                                                          \
   template InducedNorm<S> jacobian_norm_inf<S>(const Linearization<S>&, const Progress&); \
   template InducedNorm<S> jacobian_norm_one<S>(const Linearization<S>&, const Progress&);
-REGATTA_LOCAL_GENERIC(double)
-REGATTA_LOCAL_GENERIC(::regatta::mpfr)
-REGATTA_LOCAL_GENERIC(::regatta::interval)
+REGATTA_FOR_EACH_EXACT64_SCALAR(REGATTA_LOCAL_GENERIC)
 #undef REGATTA_LOCAL_GENERIC
 
 #define REGATTA_LOCAL_CERTIFIABLE(S)                                                                 \
@@ -1009,8 +1007,7 @@ REGATTA_LOCAL_GENERIC(::regatta::interval)
   template S havens_delta_naive_weights<S>(const HavensIngredients<S>&, double);                     \
   template S havens_gradnorm_lipschitz<S>(const HavensIngredients<S>&, double);                      \
   template RadiusResult havens_certified_radius<S>(const HavensIngredients<S>&, const MarginSetting&);
-REGATTA_LOCAL_CERTIFIABLE(double)
-REGATTA_LOCAL_CERTIFIABLE(::regatta::interval)
+REGATTA_FOR_EACH_CERTIFYING_SCALAR(REGATTA_LOCAL_CERTIFIABLE)
 #undef REGATTA_LOCAL_CERTIFIABLE
 
 }  // namespace regatta::lip

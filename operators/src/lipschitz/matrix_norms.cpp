@@ -243,9 +243,7 @@ double upper_as_double(const S& x) {
   template S spectral<S>(const Matrix<double>&, bool*);                                \
   template S spectral_product<S>(const Matrix<double>&, const Matrix<double>&, bool*); \
   template double upper_as_double<S>(const S&);
-REGATTA_LIP_MATRIX_NORMS(double)
-REGATTA_LIP_MATRIX_NORMS(::regatta::mpfr)
-REGATTA_LIP_MATRIX_NORMS(::regatta::interval)
+REGATTA_FOR_EACH_EXACT64_SCALAR(REGATTA_LIP_MATRIX_NORMS)
 #undef REGATTA_LIP_MATRIX_NORMS
 
 }  // namespace regatta::lip::detail

@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/scalar_names.hpp"
+
 namespace regatta::pairwise {
 namespace {
 
@@ -154,7 +156,7 @@ void sweep(ScoreKind score, double power) {
 
 template <class S>
 class CudaReduceTest : public ::testing::Test {};
-using Scalars = ::testing::Types<float, double>;
+using Scalars = ::regatta::testing::TypesOf<::regatta::scalars::hardware>;
 class ScalarName {
  public:
   template <class S>

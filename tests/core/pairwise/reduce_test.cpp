@@ -593,7 +593,7 @@ TEST(PairwiseInterval, EnclosesMpfr512) {
 
 template <class S>
 class PairwiseInvariants : public ::testing::Test {};
-using AllScalars = ::testing::Types<float, double, mpfr, interval>;
+using AllScalars = testing::TypesOf<scalars::all>;
 TYPED_TEST_SUITE(PairwiseInvariants, AllScalars, testing::ScalarNames);
 
 /// Runs f under 256 bits for the multiprecision types.

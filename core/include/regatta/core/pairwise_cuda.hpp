@@ -45,7 +45,9 @@ inline constexpr std::int64_t max_dimension = 256;
 template <class S>
 Result<S> reduce(const Problem<S>& problem, const Kernel& kernel, const Request& request = {});
 
-extern template Result<float> reduce<float>(const Problem<float>&, const Kernel&, const Request&);
-extern template Result<double> reduce<double>(const Problem<double>&, const Kernel&, const Request&);
+#define REGATTA_PAIRWISE_CUDA_EXTERN(S) \
+  extern template Result<S> reduce<S>(const Problem<S>&, const Kernel&, const Request&);
+REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_PAIRWISE_CUDA_EXTERN)
+#undef REGATTA_PAIRWISE_CUDA_EXTERN
 
 }  // namespace regatta::pairwise::cuda

@@ -164,9 +164,7 @@ S spectral_norm_reference(const Matrix<S>& M);
   extern template interval certified_lower_bound_from_vector<S>(const Matrix<S>&, const Vector<S>&); \
   extern template CertifiedNormBound spectral_norm_upper_certified<S>(const Matrix<S>&,              \
                                                                       const CertifiedNormOptions&);
-REGATTA_SPECTRAL_NORM_POINT_EXTERN(float)
-REGATTA_SPECTRAL_NORM_POINT_EXTERN(double)
-REGATTA_SPECTRAL_NORM_POINT_EXTERN(::regatta::mpfr)
+REGATTA_FOR_EACH_POINT_SCALAR(REGATTA_SPECTRAL_NORM_POINT_EXTERN)
 REGATTA_FOR_EACH_SCALAR(REGATTA_SPECTRAL_NORM_ALL_EXTERN)
 #undef REGATTA_SPECTRAL_NORM_POINT_EXTERN
 #undef REGATTA_SPECTRAL_NORM_ALL_EXTERN

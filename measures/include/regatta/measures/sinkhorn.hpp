@@ -109,8 +109,7 @@ SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const
                                                           const SinkhornOptions&);                    \
   extern template SinkhornDivergenceResult sinkhorn_divergence<S>(                                    \
       const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);
-REGATTA_DECLARE_SINKHORN(float)
-REGATTA_DECLARE_SINKHORN(double)
+REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_DECLARE_SINKHORN)
 #undef REGATTA_DECLARE_SINKHORN
 
 }  // namespace regatta::measures
