@@ -50,7 +50,7 @@ const std::array<BoundInfo, 13> infos{{
      "bounds.md §1.3"},
     {"rmsnorm.lip2", "RMSNorm pre-norm: max|gamma|/sqrt(eps) (exact)", "2", "derived",
      "RMSNorm pre-norm with eps > 0; attained at x = 0", "bounds.md §1.4"},
-    {"rmsnorm.lip2", "RMSNorm pre-norm: sqrt(d) max|gamma|/sqrt(eps)", "inf", "derived",
+    {"rmsnorm.lipinf_sqrt_d", "RMSNorm pre-norm: sqrt(d) max|gamma|/sqrt(eps)", "inf", "derived",
      "RMSNorm pre-norm with eps > 0; the true constant lies in [1, sqrt(d)] max|gamma|/sqrt(eps)",
      "bounds.md §1.4"},
     {"kim.thm32_inf", "L2 multi-head attention (Kim et al. 2021, Thm 3.2), inf-norm", "inf", "derived",

@@ -8,6 +8,8 @@
 // and every refusal (InputError from evaluate, a reason in theoretical_bounds).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
@@ -549,6 +551,11 @@ TEST(Catalogue, EveryBoundIsDescribedAndDerived) {
     EXPECT_EQ(i.provenance, "derived");  // only derived statements are offered as bounds (bounds.md intro)
   }
   EXPECT_EQ(all_bounds().size(), 13u);
+}
+
+TEST(Catalogue, EveryRowHasItsOwnId) {
+  std::set<std::string> ids;
+  for (Bound b : all_bounds()) EXPECT_TRUE(ids.insert(info(b).id).second) << info(b).id << " used twice";
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ enum class Bound {
   layernorm_two,  ///< layernorm.lip2
   layernorm_inf,  ///< layernorm.lipinf_sqrt_d
   rmsnorm_two,    ///< rmsnorm.lip2 (2-norm, exact)
-  rmsnorm_inf,    ///< rmsnorm.lip2 (its ∞-norm bracket, upper end √d)
+  rmsnorm_inf,    ///< rmsnorm.lipinf_sqrt_d (the ∞-norm bracket of bounds.md §1.4, upper end √d)
   kim_inf,        ///< kim.thm32_inf
   kim_two,        ///< kim.thm32_2 (scaling-consistent form)
   castin_sqrt_n,  ///< castin.sqrt_n
