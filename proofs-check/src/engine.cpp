@@ -236,10 +236,10 @@ Counterexample make_counterexample(const Claim& claim, const Point& p, const Par
   Counterexample c;
   c.point = claim.describe(p);
   c.part = part.name;
-  c.lhs_lower = num::decimal(lower_bound(i.lhs));
-  c.lhs_upper = num::decimal(upper_bound(i.lhs));
-  c.rhs_lower = num::decimal(lower_bound(i.rhs));
-  c.rhs_upper = num::decimal(upper_bound(i.rhs));
+  c.lhs_lower = num::lower_text(i.lhs);
+  c.lhs_upper = num::upper_text(i.lhs);
+  c.rhs_lower = num::lower_text(i.rhs);
+  c.rhs_upper = num::upper_text(i.rhs);
   c.ratio = part.kind == PartKind::at_most ? ratio_of(static_cast<double>(m.lhs), static_cast<double>(m.rhs))
                                            : relative_error(m.lhs, m.rhs);
   return c;

@@ -4,9 +4,9 @@
 #include <mpfr.h>
 
 #include <Eigen/SVD>
-#include <cstdio>
 #include <string>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/spectral_norm.hpp>
 
@@ -44,10 +44,11 @@ interval norm_2<interval>(const Matrix<interval>& M) {
   return make_interval(lo, hi);
 }
 
-std::string decimal(const mpfr& x, int digits) {
-  char buffer[128];
-  mpfr_snprintf(buffer, sizeof buffer, "%.*Rg", digits, x.backend().data());
-  return buffer;
+std::string lower_text(const interval& x, int digits) {
+  return to_decimal(lower_bound(x), digits, Rounding::down);
+}
+std::string upper_text(const interval& x, int digits) {
+  return to_decimal(upper_bound(x), digits, Rounding::up);
 }
 
 double lower_double(const interval& x) { return mpfr_get_d(lower_bound(x).backend().data(), MPFR_RNDD); }

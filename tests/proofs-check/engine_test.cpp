@@ -1,13 +1,16 @@
 // The checker engine catches false claims injected into valid ones, and reaches the expected verdicts on
 // representative catalogue claims. Every run uses a fixed sample count (no clock).
 #include <gtest/gtest.h>
+#include <mpfr.h>
 
 #include <cmath>
 #include <set>
 #include <string>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
+#include <regatta/proofs/detail/numeric.hpp>
 #include <regatta/proofs/engine.hpp>
 #include <regatta/proofs/registry.hpp>
 
@@ -143,6 +146,66 @@ TEST(ProofsEngine, QuotedKimBoundIsRefutedWithACertifiedCounterexampleFile) {
   EXPECT_GT(r.counterexample->ratio, 1.9);
   EXPECT_TRUE(std::filesystem::exists(r.counterexample->file));
   std::filesystem::remove_all(o.out_dir);
+}
+
+/// Whether the decimal `text` is <= (sign −1) or >= (sign +1) the binary number `v`, decided exactly: the
+/// text read at 512 bits rounded toward v's side bounds the decimal on the other side.
+bool decimal_on_side(const std::string& text, mpfr_srcptr v, int sign) {
+  mpfr_t t;
+  mpfr_init2(t, 512);
+  EXPECT_EQ(mpfr_set_str(t, text.c_str(), 10, sign < 0 ? MPFR_RNDU : MPFR_RNDD), 0) << text;
+  const int c = mpfr_cmp(t, v);
+  mpfr_clear(t);
+  return sign < 0 ? c <= 0 : c >= 0;
+}
+bool decimal_le(const std::string& text, const mpfr& v) {
+  return decimal_on_side(text, v.backend().data(), -1);
+}
+bool decimal_ge(const std::string& text, const mpfr& v) {
+  return decimal_on_side(text, v.backend().data(), 1);
+}
+/// The order of two decimals of 20 digits (−1, 0, 1): read at 512 bits to nearest, distinct ones stay
+/// distinct and ordered (their spacing is far above 2^−512 relative).
+int decimal_cmp(const std::string& a, const std::string& b) {
+  mpfr_t x, y;
+  mpfr_inits2(512, x, y, static_cast<mpfr_ptr>(nullptr));
+  EXPECT_EQ(mpfr_set_str(x, a.c_str(), 10, MPFR_RNDN), 0) << a;
+  EXPECT_EQ(mpfr_set_str(y, b.c_str(), 10, MPFR_RNDN), 0) << b;
+  const int c = mpfr_cmp(x, y);
+  mpfr_clears(x, y, static_cast<mpfr_ptr>(nullptr));
+  return c;
+}
+
+TEST(ProofsEngine, CounterexampleDecimalsEncloseTheirIntervals) {
+  // Ends that 20 digits cannot hold (thirds, sevenths at 128 bits, of both signs and far exponents): the
+  // printed lower end must lie at or below the exact lower end and the printed upper end at or above the
+  // upper one. Round-to-nearest (the former printing) lands on the wrong side for about half of them.
+  PrecisionGuard guard(128);
+  long nearest_wrong = 0, cases = 0;
+  for (int num : {1, -1, 2, -2, 5, -5}) {
+    for (int den : {3, 7, 9}) {
+      for (int e : {-300, -20, 0, 17, 250}) {
+        mpfr a = mpfr(num) / mpfr(den);
+        mpfr_mul_2si(a.backend().data(), a.backend().data(), e, MPFR_RNDN);
+        const interval x = make_interval(mpfr(a - abs(a) / mpfr(1 << 20)), a);
+        const mpfr lo = lower_bound(x), hi = upper_bound(x);
+        EXPECT_TRUE(decimal_le(num::lower_text(x), lo)) << num::lower_text(x);
+        EXPECT_TRUE(decimal_ge(num::upper_text(x), hi)) << num::upper_text(x);
+        nearest_wrong += !decimal_le(to_decimal(lo, 20, Rounding::nearest), lo);
+        nearest_wrong += !decimal_ge(to_decimal(hi, 20, Rounding::nearest), hi);
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(nearest_wrong, cases / 4);  // the check above would catch round-to-nearest
+
+  // And the strings of a real counterexample (kim.thm32_2_quoted) are ordered, with lhs above rhs.
+  const ClaimResult r = check_claim(claim("kim.thm32_2_quoted"), quick(128, 8));
+  ASSERT_TRUE(r.counterexample.has_value());
+  const Counterexample& c = *r.counterexample;
+  EXPECT_LE(decimal_cmp(c.lhs_lower, c.lhs_upper), 0);
+  EXPECT_LE(decimal_cmp(c.rhs_lower, c.rhs_upper), 0);
+  EXPECT_GT(decimal_cmp(c.lhs_lower, c.rhs_upper), 0);
 }
 
 TEST(ProofsEngine, UnboundedClaimsPassEveryThresholdWithCertifiedGrowth) {

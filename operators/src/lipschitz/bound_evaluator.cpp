@@ -9,6 +9,7 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/core/scalar_traits.hpp>
 #include <regatta/operators/normalization.hpp>
+#include "bound_table.hpp"
 #include "matrix_norms.hpp"
 
 namespace regatta::lip::detail {
@@ -371,33 +372,7 @@ S BoundEvaluator<S>::mf_depth() {
 template <class S>
 S BoundEvaluator<S>::operator()(Bound bound) {
   last_loose_ = false;
-  switch (bound) {
-    case Bound::softmax_half:
-      return S(1) / S(2);
-    case Bound::layernorm_two:
-    case Bound::rmsnorm_two:
-      return prenorm_lipschitz(Norm::two);
-    case Bound::layernorm_inf:
-    case Bound::rmsnorm_inf:
-      return prenorm_lipschitz(Norm::inf);
-    case Bound::kim_inf:
-      return kim_inf();
-    case Bound::kim_two:
-      return compose(kim_two(4), Norm::two);
-    case Bound::castin_sqrt_n:
-      return castin_sqrt_n();
-    case Bound::castin_local:
-      return castin_local(false);
-    case Bound::mf_query:
-      return mf_query();
-    case Bound::mf_context:
-      return mf_context();
-    case Bound::mf_self:
-      return compose(mf_self_attention(attention_radius()), Norm::two);
-    case Bound::mf_depth:
-      return mf_depth();
-  }
-  return S(0);  // unreachable: every enumerator is handled above
+  return row(bound).formula.template of<S>()(*this);
 }
 
 template <class S>

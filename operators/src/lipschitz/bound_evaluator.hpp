@@ -18,6 +18,7 @@ class BoundEvaluator {
   BoundEvaluator(const operators::AttentionLayer& layer, const operators::AttentionOptions& options,
                  const BoundSetting& setting);
 
+  /// The bound's formula (its row of bound_table.cpp).
   S operator()(Bound bound);
   S kim_two_quoted();
   S castin_local_code_form();
@@ -26,7 +27,8 @@ class BoundEvaluator {
   /// Cholesky certificate (interval only; large matrices, see matrix_norms.hpp).
   bool last_used_loose_certificate() const { return last_loose_; }
 
- private:
+  // ---- building blocks of the formulas (the rows of bound_table.cpp call these) ----
+
   // Per-head norms (computed on first use).
   const std::vector<S>& query_inf();   // ‖W^Q_h‖∞
   const std::vector<S>& query_one();   // ‖W^Q_h‖₁
@@ -39,7 +41,8 @@ class BoundEvaluator {
   const std::vector<S>& values_two();  // ‖V_h‖₂ = ‖W^V_h W^O_h‖₂
   S bias_norm();                       // ‖Σ_h W^O_hᵀ b_V,h + b_O‖₂
 
-  S lambda();  // Λ_n
+  S half() { return S(1) / S(2); }  // softmax.half
+  S lambda();                       // Λ_n
   S prenorm_lipschitz(Norm norm);
   S attention_radius();                      // R, or the pre-norm radius
   S query_radius();                          // R′, or the pre-norm radius
@@ -54,6 +57,7 @@ class BoundEvaluator {
   S mf_self_attention(const S& radius);  // Σ_h L_R(A_h, V_h)
   S mf_depth();
 
+ private:
   const operators::AttentionLayer& layer_;
   const operators::AttentionOptions& options_;
   const BoundSetting& setting_;

@@ -54,10 +54,6 @@ S witness_value(const operators::Block<S>& block, const JacobianWitness& w, Norm
 
 }  // namespace
 
-bool is_sequence_bound(Bound bound) {
-  return bound == Bound::kim_inf || bound == Bound::kim_two || bound == Bound::castin_sqrt_n;
-}
-
 WitnessCertificate certify_witness(const AttentionLayer& layer, const AttentionOptions& options,
                                    const JacobianWitness& witness, Norm norm, std::optional<double> radius,
                                    unsigned precision_bits) {

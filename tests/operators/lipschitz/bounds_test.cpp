@@ -8,6 +8,9 @@
 // and every refusal (InputError from evaluate, a reason in theoretical_bounds).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
@@ -548,7 +551,46 @@ TEST(Catalogue, EveryBoundIsDescribedAndDerived) {
     EXPECT_NE(i.source.find("bounds.md"), std::string::npos);
     EXPECT_EQ(i.provenance, "derived");  // only derived statements are offered as bounds (bounds.md intro)
   }
-  EXPECT_EQ(all_bounds().size(), 13u);
+}
+
+TEST(Catalogue, EveryEnumeratorIsOneRowWithItsOwnId) {
+  // The table's size is the enum's (static_assert in bound_table.cpp); here: each enumerator exactly once,
+  // in enum order, with distinct IDs.
+  ASSERT_EQ(all_bounds().size(), static_cast<std::size_t>(Bound::count));
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < all_bounds().size(); ++i) {
+    EXPECT_EQ(all_bounds()[i], static_cast<Bound>(i));
+    EXPECT_TRUE(ids.insert(info(all_bounds()[i]).id).second) << info(all_bounds()[i]).id << " used twice";
+  }
+}
+
+TEST(Catalogue, DocsListEveryRowInTableOrder) {
+  // docs/bounds.md "Every bound": one table line per row, `id` first, in the table's order.
+  std::ifstream in(std::string(REGATTA_TEST_DATA_DIR) + "/../../docs/bounds.md");
+  ASSERT_TRUE(in) << "docs/bounds.md not found";
+  std::vector<std::string> listed;
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## Every bound";
+    if (inside && line.rfind("| `", 0) == 0) listed.push_back(line.substr(3, line.find('`', 3) - 3));
+  }
+  std::vector<std::string> table;
+  for (Bound b : all_bounds()) table.push_back(info(b).id);
+  EXPECT_EQ(listed, table);
+}
+
+TEST(Catalogue, SequenceBoundsAndNormsComeFromTheTable) {
+  // The bracket compares the bounds on the n-token map: the Kim and Castin sqrt(n) rows.
+  std::set<std::string> sequence;
+  for (Bound b : all_bounds())
+    if (is_sequence_bound(b)) sequence.insert(info(b).id);
+  EXPECT_EQ(sequence, (std::set<std::string>{"kim.thm32_inf", "kim.thm32_2", "castin.sqrt_n"}));
+  for (Bound b : all_bounds()) {
+    const std::string& n = info(b).norm;
+    EXPECT_EQ(covers(b, Norm::inf), n == "inf" || n == "2 and inf") << info(b).id;
+    EXPECT_EQ(covers(b, Norm::two), n != "inf") << info(b).id;
+  }
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ struct GrowthStep {
 struct Counterexample {
   nlohmann::json point;                                    ///< Claim::describe of the point
   std::string part;                                        ///< the violated part
-  std::string lhs_lower, lhs_upper, rhs_lower, rhs_upper;  ///< interval endpoints (decimal, 20 digits)
+  std::string lhs_lower, lhs_upper, rhs_lower, rhs_upper;  ///< interval ends (20 digits, outward)
   double ratio = 0;                                        ///< lhs/rhs in mpfr (estimate)
   bool certified = false;
   std::string file;  ///< where it was written ("" when no --out directory)

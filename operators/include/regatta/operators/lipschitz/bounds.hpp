@@ -58,13 +58,14 @@ struct BoundSetting {
   int depth = 1;  ///< number of weight-shared copies for mf.depth (1 ≤ depth ≤ 10^6)
 };
 
-/// The bounds offered as valid upper bounds (claims under test are separate functions below).
+/// The bounds offered as valid upper bounds (claims under test are separate functions below). Each is one
+/// row of the bound table; `count` is not a bound.
 enum class Bound {
   softmax_half,   ///< softmax.half
   layernorm_two,  ///< layernorm.lip2
   layernorm_inf,  ///< layernorm.lipinf_sqrt_d
   rmsnorm_two,    ///< rmsnorm.lip2 (2-norm, exact)
-  rmsnorm_inf,    ///< rmsnorm.lip2 (its ∞-norm bracket, upper end √d)
+  rmsnorm_inf,    ///< rmsnorm.lipinf_sqrt_d (the ∞-norm bracket of bounds.md §1.4, upper end √d)
   kim_inf,        ///< kim.thm32_inf
   kim_two,        ///< kim.thm32_2 (scaling-consistent form)
   castin_sqrt_n,  ///< castin.sqrt_n
@@ -73,9 +74,11 @@ enum class Bound {
   mf_context,     ///< mf.context_lipschitz (Theorem B)
   mf_self,        ///< mf.self_lipschitz (Theorem C)
   mf_depth,       ///< mf.depth (weight-shared stack)
+  count,          ///< not a bound: the number of bounds (the table's completeness check)
 };
 
-/// Every Bound, in the order of bounds.md.
+/// Every Bound, in the order of bounds.md (each one row of the bound table, operators/src/lipschitz/
+/// bound_table.cpp; docs/adding-a-bound.md).
 std::span<const Bound> all_bounds();
 
 /// What a bound is: claim ID, name, norm, provenance tag (README.md: derived / published / quoted),
@@ -89,6 +92,11 @@ struct BoundInfo {
   std::string source;
 };
 const BoundInfo& info(Bound bound);
+/// Whether the bound covers the norm (W_p bounds count as Euclidean, 2).
+bool covers(Bound bound, Norm norm);
+/// True for the bounds on the sequence-level constant Lip(F) of the n-token map itself (compared by the
+/// bracket).
+bool is_sequence_bound(Bound bound);
 
 /// Why `bound` does not apply to this configuration, or nullopt when it does. Bad input (an invalid layer,
 /// a non-positive radius, n < 1, an input of the wrong width) throws InputError instead.

@@ -68,10 +68,6 @@ struct Bracket {
 Bracket compute_bracket(const operators::AttentionLayer& layer, const operators::AttentionOptions& options,
                         const BracketOptions& bracket);
 
-/// True for the bounds that bound the sequence-level constant Lip(F) itself (kim_inf, kim_two,
-/// castin_sqrt_n).
-bool is_sequence_bound(Bound bound);
-
 struct WitnessCertificate {
   std::optional<double> lower;  ///< CERTIFIED lower bound on ‖J(X)‖ (rounded down); unset when not verified
   std::string reason;           ///< why it is unset

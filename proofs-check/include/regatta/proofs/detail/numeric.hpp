@@ -187,8 +187,10 @@ Matrix<S> mul(const Matrix<S>& a, const Matrix<S>& b) {
   return regatta::detail::plain_product(a, b);
 }
 
-/// Decimal text of an endpoint or value with `digits` significant digits (reports).
-std::string decimal(const mpfr& x, int digits = 20);
+/// Decimal text of an interval's ends with `digits` significant digits, outward (core/decimal.hpp): the
+/// lower end rounded down, the upper end rounded up, so that [lower_text, upper_text] encloses x.
+std::string lower_text(const interval& x, int digits = 20);
+std::string upper_text(const interval& x, int digits = 20);
 /// Endpoints of an interval rounded outward to doubles.
 double lower_double(const interval& x);
 double upper_double(const interval& x);
