@@ -61,6 +61,7 @@ int main(int argc, char** argv) try {
     if (argc >= 8) o.sinkhorn.reduce_options.threads = std::atoi(argv[7]);
     if (argc >= 9 && std::string(argv[8]) == "float32") o.storage = measures::SinkhornStorage::float32;
     if (argc >= 10) o.sinkhorn.max_iterations = std::atoll(argv[9]);
+    if (argc >= 11) o.over_relaxation = std::atof(argv[10]);
     const measures::SinkhornResult<double> r = measures::sinkhorn_sq_euclidean(mu, nu, o);
     out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     out["value"] = std::sqrt(std::max(r.cost, 0.0));
@@ -68,6 +69,7 @@ int main(int argc, char** argv) try {
     out["objective"] = r.objective;
     out["status"] = measures::to_string(r.status);
     out["storage"] = measures::to_string(o.storage);
+    out["over_relaxation"] = o.over_relaxation;
     out["iterations"] = r.iterations;
     out["marginal_error"] = r.marginal_error;
   } else {

@@ -41,6 +41,8 @@ void check_options(const AttentionSinkhornOptions& options) {
   if (!std::isfinite(o.tolerance) || !(o.tolerance > 0))
     throw InputError("tolerance", "must be a finite number > 0");
   if (options.narrow_dimension < 0) throw InputError("narrow_dimension", "must be >= 0");
+  if (!(options.over_relaxation >= 1 && options.over_relaxation < 2))
+    throw InputError("over_relaxation", "must lie in [1, 2)");
 }
 
 /// One side of the iteration: new potentials of the queries from the potential of the keys,
@@ -255,13 +257,24 @@ SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
   r.stages = 1;
   int in_stage = 0;
   bool converged = false;
+  // Over-relaxation at the target ε (while relaxing is on): h ← h + ω (T(h′) − h) for both potentials. The
+  // stopping test is only applied to plain iterations (exact columns); relaxing stops once the row error is
+  // within 10 × tolerance, or as soon as it grows (then the plain iteration finishes from where it is).
+  const double omega = options.over_relaxation;
+  bool relaxing = omega > 1;
+  double previous_error = std::numeric_limits<double>::infinity();
   while (r.iterations < o.max_iterations) {
-    r.g = col_transform(r.f, epsilon);
+    const bool at_target = epsilon == o.epsilon;
+    const bool relaxed = relaxing && at_target;
+    const Vector<double> g_plain = col_transform(r.f, epsilon);
+    r.g = relaxed ? Vector<double>(r.g + omega * (g_plain - r.g)) : g_plain;
     const Vector<double> f_new = row_transform(r.g, epsilon);
     ++r.iterations;
     ++in_stage;
-    const bool at_target = epsilon == o.epsilon;
-    if (at_target && row_marginal_error(a, r.f, f_new, epsilon) <= o.tolerance) {
+    const double error = at_target ? row_marginal_error(a, r.f, f_new, epsilon) : inf;
+    if (relaxed && (!(error <= previous_error * 2) || error <= 10 * o.tolerance)) relaxing = false;
+    if (at_target) previous_error = error;
+    if (at_target && !relaxed && error <= o.tolerance) {
       evaluate(row_transform, a, b, epsilon, r);
       if (r.marginal_error <= o.tolerance) {
         converged = true;
@@ -269,7 +282,7 @@ SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
       }
     }
     if (r.iterations >= o.max_iterations) break;
-    r.f = f_new;
+    r.f = relaxed ? Vector<double>(r.f + omega * (f_new - r.f)) : f_new;
     advance_stage(epsilon, in_stage, r.stages, at_target, o);
   }
   if (epsilon != o.epsilon) {
