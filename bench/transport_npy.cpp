@@ -4,6 +4,9 @@
 //
 //   regatta_transport_npy exact    A.npy B.npy P
 //   regatta_transport_npy sinkhorn A.npy B.npy P EPSILON TOLERANCE [THREADS]
+//   regatta_transport_npy sinkhorn_attention A.npy B.npy 2 EPSILON TOLERANCE [THREADS [float32|float64
+//   [MAX_ITERATIONS]]]
+//       (sinkhorn_sq_euclidean: the fused attention-kernel Sinkhorn for ||x - y||^2)
 //
 // Prints one JSON line: method, n, m, d, p, value (W_p or <P_ε, C>^(1/p)), cost (W_p^p or <P_ε, C>),
 // objective (Sinkhorn), status, iterations, marginal_error (Sinkhorn), seconds.
@@ -15,6 +18,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/npy.hpp>
 #include <regatta/measures/sinkhorn.hpp>
+#include <regatta/measures/sinkhorn_attention.hpp>
 #include <regatta/measures/wasserstein.hpp>
 #include <string>
 
@@ -48,6 +52,24 @@ int main(int argc, char** argv) try {
     out["cost"] = r.cost;
     out["objective"] = r.objective;
     out["status"] = measures::to_string(r.status);
+    out["iterations"] = r.iterations;
+    out["marginal_error"] = r.marginal_error;
+  } else if (method == "sinkhorn_attention" && argc >= 7 && p == 2) {
+    measures::AttentionSinkhornOptions o;
+    o.sinkhorn.epsilon = std::atof(argv[5]);
+    o.sinkhorn.tolerance = std::atof(argv[6]);
+    if (argc >= 8) o.sinkhorn.reduce_options.threads = std::atoi(argv[7]);
+    if (argc >= 9 && std::string(argv[8]) == "float32") o.storage = measures::SinkhornStorage::float32;
+    if (argc >= 10) o.sinkhorn.max_iterations = std::atoll(argv[9]);
+    if (argc >= 11) o.over_relaxation = std::atof(argv[10]);
+    const measures::SinkhornResult<double> r = measures::sinkhorn_sq_euclidean(mu, nu, o);
+    out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out["value"] = std::sqrt(std::max(r.cost, 0.0));
+    out["cost"] = r.cost;
+    out["objective"] = r.objective;
+    out["status"] = measures::to_string(r.status);
+    out["storage"] = measures::to_string(o.storage);
+    out["over_relaxation"] = o.over_relaxation;
     out["iterations"] = r.iterations;
     out["marginal_error"] = r.marginal_error;
   } else {

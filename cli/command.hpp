@@ -23,5 +23,6 @@ void add_report_command(CLI::App& app, int& result);
 void add_bracket_command(CLI::App& app, int& result);
 void add_measure_lipschitz_command(CLI::App& app, int& result);
 void add_local_command(CLI::App& app, int& result);
+void add_flow_command(CLI::App& app, int& result);
 
 }  // namespace regatta::cli

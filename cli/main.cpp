@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add_bracket_command(app, result);
   add_measure_lipschitz_command(app, result);
   add_local_command(app, result);
+  add_flow_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -7,6 +7,7 @@
 #include <new>
 
 #include <regatta/core/error.hpp>
+#include "section_flow.hpp"
 #include "sections.hpp"
 
 namespace regatta::cli::report {
@@ -39,6 +40,7 @@ std::vector<Section> run_report(const ReportOptions& options, const std::string&
       {4, "local", "Local sensitivity (Havens et al. 2024)", section_local},
       {5, "proofs", "proofs-check: the claims catalogue", section_proofs},
       {6, "meanfield", "Mean field: grid measure against samples", section_mean_field},
+      {7, "flow", "Attention dynamics and clustering", section_flow},
   };
   std::vector<Section> sections;
   for (const Entry& e : entries) {

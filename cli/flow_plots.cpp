@@ -1,0 +1,153 @@
+// gnuplot figures of a flow (flow_plots.hpp).
+#include "flow_plots.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+namespace regatta::cli {
+
+namespace {
+
+/// Runs gnuplot on `script` inside `directory`, its messages appended to gnuplot.log there; exit status or
+/// −1.
+int run_gnuplot(const std::filesystem::path& directory, const std::string& script) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::chdir(directory.c_str()) != 0) ::_exit(126);
+    const int fd = ::open("gnuplot.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (in >= 0) {
+      ::dup2(in, 0);
+      ::close(in);
+    }
+    ::execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Indices of four recorded times: first, ⅓, ⅔, last.
+std::vector<std::size_t> snapshot_indices(std::size_t count) {
+  std::vector<std::size_t> k{0, (count - 1) / 3, 2 * (count - 1) / 3, count - 1};
+  k.erase(std::unique(k.begin(), k.end()), k.end());
+  return k;
+}
+
+/// The terminal lines of a script rendering to <stem>.png and <stem>.svg.
+std::string both_terminals(const std::string& stem, const std::string& size, const std::string& body) {
+  std::ostringstream s;
+  s << "set terminal pngcairo size " << size << " font ',10'\nset output '" << stem << ".png'\n"
+    << body << "set terminal svg size " << size << " font ',10'\nset output '" << stem << ".svg'\nreplot\n";
+  return s.str();
+}
+
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p);
+  f << text;
+}
+
+}  // namespace
+
+std::string write_flow_plots(const std::filesystem::path& dir, const FlowPlotData& data) {
+  const std::filesystem::path plots = dir / "plots";
+  std::filesystem::create_directories(plots);
+  const Eigen::Index d = data.states.front().cols();
+  std::vector<std::string> scripts;
+  std::ostringstream header;
+  header << data.model << ", beta = " << data.beta << ", n = " << data.states.front().rows();
+
+  // Time series: energy (left axis) and cluster count (right axis, steps); W2 to the initial measure.
+  {
+    std::ofstream dat(plots / "observables.dat");
+    dat << std::setprecision(12) << "# t energy clusters w2_to_initial (all estimates)\n";
+    for (std::size_t k = 0; k < data.times.size(); ++k)
+      dat << data.times[k] << " " << data.energy[k] << " " << data.clusters[k] << " "
+          << (std::isfinite(data.w2_initial[k]) ? data.w2_initial[k] : NAN) << "\n";
+    std::ostringstream body;
+    body << "set title '" << header.str() << ": energy and clusters [estimate]'\nset xlabel 't'\n"
+         << "set ylabel 'interaction energy E_{/Symbol b}'\nset y2label 'clusters (threshold graph)'\n"
+         << "set ytics nomirror\nset y2tics\nset logscale y2\nset key top left\nset grid\n"
+         << "plot 'observables.dat' using 1:2 with lines lw 2 dt 2 title 'energy [estimate]', "
+         << "'' using 1:3 axes x1y2 with steps lw 2 title 'clusters [estimate]'\n";
+    write(plots / "energy_clusters.gp", both_terminals("energy_clusters", "800,500", body.str()));
+    scripts.push_back("energy_clusters.gp");
+    const bool have_w2 = std::any_of(data.w2_initial.begin() + 1, data.w2_initial.end(),
+                                     [](double v) { return std::isfinite(v); });
+    if (have_w2) {
+      std::ostringstream w2;
+      w2 << "set title '" << header.str() << ": W2(mu_t, mu_0) [estimate]'\nset xlabel 't'\n"
+         << "set ylabel 'W2(mu_t, mu_0)'\nset grid\nset key top left\n"
+         << "plot 'observables.dat' using 1:4 with linespoints dt 2 pt 6 title 'W2 to the initial measure "
+            "[estimate]'\n";
+      write(plots / "w2.gp", both_terminals("w2", "800,500", w2.str()));
+      scripts.push_back("w2.gp");
+    }
+  }
+
+  // Particles at four times.
+  if (d == 2 || d == 3) {
+    const std::vector<std::size_t> ks = snapshot_indices(data.times.size());
+    const Eigen::Vector3d view = Eigen::Vector3d(1, 1, 1).normalized();
+    const Eigen::Vector3d e1 = Eigen::Vector3d(1, -1, 0).normalized(),
+                          e2 = Eigen::Vector3d(1, 1, -2).normalized();  // view × e1
+    std::ostringstream body;
+    body << "set multiplot layout 2,2 title '" << header.str()
+         << (d == 3 ? ": particles on S^2, orthographic view (filled: front, grey: back)'\n"
+                    : ": particles on S^1'\n")
+         << "set size ratio -1\nunset key\nset xrange [-1.1:1.1]\nset yrange [-1.1:1.1]\nunset xtics\nunset "
+            "ytics\n"
+         << "set parametric\nset trange [0:2*pi]\n";
+    for (std::size_t s = 0; s < ks.size(); ++s) {
+      const std::string file = "particles_" + std::to_string(s) + ".dat";
+      std::ofstream dat(plots / file);
+      dat << std::setprecision(8);
+      const Matrix<double>& X = data.states[ks[s]];
+      for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        if (d == 2) {
+          dat << X(i, 0) << " " << X(i, 1) << " 1\n";
+        } else {
+          const Eigen::Vector3d x(X(i, 0), X(i, 1), X(i, 2));
+          dat << x.dot(e1) << " " << x.dot(e2) << " " << (x.dot(view) >= 0 ? 1 : 0) << "\n";
+        }
+      }
+      body << "set title 't = " << data.times[ks[s]] << "'\n"
+           << "plot cos(t), sin(t) with lines lc rgb '#999999', '" << file
+           << "' using ($3 == 0 ? $1 : 1/0):2 with points pt 6 ps 0.5 lc rgb '#bbbbbb', '" << file
+           << "' using ($3 == 1 ? $1 : 1/0):2 with points pt 7 ps 0.5 lc rgb '#1f77b4'\n";
+    }
+    body << "unset multiplot\n";
+    // multiplot cannot be replotted: render each terminal explicitly.
+    const std::string b = body.str();
+    write(plots / "particles.gp",
+          "set terminal pngcairo size 900,900 font ',10'\nset output 'particles.png'\n" + b +
+              "set terminal svg size 900,900 font ',10'\nset output 'particles.svg'\n" + b);
+    scripts.push_back("particles.gp");
+  }
+
+  for (const std::string& s : scripts) {
+    const int status = run_gnuplot(plots, s);
+    if (status == 127 || status == -1)
+      return "gnuplot not found (install gnuplot-nox); scripts and data written";
+    if (status != 0) return "gnuplot failed on " + s + " (see plots/gnuplot.log)";
+  }
+  return "";
+}
+
+}  // namespace regatta::cli
