@@ -30,20 +30,39 @@ struct FdGuard {
   }
 };
 
+/// What a non-regular file is, for "is a FIFO (named pipe), not a regular file".
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
 }  // namespace
 
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer (or a device that waits for carrier) returns at once instead
+  // of blocking, and the fstat below then refuses it. The type is checked on the open descriptor, so a file
+  // swapped for a FIFO between a stat and the open is still caught. O_NOCTTY: a terminal never becomes the
+  // controlling one.
   FdGuard file;
-  do file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  do file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   while (file.fd < 0 && errno == EINTR);
   if (file.fd < 0) {
     const int err = errno;
+    struct stat info {};
+    if (err == ENXIO && ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))  // a socket
+      fail(path, "is " + file_kind(info.st_mode) + ", not a regular file");
     fail(path, err == ENOENT ? std::string("no such file") : "cannot open: " + errno_text(err));
   }
   struct stat info {};
   if (::fstat(file.fd, &info) != 0) fail(path, "cannot stat: " + errno_text(errno));
-  if (S_ISDIR(info.st_mode)) fail(path, "is a directory, not a file");
-  if (!S_ISREG(info.st_mode)) fail(path, "is not a regular file");
+  if (!S_ISREG(info.st_mode)) fail(path, "is " + file_kind(info.st_mode) + ", not a regular file");
+  // Regular files never block; clear O_NONBLOCK anyway so reads behave as documented for them.
+  if (const int flags = ::fcntl(file.fd, F_GETFL); flags >= 0) ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK);
   const auto size_hint = static_cast<std::size_t>(info.st_size);
   if (size_hint > max_bytes)
     fail(path, "file is " + std::to_string(size_hint) + " bytes, larger than the limit of " +

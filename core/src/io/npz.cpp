@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <regatta/core/error.hpp>
@@ -110,13 +111,20 @@ class NpzArchive {
     const zip_int64_t count = zip_get_num_entries(archive_.get(), 0);
     if (count < 0)
       throw InputError(source_, "cannot list the archive: " + zip_problem(zip_get_error(archive_.get())));
+    if (static_cast<zip_uint64_t>(count) > npz_max_members)
+      throw InputError(source_, "archive has " + std::to_string(count) + " members, more than the limit of " +
+                                    std::to_string(npz_max_members));
+    members_.reserve(static_cast<std::size_t>(count));
+    std::unordered_set<std::string> names;
+    names.reserve(static_cast<std::size_t>(count));
     for (zip_int64_t i = 0; i < count; ++i) {
       zip_stat_t st;
       zip_stat_init(&st);
       if (zip_stat_index(archive_.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0)
         throw InputError(source_, "cannot read entry " + std::to_string(i) + ": " +
                                       zip_problem(zip_get_error(archive_.get())));
-      if (!(st.valid & ZIP_STAT_NAME) || st.name == nullptr || !(st.valid & ZIP_STAT_SIZE))
+      if (!(st.valid & ZIP_STAT_NAME) || st.name == nullptr || !(st.valid & ZIP_STAT_SIZE) ||
+          !(st.valid & ZIP_STAT_COMP_SIZE))
         throw InputError(source_, "entry " + std::to_string(i) + " has no name or size (corrupt archive)");
       const std::string_view name = st.name;
       if (name.size() <= npy_suffix.size() || !name.ends_with(npy_suffix))
@@ -129,9 +137,16 @@ class NpzArchive {
                          "member is " + std::to_string(st.size) +
                              " bytes uncompressed, larger than the limit of " +
                              std::to_string(max_member_bytes_) + " bytes");
-      const bool duplicate = std::any_of(members_.begin(), members_.end(),
-                                         [&](const Member& other) { return other.name == m.name; });
-      if (duplicate) throw InputError(source_, "duplicate member '" + detail::printable(name) + "'");
+      // A member may inflate to at most npz_max_compression_ratio times its compressed size: deflate (what
+      // numpy writes) cannot exceed 1032:1, while a bzip2 bomb of 999 bytes can claim gigabytes. Checked on
+      // the recorded sizes before anything is decompressed; read() then stops at the recorded size.
+      if (st.size > npz_max_compression_ratio * st.comp_size + npz_ratio_slack_bytes)
+        throw InputError(source_ + ":" + detail::printable(m.name),
+                         "member claims " + std::to_string(st.size) + " bytes uncompressed from " +
+                             std::to_string(st.comp_size) + " compressed, a ratio above the limit of " +
+                             std::to_string(npz_max_compression_ratio) + ":1 (a decompression bomb?)");
+      if (!names.insert(m.name).second)
+        throw InputError(source_, "duplicate member '" + detail::printable(name) + "'");
       members_.push_back(std::move(m));
     }
     if (members_.empty()) throw InputError(source_, "archive contains no arrays");

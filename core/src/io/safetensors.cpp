@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <set>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -48,21 +48,77 @@ std::string offsets_repr(std::size_t begin, std::size_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
 
-/// Parses the header JSON; rejects syntax errors, invalid UTF-8 and duplicate tensor names.
+/// Thrown by HeaderSax to stop parsing at once.
+struct HeaderLimit {
+  std::string problem;
+};
+
+/// nlohmann's DOM builder behind a SAX filter that enforces the header limits while parsing: nesting depth
+/// (safetensors_max_header_depth), entry count (safetensors_max_tensors) and unique tensor names. Nothing
+/// deeper than the limit is ever built, copied, printed or destroyed, so an 80,000-deep array cannot exhaust
+/// the stack. (json::parse with a callback would do the same checks but is quadratic in the number of
+/// entries: after each object it scans its parent for discarded values.)
+class HeaderSax {
+ public:
+  explicit HeaderSax(json& root) : dom_(root) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
+  bool end_object() { return leave() && dom_.end_object(); }
+  bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
+  bool end_array() { return leave() && dom_.end_array(); }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) {
+      if (++entries_ > safetensors_max_tensors + 1)  // + 1: "__metadata__"
+        throw HeaderLimit{"header lists more than the limit of " + std::to_string(safetensors_max_tensors) +
+                          " tensors"};
+      if (!names_.insert(k).second && duplicate_.empty()) duplicate_ = k;
+    }
+    return dom_.key(k);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    return dom_.parse_error(position, token, e);  // throws e
+  }
+
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::size_t depth_ = 0;
+  std::size_t entries_ = 0;
+  std::unordered_set<std::string> names_;
+  std::string duplicate_;
+
+  bool enter() {
+    if (++depth_ > safetensors_max_header_depth)
+      throw HeaderLimit{"header nests arrays or objects more than " +
+                        std::to_string(safetensors_max_header_depth) +
+                        " levels deep (a safetensors header needs 3)"};
+    return true;
+  }
+  bool leave() {
+    --depth_;
+    return true;
+  }
+};
+
+/// Parses the header JSON; rejects syntax errors, invalid UTF-8, hostile nesting or entry counts (see
+/// HeaderSax) and duplicate tensor names, in time linear in the header's length.
 json parse_header_json(std::string_view text, const std::string& source) {
   if (text.empty() || text.front() != '{') throw InputError(source, "header is not a JSON object");
-  std::set<std::string> names;
-  std::string duplicate;
-  // The callback sees each key of the top-level object (depth 1) before its value.
-  auto detect_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
-        duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
   json header;
+  HeaderSax sax(header);
   try {
-    header = json::parse(text.begin(), text.end(), detect_duplicates);
+    json::sax_parse(text.begin(), text.end(), &sax);
+  } catch (const HeaderLimit& limit) {
+    throw InputError(source, limit.problem);
   } catch (const json::exception& e) {
     std::string what = e.what();
     if (const auto bracket = what.find("] ");
@@ -71,8 +127,8 @@ json parse_header_json(std::string_view text, const std::string& source) {
     throw InputError(source, "header is not valid JSON: " + detail::printable(what));
   }
   if (!header.is_object()) throw InputError(source, "header is not a JSON object");
-  if (!duplicate.empty())
-    throw InputError(source, "header names tensor '" + detail::printable(duplicate) + "' twice");
+  if (!sax.duplicate().empty())
+    throw InputError(source, "header names tensor '" + detail::printable(sax.duplicate()) + "' twice");
   return header;
 }
 
@@ -110,6 +166,9 @@ TensorEntry parse_entry(const std::string& name, const json& info, std::size_t b
   };
   const auto shape = info.find("shape");
   if (shape == info.end() || !shape->is_array()) throw fail("has no array 'shape'");
+  if (shape->size() > safetensors_max_rank)
+    throw fail("has a shape of " + std::to_string(shape->size()) + " dimensions, more than the limit of " +
+               std::to_string(safetensors_max_rank));
   for (const json& dim : *shape) t.shape.push_back(unsigned_value(dim, "shape"));
   const auto offsets = info.find("data_offsets");
   if (offsets == info.end() || !offsets->is_array() || offsets->size() != 2)

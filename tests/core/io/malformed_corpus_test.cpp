@@ -74,6 +74,27 @@ TEST_P(MalformedFile, IsRejectedWithOneLineMessageNamingTheFile) {
 
 INSTANTIATE_TEST_SUITE_P(io, MalformedFile, ::testing::ValuesIn(files_in("malformed")), test_name);
 
+/// tests/data/hostile/ (tests/data/make_hostile_fixtures.py): files built to exhaust the stack, memory or
+/// time of a reader. Each must be rejected like a malformed file; a crash or a decompression bomb shows as a
+/// failed or timed-out test.
+class HostileFile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HostileFile, IsRejectedWithOneLineMessageNamingTheFile) {
+  const auto path = test::data_dir() / "hostile" / GetParam();
+  try {
+    read_any(path);
+    FAIL() << GetParam() << " was accepted";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_NE(message.find(GetParam()), std::string::npos) << message;
+    EXPECT_LT(message.size(), 600u) << message;
+    std::cout << "    " << message.substr(message.find(GetParam())) << "\n";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(io, HostileFile, ::testing::ValuesIn(files_in("hostile")), test_name);
+
 class ValidFile : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ValidFile, Parses) {
@@ -122,6 +143,7 @@ TEST(ioCorpus, EveryByteFlipOfAValidFileIsHandled) {
 
 TEST(ioCorpus, ThereAreEnoughCases) {
   EXPECT_GE(files_in("malformed").size(), 40u);
+  EXPECT_GE(files_in("hostile").size(), 10u);
   EXPECT_GE(files_in("valid").size(), 10u);
 }
 

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -142,6 +143,82 @@ TEST(ioSafetensors, MessagesNameTensorAndProblem) {
             std::string::npos);
   EXPECT_NE(error_of("duplicate_tensor.safetensors").find("names tensor 'W' twice"), std::string::npos);
   EXPECT_NE(error_of("dtype_newline_name.safetensors").find("tensor 'a\\x0ab'"), std::string::npos);
+}
+
+/// A safetensors file from a header text and a data buffer (the header padded to 8 bytes).
+std::vector<std::byte> file_of(std::string header, const std::vector<double>& values = {}) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < 8; ++i)
+    out.push_back(static_cast<std::byte>((header.size() >> (8 * i)) & 0xFF));
+  for (char c : header) out.push_back(static_cast<std::byte>(c));
+  for (double v : values) {
+    const auto bits = std::bit_cast<std::uint64_t>(v);
+    for (std::size_t i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xFF));
+  }
+  return out;
+}
+
+std::string parse_error(const std::vector<std::byte>& bytes) {
+  try {
+    parse_safetensors(bytes, "h.safetensors");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+/// n one-element F64 tensors "t0", "t1", ... holding 0, 1, ...; `duplicate` renames the last one "t0".
+std::vector<std::byte> many_tensors(std::size_t n, bool duplicate = false) {
+  std::string header = "{";
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string name = duplicate && i + 1 == n ? "t0" : "t" + std::to_string(i);
+    header += (i ? ",\"" : "\"") + name + "\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[" +
+              std::to_string(8 * i) + "," + std::to_string(8 * i + 8) + "]}";
+  }
+  return file_of(header + "}", arange(n));
+}
+
+TEST(ioSafetensors, NestingIsLimitedWhileParsing) {
+  // A million levels: a recursive parser, printer or destructor would overflow the stack long before.
+  const std::size_t deep = 1'000'000;
+  const std::string arrays = std::string(deep, '[') + "0" + std::string(deep, ']');
+  for (const std::string& header :
+       {"{\"W\":{\"dtype\":\"F64\",\"shape\":" + arrays + ",\"data_offsets\":[0,8]}}",
+        "{\"W\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":" + arrays + "}}",
+        "{\"W\":" + arrays + "}"}) {
+    const std::string message = parse_error(file_of(header, {1.0}));
+    EXPECT_NE(message.find("h.safetensors: header nests arrays or objects more than 16 levels deep"),
+              std::string::npos)
+        << message.substr(0, 200);
+  }
+  // The limit leaves room: 16 levels parse (and fail on the shape's content, not the depth).
+  const std::string innermost_at_16 = std::string(14, '[') + "1" + std::string(14, ']');
+  const std::string message = parse_error(
+      file_of("{\"W\":{\"dtype\":\"F64\",\"shape\":" + innermost_at_16 + ",\"data_offsets\":[0,8]}}", {1.0}));
+  EXPECT_NE(message.find("tensor 'W' has 'shape' holding"), std::string::npos) << message;
+}
+
+TEST(ioSafetensors, ManyTensorsLoadAndTooManyAreRejected) {
+  // Linear-time checks: 60,000 tensors load (a quadratic duplicate check took minutes at 10^5).
+  const std::size_t n = 60'000;
+  const auto arrays = parse_safetensors(many_tensors(n), "many.safetensors");
+  ASSERT_EQ(arrays.size(), n);
+  EXPECT_EQ(arrays.at("t0").data, std::vector<double>{0.0});
+  EXPECT_EQ(arrays.at("t59999").data, std::vector<double>{59999.0});
+  EXPECT_NE(parse_error(many_tensors(n, true)).find("names tensor 't0' twice"), std::string::npos);
+  EXPECT_NE(parse_error(many_tensors(100'000)).find("header lists more than the limit of 65536 tensors"),
+            std::string::npos);
+}
+
+TEST(ioSafetensors, RankIsLimited) {
+  std::string shape = "[1";
+  for (int i = 1; i < 65; ++i) shape += ",1";
+  const std::string message = parse_error(
+      file_of("{\"W\":{\"dtype\":\"F64\",\"shape\":" + shape + "],\"data_offsets\":[0,8]}}", {1.0}));
+  EXPECT_NE(message.find("tensor 'W' has a shape of 65 dimensions, more than the limit of 64"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

@@ -5,10 +5,13 @@
 // (np.savez(f, W=...) stores "W.npy"). Each member is parsed with parse_npy, with source "file.npz:name".
 // The archive is rejected with InputError (one line, naming the file and the problem) when it is not a zip
 // file or is corrupt (including CRC mismatches), a member is not an .npy file, a member's uncompressed size
-// exceeds `max_member_bytes`, the bytes decompressed differ from the size the archive records, two members
-// have the same name, or it contains no arrays. Buffers grow with the bytes actually decompressed; a
-// recorded size is never trusted for allocation.
+// exceeds `max_member_bytes`, a member's recorded sizes claim a compression ratio above
+// npz_max_compression_ratio, the bytes decompressed differ from the size the archive records, two members
+// have the same name, it has more than npz_max_members members, or it contains no arrays. Decompression
+// stops one byte past the recorded size, and buffers grow with the bytes actually decompressed; a recorded
+// size is never trusted for allocation. The member checks take time linear in the number of members.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -18,6 +21,13 @@
 #include <regatta/core/io/file_bytes.hpp>
 
 namespace regatta::io {
+
+/// Archives with more members are rejected before any member is read.
+inline constexpr std::size_t npz_max_members = 65'536;
+/// A member's recorded uncompressed size may be at most this many times its compressed size (plus
+/// npz_ratio_slack_bytes). Deflate, the only compression numpy writes, cannot exceed 1032:1.
+inline constexpr std::uint64_t npz_max_compression_ratio = 1100;
+inline constexpr std::uint64_t npz_ratio_slack_bytes = 4096;
 
 /// Every array in the archive, by name.
 std::map<std::string, Array> read_npz(const std::filesystem::path& path,

@@ -22,6 +22,15 @@ namespace regatta::io {
 
 /// Header lengths above this (100 MB, the reference implementation's limit) are rejected.
 inline constexpr std::size_t safetensors_max_header_bytes = 100'000'000;
+/// Headers nesting arrays or objects deeper than this are rejected while parsing (a valid header nests 3
+/// levels: the header object, a tensor's object, its shape), so hostile nesting can exhaust neither the
+/// stack nor memory.
+inline constexpr std::size_t safetensors_max_header_depth = 16;
+/// Tensors of more dimensions are rejected (numpy's limit, NPY_MAXDIMS).
+inline constexpr std::size_t safetensors_max_rank = 64;
+/// Headers listing more tensors are rejected while parsing (the largest published checkpoints hold a few
+/// thousand tensors per file).
+inline constexpr std::size_t safetensors_max_tensors = 65'536;
 
 /// Parses the complete contents of a safetensors file; Array::source is "source:tensor name".
 std::map<std::string, Array> parse_safetensors(std::span<const std::byte> bytes, std::string_view source);
