@@ -267,8 +267,8 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
 
 }  // namespace
 
-ClaimPtr make_castin_sqrt_n() { return std::make_unique<CastinBound>(Which::sqrt_n); }
-ClaimPtr make_castin_local() { return std::make_unique<CastinBound>(Which::local); }
-ClaimPtr make_castin_large_radius() { return std::make_unique<LargeRadius>(); }
+REGATTA_REGISTER_CLAIM(CastinBound, Which::sqrt_n);
+REGATTA_REGISTER_CLAIM(CastinBound, Which::local);
+REGATTA_REGISTER_CLAIM(LargeRadius);
 
 }  // namespace regatta::proofs::claims

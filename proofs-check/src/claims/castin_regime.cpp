@@ -254,6 +254,6 @@ class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
 
 }  // namespace
 
-ClaimPtr make_castin_adversarial_regime() { return std::make_unique<AdversarialRegime>(); }
+REGATTA_REGISTER_CLAIM(AdversarialRegime);
 
 }  // namespace regatta::proofs::claims

@@ -1,5 +1,6 @@
 #pragma once
-// Internal: what every claim file uses — side constructors, point decoding, Λ_n, and the factory list.
+// Internal: what every claim file uses — side constructors, point decoding, Λ_n, and the registration
+// macro (register.hpp).
 #include <cmath>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include <regatta/core/lambert_w.hpp>
 #include <regatta/proofs/claim.hpp>
 #include <regatta/proofs/detail/numeric.hpp>
+#include "register.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -101,56 +103,5 @@ inline Part equal(std::string name, int slack_bits = 32) {
   return p;
 }
 inline Part growth(std::string name) { return Part{std::move(name), PartKind::growth}; }
-
-// ---- factories (one per claim; catalogue order in registry.cpp) ----
-ClaimPtr make_kim_phi_lambert();
-ClaimPtr make_kim_lemma_phi();
-ClaimPtr make_kim_kernel_rowsum();
-ClaimPtr make_kim_l2_jacobian();
-ClaimPtr make_kim_l2_invariances();
-ClaimPtr make_kim_thm32_inf();
-ClaimPtr make_kim_thm32_2();
-ClaimPtr make_kim_thm32_2_quoted();
-ClaimPtr make_kim_lower_family_inf();
-ClaimPtr make_kim_thm31_dp_unbounded();
-ClaimPtr make_kim_l2_necessity_untied();
-ClaimPtr make_kim_l2_necessity_masked_diag();
-ClaimPtr make_kim_l2_necessity_rank_value();
-ClaimPtr make_kim_causal_l2();
-ClaimPtr make_resid_fixed_point_inversion();
-ClaimPtr make_softmax_half();
-ClaimPtr make_layernorm_lip2();
-ClaimPtr make_layernorm_lipinf_sqrt_d();
-ClaimPtr make_layernorm_lipinf_const_input();
-ClaimPtr make_rmsnorm_lip2();
-ClaimPtr make_attn_derivatives();
-ClaimPtr make_sinkhorn_softmax_first_step();
-ClaimPtr make_sinkhorn_doubly_stochastic();
-ClaimPtr make_mf_empirical_exact();
-ClaimPtr make_mf_causal_lift();
-ClaimPtr make_mf_max_entropy();
-ClaimPtr make_mf_query_lipschitz();
-ClaimPtr make_mf_context_lipschitz();
-ClaimPtr make_mf_context_general();
-ClaimPtr make_mf_self_lipschitz();
-ClaimPtr make_mf_misspecification();
-ClaimPtr make_mf_depth();
-ClaimPtr make_mf_infinite_depth();
-ClaimPtr make_castin_sqrt_n();
-ClaimPtr make_castin_local();
-ClaimPtr make_castin_adversarial_regime();
-ClaimPtr make_castin_large_radius();
-ClaimPtr make_havens_local_delta();
-ClaimPtr make_havens_xi_exact();
-ClaimPtr make_havens_score_identity();
-ClaimPtr make_havens_naive_ordering();
-ClaimPtr make_havens_gradnorm_comparator();
-ClaimPtr make_havens_certified_radius();
-ClaimPtr make_havens_power_iteration();
-ClaimPtr make_particles_usa_energy();
-ClaimPtr make_ot_elementary_bounds();
-ClaimPtr make_ot_one_d_exact();
-ClaimPtr make_ot_certified_bracket();
-ClaimPtr make_ot_entropic_bracket();
 
 }  // namespace regatta::proofs::claims

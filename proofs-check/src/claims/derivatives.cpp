@@ -303,7 +303,7 @@ class Derivatives final : public ClaimBase<Derivatives> {
 
 }  // namespace
 
-ClaimPtr make_kim_l2_jacobian() { return std::make_unique<L2Jacobian>(); }
-ClaimPtr make_attn_derivatives() { return std::make_unique<Derivatives>(); }
+REGATTA_REGISTER_CLAIM(L2Jacobian);
+REGATTA_REGISTER_CLAIM(Derivatives);
 
 }  // namespace regatta::proofs::claims

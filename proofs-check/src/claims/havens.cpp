@@ -1572,12 +1572,12 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
 
 }  // namespace
 
-ClaimPtr make_havens_local_delta() { return std::make_unique<LocalBound>(Comparator::delta); }
-ClaimPtr make_havens_xi_exact() { return std::make_unique<XiExact>(); }
-ClaimPtr make_havens_score_identity() { return std::make_unique<ScoreIdentity>(); }
-ClaimPtr make_havens_naive_ordering() { return std::make_unique<NaiveOrdering>(); }
-ClaimPtr make_havens_gradnorm_comparator() { return std::make_unique<LocalBound>(Comparator::gradnorm); }
-ClaimPtr make_havens_certified_radius() { return std::make_unique<CertifiedRadius>(); }
-ClaimPtr make_havens_power_iteration() { return std::make_unique<PowerIteration>(); }
+REGATTA_REGISTER_CLAIM(LocalBound, Comparator::delta);
+REGATTA_REGISTER_CLAIM(XiExact);
+REGATTA_REGISTER_CLAIM(ScoreIdentity);
+REGATTA_REGISTER_CLAIM(NaiveOrdering);
+REGATTA_REGISTER_CLAIM(LocalBound, Comparator::gradnorm);
+REGATTA_REGISTER_CLAIM(CertifiedRadius);
+REGATTA_REGISTER_CLAIM(PowerIteration);
 
 }  // namespace regatta::proofs::claims

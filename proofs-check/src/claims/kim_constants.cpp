@@ -269,8 +269,8 @@ class KernelRowsum final : public ClaimBase<KernelRowsum> {
 
 }  // namespace
 
-ClaimPtr make_kim_phi_lambert() { return std::make_unique<PhiLambert>(); }
-ClaimPtr make_kim_lemma_phi() { return std::make_unique<LemmaPhi>(); }
-ClaimPtr make_kim_kernel_rowsum() { return std::make_unique<KernelRowsum>(); }
+REGATTA_REGISTER_CLAIM(PhiLambert);
+REGATTA_REGISTER_CLAIM(LemmaPhi);
+REGATTA_REGISTER_CLAIM(KernelRowsum);
 
 }  // namespace regatta::proofs::claims

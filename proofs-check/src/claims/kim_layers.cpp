@@ -460,11 +460,11 @@ class L2Invariances final : public ClaimBase<L2Invariances> {
 
 }  // namespace
 
-ClaimPtr make_kim_thm32_inf() { return std::make_unique<L2BoundClaim>(L2Bound::inf, false); }
-ClaimPtr make_kim_thm32_2() { return std::make_unique<L2BoundClaim>(L2Bound::two, false); }
-ClaimPtr make_kim_thm32_2_quoted() { return std::make_unique<L2BoundClaim>(L2Bound::two_quoted, false); }
-ClaimPtr make_kim_causal_l2() { return std::make_unique<L2BoundClaim>(L2Bound::both, true); }
-ClaimPtr make_kim_lower_family_inf() { return std::make_unique<LowerFamilyInf>(); }
-ClaimPtr make_kim_l2_invariances() { return std::make_unique<L2Invariances>(); }
+REGATTA_REGISTER_CLAIM(L2BoundClaim, L2Bound::inf, false);
+REGATTA_REGISTER_CLAIM(L2BoundClaim, L2Bound::two, false);
+REGATTA_REGISTER_CLAIM(L2BoundClaim, L2Bound::two_quoted, false);
+REGATTA_REGISTER_CLAIM(L2BoundClaim, L2Bound::both, true);
+REGATTA_REGISTER_CLAIM(LowerFamilyInf);
+REGATTA_REGISTER_CLAIM(L2Invariances);
 
 }  // namespace regatta::proofs::claims

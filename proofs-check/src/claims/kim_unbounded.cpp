@@ -303,11 +303,9 @@ class L2NecessityRankValue final : public ClaimBase<L2NecessityRankValue> {
 
 }  // namespace
 
-ClaimPtr make_kim_thm31_dp_unbounded() { return std::make_unique<DotUnbounded>(); }
-ClaimPtr make_kim_l2_necessity_untied() { return std::make_unique<L2NecessityScalar>(Necessity::untied); }
-ClaimPtr make_kim_l2_necessity_masked_diag() {
-  return std::make_unique<L2NecessityScalar>(Necessity::masked_diagonal);
-}
-ClaimPtr make_kim_l2_necessity_rank_value() { return std::make_unique<L2NecessityRankValue>(); }
+REGATTA_REGISTER_CLAIM(DotUnbounded);
+REGATTA_REGISTER_CLAIM(L2NecessityScalar, Necessity::untied);
+REGATTA_REGISTER_CLAIM(L2NecessityScalar, Necessity::masked_diagonal);
+REGATTA_REGISTER_CLAIM(L2NecessityRankValue);
 
 }  // namespace regatta::proofs::claims

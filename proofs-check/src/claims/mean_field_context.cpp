@@ -350,7 +350,7 @@ class ContextGeneral final : public ClaimBase<ContextGeneral> {
 
 }  // namespace
 
-ClaimPtr make_mf_context_lipschitz() { return std::make_unique<ContextLipschitz>(); }
-ClaimPtr make_mf_context_general() { return std::make_unique<ContextGeneral>(); }
+REGATTA_REGISTER_CLAIM(ContextLipschitz);
+REGATTA_REGISTER_CLAIM(ContextGeneral);
 
 }  // namespace regatta::proofs::claims

@@ -374,7 +374,7 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
 
 }  // namespace
 
-ClaimPtr make_mf_depth() { return std::make_unique<Depth>(); }
-ClaimPtr make_mf_infinite_depth() { return std::make_unique<InfiniteDepth>(); }
+REGATTA_REGISTER_CLAIM(Depth);
+REGATTA_REGISTER_CLAIM(InfiniteDepth);
 
 }  // namespace regatta::proofs::claims

@@ -293,7 +293,7 @@ class Misspecification final : public ClaimBase<Misspecification> {
 
 }  // namespace
 
-ClaimPtr make_mf_self_lipschitz() { return std::make_unique<SelfLipschitz>(); }
-ClaimPtr make_mf_misspecification() { return std::make_unique<Misspecification>(); }
+REGATTA_REGISTER_CLAIM(SelfLipschitz);
+REGATTA_REGISTER_CLAIM(Misspecification);
 
 }  // namespace regatta::proofs::claims

@@ -459,9 +459,9 @@ class QueryLipschitz final : public ClaimBase<QueryLipschitz> {
 
 }  // namespace
 
-ClaimPtr make_mf_empirical_exact() { return std::make_unique<EmpiricalExact>(); }
-ClaimPtr make_mf_causal_lift() { return std::make_unique<CausalLift>(); }
-ClaimPtr make_mf_max_entropy() { return std::make_unique<MaxEntropy>(); }
-ClaimPtr make_mf_query_lipschitz() { return std::make_unique<QueryLipschitz>(); }
+REGATTA_REGISTER_CLAIM(EmpiricalExact);
+REGATTA_REGISTER_CLAIM(CausalLift);
+REGATTA_REGISTER_CLAIM(MaxEntropy);
+REGATTA_REGISTER_CLAIM(QueryLipschitz);
 
 }  // namespace regatta::proofs::claims

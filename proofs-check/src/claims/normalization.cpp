@@ -435,10 +435,10 @@ class RmsNormLip2 final : public NormClaim<RmsNormLip2> {
 
 }  // namespace
 
-ClaimPtr make_softmax_half() { return std::make_unique<SoftmaxHalf>(); }
-ClaimPtr make_layernorm_lip2() { return std::make_unique<LayerNormLip2>(); }
-ClaimPtr make_layernorm_lipinf_sqrt_d() { return std::make_unique<LayerNormLipInfSqrtD>(); }
-ClaimPtr make_layernorm_lipinf_const_input() { return std::make_unique<LayerNormLipInfConstInput>(); }
-ClaimPtr make_rmsnorm_lip2() { return std::make_unique<RmsNormLip2>(); }
+REGATTA_REGISTER_CLAIM(SoftmaxHalf);
+REGATTA_REGISTER_CLAIM(LayerNormLip2);
+REGATTA_REGISTER_CLAIM(LayerNormLipInfSqrtD);
+REGATTA_REGISTER_CLAIM(LayerNormLipInfConstInput);
+REGATTA_REGISTER_CLAIM(RmsNormLip2);
 
 }  // namespace regatta::proofs::claims

@@ -174,6 +174,6 @@ class UsaEnergy final : public ClaimBase<UsaEnergy> {
 
 }  // namespace
 
-ClaimPtr make_particles_usa_energy() { return std::make_unique<UsaEnergy>(); }
+REGATTA_REGISTER_CLAIM(UsaEnergy);
 
 }  // namespace regatta::proofs::claims

@@ -333,6 +333,6 @@ class FixedPointInversion final : public ClaimBase<FixedPointInversion> {
 
 }  // namespace
 
-ClaimPtr make_resid_fixed_point_inversion() { return std::make_unique<FixedPointInversion>(); }
+REGATTA_REGISTER_CLAIM(FixedPointInversion);
 
 }  // namespace regatta::proofs::claims

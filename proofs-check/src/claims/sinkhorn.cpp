@@ -222,7 +222,7 @@ class DoublyStochastic final : public ClaimBase<DoublyStochastic> {
 
 }  // namespace
 
-ClaimPtr make_sinkhorn_softmax_first_step() { return std::make_unique<SoftmaxFirstStep>(); }
-ClaimPtr make_sinkhorn_doubly_stochastic() { return std::make_unique<DoublyStochastic>(); }
+REGATTA_REGISTER_CLAIM(SoftmaxFirstStep);
+REGATTA_REGISTER_CLAIM(DoublyStochastic);
 
 }  // namespace regatta::proofs::claims

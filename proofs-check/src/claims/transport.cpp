@@ -458,9 +458,9 @@ class EntropicBracket final : public ClaimBase<EntropicBracket> {
 
 }  // namespace
 
-ClaimPtr make_ot_one_d_exact() { return std::make_unique<OneDExact>(); }
-ClaimPtr make_ot_elementary_bounds() { return std::make_unique<ElementaryBounds>(); }
-ClaimPtr make_ot_certified_bracket() { return std::make_unique<CertifiedBracketClaim>(); }
-ClaimPtr make_ot_entropic_bracket() { return std::make_unique<EntropicBracket>(); }
+REGATTA_REGISTER_CLAIM(OneDExact);
+REGATTA_REGISTER_CLAIM(ElementaryBounds);
+REGATTA_REGISTER_CLAIM(CertifiedBracketClaim);
+REGATTA_REGISTER_CLAIM(EntropicBracket);
 
 }  // namespace regatta::proofs::claims

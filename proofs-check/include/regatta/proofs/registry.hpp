@@ -1,7 +1,8 @@
 #pragma once
-// The claims registry: every claim of shared/math/claims.md that regatta can check today, in catalogue
-// order, and the list of the others with the reason each one is absent. A claim that cannot be checked is
-// never registered with a made-up evaluator.
+// The claims registry: every claim of shared/math/claims.md that regatta can check today, in ID order, and
+// the list of the others with the reason each one is absent. A claim that cannot be checked is never
+// registered with a made-up evaluator. Each claim registers itself in its own file
+// (proofs-check/src/claims/register.hpp, docs/adding-a-claim.md).
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ struct MissingClaim {
   std::string reason;
 };
 
-/// The registered claims (constructed once, catalogue order).
+/// The registered claims (constructed once, in ID order).
 const std::vector<ClaimPtr>& registry();
 /// The catalogue claims that are not registered, with the reason.
 const std::vector<MissingClaim>& missing_claims();
