@@ -16,8 +16,10 @@
 //     attention path.
 // Storage: float64, or float32 (scores and exps in float, each chunk's sum of ≤ chunk_keys terms merged into
 // a float64 running state when accumulate_double, else into a float state). The float32 path's error in each
-// score is O(eps_f · |t_j|): expect marginal errors no better than ~1e-5 · max|t| there, so tolerances below
-// that will not be met (status max_iterations, never a false "converged").
+// score is O(eps_f · |t_j|), and the reported marginal error is itself evaluated with float32 scores: it
+// describes the exact plan of the returned potentials only up to O(eps_f · max|t_j|) (the tests bound the
+// difference against the dense double-precision plan). Tolerances below that floor are typically not reached
+// (status max_iterations).
 //
 // Iteration (optionally over-relaxed, see AttentionSinkhornOptions), ε-scaling, stopping test, outputs and
 // statuses are those of measures::sinkhorn (sinkhorn.hpp):
