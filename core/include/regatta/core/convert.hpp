@@ -21,7 +21,7 @@ namespace detail {
 interval interval_from_mpfr(const mpfr& x);  // encloses x at the current working precision
 interval interval_from_double(double x);     // encloses x (exact at >= 53 bits)
 // core/src/interval64.cpp
-interval64 interval64_from_mpfr(const mpfr& x);        // the binary64 neighbours of x
+interval64 interval64_from_mpfr(const mpfr& x);          // the binary64 neighbours of x
 interval64 interval64_from_interval(const interval& x);  // endpoints rounded outward
 interval interval_from_interval64(const interval64& x);  // exact at >= 53 bits, else outward
 }  // namespace detail

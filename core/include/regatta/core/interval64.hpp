@@ -93,11 +93,11 @@ template <bool up>
 inline double add(double a, double b) {
   const double s = a + b;
   if (std::isinf(s)) {
-    if (std::isinf(a) || std::isinf(b)) return s;  // exact (or NaN for ∞ − ∞)
+    if (std::isinf(a) || std::isinf(b)) return s;                           // exact (or NaN for ∞ − ∞)
     return up ? (s > 0 ? inf : -max_finite) : (s > 0 ? max_finite : -inf);  // overflow of a finite sum
   }
   const double bb = s - a;
-  const double e = (a - (s - bb)) + (b - bb);  // TwoSum: a + b = s + e exactly
+  const double e = (a - (s - bb)) + (b - bb);                    // TwoSum: a + b = s + e exactly
   if (!std::isfinite(e)) return up ? next_up(s) : next_down(s);  // defensive: never trust a non-finite e
   if constexpr (up)
     return e > 0 ? next_up(s) : s;
@@ -283,7 +283,8 @@ inline interval64 interval64::multiply(const interval64& a, const interval64& b)
   }
   if (bl >= 0) return hull(mul<false>(al, bh), mul<true>(ah, bh));
   if (bh <= 0) return hull(mul<false>(ah, bl), mul<true>(al, bl));
-  return hull(std::fmin(mul<false>(al, bh), mul<false>(ah, bl)), std::fmax(mul<true>(al, bl), mul<true>(ah, bh)));
+  return hull(std::fmin(mul<false>(al, bh), mul<false>(ah, bl)),
+              std::fmax(mul<true>(al, bl), mul<true>(ah, bh)));
 }
 
 inline interval64 interval64::divide(const interval64& a, const interval64& b) {
