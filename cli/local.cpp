@@ -171,6 +171,7 @@ void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs
        norms.has_two_upper ? number_or_null(norms.two_upper) : nlohmann::json(nullptr)},
       {"jacobian_norm_2_certified_upper_method",
        norms.has_two_upper ? norms.two_upper_method : norms.two_upper_note},
+      {"jacobian_certified_scalar", norms.has_two_upper ? nlohmann::json(norms.jacobian_scalar) : nullptr},
       {"jacobian_norm_inf", number_or_null(norms.inf.value)},
       {"jacobian_norm_inf_kind", "exact maximum row sum evaluated in double (estimate)"},
       {"jacobian_norm_inf_method", norms.inf_structured ? "structured rows" : "one VJP per row"},
@@ -237,7 +238,8 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
   line("||J||_2 certified lower", norms.has_two_lower ? number(norms.two_lower) : "-",
        norms.has_two_lower ? "(interval JVP at the witness)" : "(not computed: --estimate-only)");
   line("||J||_2 certified upper", norms.has_two_upper ? number(norms.two_upper) : "-",
-       norms.has_two_upper ? "(" + norms.two_upper_method + " of the dense interval Jacobian)"
+       norms.has_two_upper ? "(" + norms.two_upper_method + " of the dense Jacobian enclosed in " +
+                                 norms.jacobian_scalar + ")"
                            : "(" + norms.two_upper_note + ")");
   line("||J||_inf", number(norms.inf.value),
        "(exact max row sum evaluated in double, an estimate; row i = " + std::to_string(norms.inf.index / d) +

@@ -16,6 +16,7 @@
 #include <string>
 #include <type_traits>
 
+#include <regatta/core/convert.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/lambert_w.hpp>
 #include <regatta/core/precision.hpp>
@@ -331,6 +332,10 @@ S lambert_w0(const S& x) {
     return w0_binary(x);
   } else if constexpr (std::is_same_v<S, mpfr>) {
     return w0_mpfr(x, static_cast<mpfr_prec_t>(working_precision_bits()));
+  } else if constexpr (std::is_same_v<S, interval64>) {
+    // Through MPFI at (at least) 53 bits: both conversions enclose, so the result encloses W0(x).
+    const PrecisionGuard guard(std::max(53u, working_precision_bits()));
+    return scalar_cast<interval64>(w0_interval(scalar_cast<interval>(x)));
   } else {
     static_assert(std::is_same_v<S, interval>);
     return w0_interval(x);

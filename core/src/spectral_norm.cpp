@@ -130,6 +130,8 @@ void set_entry(mpfi_ptr out, const S& x) {
     mpfi_set_d(out, static_cast<double>(x));
   else if constexpr (std::is_same_v<S, mpfr>)
     mpfi_set_fr(out, x.backend().data());
+  else if constexpr (std::is_same_v<S, interval64>)
+    mpfi_interv_d(out, x.lower(), x.upper());  // NaN endpoints stay NaN (check_finite rejects them first)
   else
     mpfi_set(out, x.backend().data());
 }

@@ -38,6 +38,8 @@ TYPED_TEST(ScalarContract, EpsilonIsGapAboveOne) {
     if constexpr (scalar_traits<S>::is_multiprecision) {
       EXPECT_GE(p, static_cast<int>(bits));
       EXPECT_EQ(Eigen::NumTraits<S>::digits(), p);
+    } else if constexpr (std::is_same_v<S, interval64>) {
+      EXPECT_EQ(p, std::numeric_limits<double>::digits);  // binary64 endpoints
     } else {
       EXPECT_EQ(p, std::numeric_limits<S>::digits);
     }
@@ -60,6 +62,7 @@ TEST(ScalarTraits, Names) {
   EXPECT_EQ(scalar_traits<double>::name(), "double");
   EXPECT_EQ(scalar_traits<mpfr>::name(), "mpfr");
   EXPECT_EQ(scalar_traits<interval>::name(), "interval");
+  EXPECT_EQ(scalar_traits<interval64>::name(), "interval64");
 }
 
 TEST(PrecisionGuard, SetsAndRestores) {

@@ -34,7 +34,7 @@ S exp_of(const S& x) {
 /// x = 0 exactly (for interval: the point interval [0, 0]).
 template <class S>
 bool is_zero(const S& x) {
-  if constexpr (std::is_same_v<S, interval>)
+  if constexpr (scalar_traits<S>::is_interval)
     return lower_bound(x) == 0 && upper_bound(x) == 0;
   else
     return x == 0;

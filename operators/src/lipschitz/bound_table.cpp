@@ -246,7 +246,7 @@ constexpr bool rows_filled() {
   for (const BoundRow& r : rows)
     if (r.id.empty() || r.name.empty() || r.norm.empty() || r.hypotheses.empty() ||
         r.source.find("bounds.md") == std::string_view::npos || r.provenance != "derived" || !r.refusal ||
-        !r.note || !r.formula.as_double || !r.formula.as_mpfr || !r.formula.as_interval)
+        !r.note || !r.formula.complete())
       return false;
   return true;
 }

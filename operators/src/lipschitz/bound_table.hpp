@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include "bound_evaluator.hpp"
@@ -31,20 +32,32 @@ using NoteRule = std::string (*)(const BoundContext&);
 /// building blocks (bound_evaluator.hpp) converts to the three pointers.
 template <class S>
 using Formula = S (*)(BoundEvaluator<S>&);
+template <class List>
+struct FormulaTuple;
+template <class... Ts>
+struct FormulaTuple<scalars::list<Ts...>> {
+  using type = std::tuple<Formula<Ts>...>;
+};
+
+/// One formula pointer per type of the exact64 scalar list (the types the operators are instantiated for),
+/// all converted from the same generic lambda: a new scalar type in that list needs no edit here.
 struct Formulas {
   template <class F>
-  constexpr Formulas(F f) : as_double(f), as_mpfr(f), as_interval(f) {}  // NOLINT: implicit on purpose
-  Formula<double> as_double;
-  Formula<mpfr> as_mpfr;
-  Formula<interval> as_interval;
+  constexpr Formulas(F f) : pointers(make(f, static_cast<scalars::exact64*>(nullptr))) {}  // NOLINT: implicit
+  typename FormulaTuple<scalars::exact64>::type pointers;
   template <class S>
   constexpr Formula<S> of() const {
-    if constexpr (std::is_same_v<S, double>)
-      return as_double;
-    else if constexpr (std::is_same_v<S, mpfr>)
-      return as_mpfr;
-    else
-      return as_interval;
+    return std::get<Formula<S>>(pointers);
+  }
+  /// Every pointer set (the table's completeness check).
+  constexpr bool complete() const {
+    return std::apply([](auto... p) { return ((p != nullptr) && ...); }, pointers);
+  }
+
+ private:
+  template <class F, class... Ts>
+  static constexpr typename FormulaTuple<scalars::exact64>::type make(F f, scalars::list<Ts...>*) {
+    return {static_cast<Formula<Ts>>(f)...};
   }
 };
 

@@ -590,8 +590,33 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
     return out;
   }
   if (nd <= local.dense_limit) {
-    const Matrix<interval> J = structured ? block_dense_jacobian<interval>(layer, options, X, local.progress)
-                                          : operators::dense_jacobian(ilin);
+    // The dense Jacobian in interval64 first (hardware speed); MPFI at the working precision only when that
+    // enclosure is not finite or too wide (dense_jacobian_width_limit). interval64 endpoints convert to MPFI
+    // exactly (≥ 64 bits), so the Cholesky below certifies whichever enclosure was kept.
+    Matrix<interval> J;
+    {
+      const Matrix<interval64> fast =
+          structured
+              ? block_dense_jacobian<interval64>(layer, options, X, local.progress)
+              : operators::dense_jacobian(Block<interval64>(layer, options).linearize(cast<interval64>(X)));
+      double scale = 1, width = 0;
+      bool finite = true;
+      for (Index r = 0; r < fast.rows(); ++r)
+        for (Index c = 0; c < fast.cols(); ++c) {
+          const interval64& e = fast(r, c);
+          finite = finite && isfinite(e);
+          scale = std::max({scale, std::fabs(e.lower()), std::fabs(e.upper())});
+          width = std::max(width, e.upper() - e.lower());
+        }
+      if (finite && width <= dense_jacobian_width_limit * scale) {
+        J = matrix_cast<interval>(fast);
+        out.jacobian_scalar = "interval64";
+      } else {
+        J = structured ? block_dense_jacobian<interval>(layer, options, X, local.progress)
+                       : operators::dense_jacobian(ilin);
+        out.jacobian_scalar = "interval (MPFI, " + std::to_string(local.precision_bits) + " bits)";
+      }
+    }
     RunningMax<interval> best;
     for (Index r = 0; r < J.rows(); ++r) best.add(abs_sum<interval>(Matrix<interval>(J.row(r))), r);
     const InducedNorm<interval> inf = best.result();

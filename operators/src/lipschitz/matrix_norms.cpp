@@ -161,9 +161,9 @@ interval certified_product_norm(const Matrix<double>& X, const Matrix<double>& Y
 
 template <class S>
 S max_of(const S& a, const S& b) {
-  if constexpr (std::is_same_v<S, interval>) {
-    const mpfr lo = std::max(lower_bound(a), lower_bound(b));
-    const mpfr hi = std::max(upper_bound(a), upper_bound(b));
+  if constexpr (scalar_traits<S>::is_interval) {
+    const auto lo = std::max(lower_bound(a), lower_bound(b));  // mpfr for interval, double for interval64
+    const auto hi = std::max(upper_bound(a), upper_bound(b));
     return make_interval(lo, hi);
   } else {
     return a < b ? b : a;
@@ -194,7 +194,7 @@ S norm_one(const Matrix<double>& M) {
 
 template <class S>
 S spectral(const Matrix<double>& M, bool* loose) {
-  if constexpr (std::is_same_v<S, interval>) {
+  if constexpr (scalar_traits<S>::is_interval) {  // interval64: the MPFI enclosure, rounded outward
     const CertifiedNormBound b = certified_norm(M, matrix_certification_limit);
     if (loose) *loose = std::min(M.rows(), M.cols()) > matrix_certification_limit;
     return enclosure(b.lower, b.upper);
@@ -206,7 +206,7 @@ S spectral(const Matrix<double>& M, bool* loose) {
 
 template <class S>
 S spectral_product(const Matrix<double>& X, const Matrix<double>& Y, bool* loose) {
-  if constexpr (std::is_same_v<S, interval>) {
+  if constexpr (scalar_traits<S>::is_interval) {
     return certified_product_norm(X, Y, loose);
   } else {
     if (loose) *loose = false;
@@ -231,6 +231,8 @@ template <class S>
 double upper_as_double(const S& x) {
   if constexpr (std::is_same_v<S, interval>) {
     return mpfr_get_d(upper_bound(x).backend().data(), MPFR_RNDU);
+  } else if constexpr (std::is_same_v<S, interval64>) {
+    return x.upper();
   } else {
     return scalar_traits<S>::to_double(x);
   }

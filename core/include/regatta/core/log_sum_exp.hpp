@@ -75,6 +75,23 @@ struct ReductionOps<interval> {
   }
 };
 
+/// interval64: the same rules as interval, on binary64 endpoints.
+template <>
+struct ReductionOps<interval64> {
+  static bool is_nan(const interval64& x) { return x.is_nan(); }
+  static bool is_neg_inf(const interval64& x) { return x.upper() == -std::numeric_limits<double>::infinity(); }
+  static bool is_pos_inf(const interval64& x) { return x.upper() == std::numeric_limits<double>::infinity(); }
+  static interval64 pivot(const interval64& x) { return interval64(x.upper()); }
+  static bool greater(const interval64& a, const interval64& b) { return a.upper() > b.upper(); }
+  static interval64 exp(const interval64& x) { return ::regatta::fast::exp(x); }
+  static interval64 log(const interval64& x) { return ::regatta::fast::log(x); }
+  static interval64 infinity() { return interval64(std::numeric_limits<double>::infinity()); }
+  static interval64 nan() { return interval64::nan(); }
+  static interval64 with_positive_infinity(const interval64& finite_part) {
+    return hull(finite_part, infinity());
+  }
+};
+
 /// log(sum_k exp(x_k)) for a contiguous range; see LogSumExp for the guarantees.
 template <class S>
 S logsumexp(std::span<const S> x);

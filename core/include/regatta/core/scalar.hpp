@@ -7,8 +7,12 @@
 //   interval        Boost.Multiprecision over MPFI: a closed interval [lo, hi] of MPFR numbers; every
 //                   operation is rounded outward, so the result encloses the exact value of the operation
 //                   applied to any points of the operands.
+//   interval64      a closed interval with binary64 endpoints, rounded outward (interval64.hpp): the same
+//                   guarantee as interval, at hardware speed and 53 bits.
 #include <boost/multiprecision/mpfi.hpp>
 #include <boost/multiprecision/mpfr.hpp>
+
+#include <regatta/core/interval64.hpp>
 
 namespace regatta {
 
@@ -36,11 +40,12 @@ using interval = boost::multiprecision::number<boost::multiprecision::mpfi_float
 // matching type lists regatta::scalars::* at the end of this header. Each subset is a rule on the three
 // properties, so a new type is one row here (plus its trait file), and joins every routine its
 // properties admit.
-#define REGATTA_SCALAR_TABLE(X, M) \
-  X(M, float, 0, 1, 0)             \
-  X(M, double, 0, 1, 1)            \
-  X(M, ::regatta::mpfr, 0, 0, 1)   \
-  X(M, ::regatta::interval, 1, 0, 1)
+#define REGATTA_SCALAR_TABLE(X, M)   \
+  X(M, float, 0, 1, 0)               \
+  X(M, double, 0, 1, 1)              \
+  X(M, ::regatta::mpfr, 0, 0, 1)     \
+  X(M, ::regatta::interval, 1, 0, 1) \
+  X(M, ::regatta::interval64, 1, 1, 1)
 
 // ---- the subsets, each M(T) for every T of the table satisfying its rule ----
 /// Every type: the core routines (sums, log-sum-exp, pairwise reductions, Lambert W, certified spectral

@@ -5,8 +5,10 @@
 // MPFR number reports INT_MAX digits, and an interval has no single "value". For every S:
 //
 //   is_interval       true when S encloses a set of reals (results are certified enclosures)
-//   is_multiprecision true for mpfr and interval (precision set at run time, see precision.hpp)
-//   name()            "float", "double", "mpfr", "interval"
+//   is_multiprecision true for mpfr and interval (precision set at run time, see precision.hpp); interval64
+//                     is an interval type with binary64 endpoints (fixed 53 bits); its traits are in
+//                     interval64.hpp, next to the type
+//   name()            "float", "double", "mpfr", "interval", "interval64"
 //   digits()          mantissa bits of a value created now (the working precision for mpfr / interval)
 //   epsilon()         2^(1 - digits()): the distance from 1 to the next representable number
 //   lower(x), upper(x) the endpoints of x as S (for a point type both are x itself)

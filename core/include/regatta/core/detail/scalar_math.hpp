@@ -19,6 +19,8 @@ S square(const S& x) {
     interval r;
     mpfi_sqr(r.backend().data(), x.backend().data());
     return r;
+  } else if constexpr (std::is_same_v<S, interval64>) {
+    return ::regatta::fast::square(x);
   } else {
     return x * x;
   }
@@ -37,17 +39,20 @@ S pow_nonnegative(const S& dist, const S& p) {
     mpfr_pow(hi1.backend().data(), b.backend().data(), p_lo.backend().data(), MPFR_RNDU);
     mpfr_pow(hi2.backend().data(), b.backend().data(), p_hi.backend().data(), MPFR_RNDU);
     return make_interval(lo1 < lo2 ? lo1 : lo2, hi1 > hi2 ? hi1 : hi2);
+  } else if constexpr (std::is_same_v<S, interval64>) {
+    return ::regatta::fast::pow(dist, p);  // the same corner rule, endpoints from MPFR
   } else {
     using std::pow;
     return pow(dist, p);
   }
 }
 
-/// Every entry carried at the current working precision (a copy for IEEE types); see at_working_precision.
+/// Every entry carried at the current working precision (a copy for fixed-precision types: IEEE and
+/// interval64); see at_working_precision.
 template <class M>
 M at_working_precision_all(const M& a) {
   using S = typename M::Scalar;
-  if constexpr (std::is_floating_point_v<S>) {
+  if constexpr (!scalar_traits<S>::is_multiprecision) {
     return a;
   } else {
     M r(a.rows(), a.cols());

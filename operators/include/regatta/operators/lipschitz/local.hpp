@@ -181,7 +181,16 @@ struct LocalNormReport {
   bool inf_structured = false;   ///< ‖J‖∞ came from the structured rows (else from n·d generic VJPs)
   double inf_lower = 0, inf_upper = 0;  ///< CERTIFIED enclosure of ‖J‖∞ when has_inf_enclosure
   bool has_inf_enclosure = false;
+  /// The scalar that enclosed the dense Jacobian behind two_upper and the ‖J‖∞ enclosure (when
+  /// has_two_upper): "interval64" (binary64 endpoints, tried first), or "interval (MPFI, b bits)" when the
+  /// interval64 enclosure was not finite or wider than dense_jacobian_width_limit relative to its entries.
+  std::string jacobian_scalar;
 };
+
+/// Largest entry width of an interval64 dense Jacobian, relative to max(1, its largest entry), that
+/// local_jacobian_norms accepts before redoing the Jacobian in MPFI: 2^-26 (about 1.5e-8). The certified
+/// upper bound on ‖J‖₂ then carries at most about n·d·2^-26 relative slack from the widths.
+inline constexpr double dense_jacobian_width_limit = 0x1p-26;
 
 /// ‖J(X)‖₂ (Lanczos or power iteration, certified lower bound, certified upper bound for small n·d) and
 /// ‖J(X)‖∞ (structured rows when they apply, else generic VJPs; certified enclosure with options.certify) of
