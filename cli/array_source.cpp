@@ -5,6 +5,7 @@
 #include <regatta/core/io/npy.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/io/safetensors.hpp>
+#include <vector>
 
 namespace regatta::cli {
 
@@ -35,19 +36,23 @@ io::Array load_array(const std::string& spec) {
     name = spec.substr(colon + 1);
   }
   auto arrays = load_arrays(path);
+  // Integer, boolean and 8-bit float tensors are listed by the readers but hold no usable values: they are
+  // skipped when choosing the one array of a file, and selecting one by name is an error naming its type.
+  std::vector<std::string> usable, all;
+  for (const auto& [k, v] : arrays) {
+    all.push_back(k);
+    if (v.converted()) usable.push_back(k);
+  }
   if (name.empty()) {
-    if (arrays.size() == 1) return std::move(arrays.begin()->second);
-    std::string names;
-    for (const auto& [k, v] : arrays) names += (names.empty() ? "" : ", ") + k;
-    throw InputError(path, "holds " + std::to_string(arrays.size()) + " arrays; name one as " + path +
-                               ":NAME (arrays: " + names + ")");
+    if (usable.size() == 1) return std::move(arrays.at(usable.front()));
+    if (usable.empty()) throw InputError(path, "holds no float arrays (only " + name_list(all) + ")");
+    throw InputError(path, "holds " + std::to_string(usable.size()) + " float arrays; name one as " + path +
+                               ":NAME (arrays: " + name_list(usable) + ")");
   }
   const auto it = arrays.find(name);
-  if (it == arrays.end()) {
-    std::string names;
-    for (const auto& [k, v] : arrays) names += (names.empty() ? "" : ", ") + k;
-    throw InputError(path, "has no array '" + name + "' (arrays: " + names + ")");
-  }
+  if (it == arrays.end())
+    throw InputError(path, "has no array " + regatta::quoted(name) + " (arrays: " + name_list(all) + ")");
+  io::require_converted(it->second);
   return std::move(it->second);
 }
 

@@ -51,11 +51,22 @@ void add_inspect_command(CLI::App& app, int& result) {
     for (const auto& file : *files) {
       nlohmann::json entry{{"file", file}, {"arrays", nlohmann::json::array()}};
       for (const auto& [name, array] : load_arrays(file)) {
+        if (!array.converted()) {  // an integer, boolean or 8-bit float tensor: listed, not read
+          entry["arrays"].push_back({{"name", name},
+                                     {"dtype", array.unconverted_dtype},
+                                     {"shape", array.shape},
+                                     {"loaded", false}});
+          if (!*json)
+            std::cout << file << "  " << name << "  " << array.unconverted_dtype << "  "
+                      << shape_string(array.shape) << "  not loaded (only float arrays are used)\n";
+          continue;
+        }
         const Summary s = summarise(array);
         nlohmann::json a{{"name", name},
                          {"dtype", std::string(io::dtype_name(array.source_dtype))},
                          {"shape", array.shape},
-                         {"nonfinite", s.nonfinite}};
+                         {"nonfinite", s.nonfinite},
+                         {"loaded", true}};
         if (s.any_finite) a["min"] = s.min, a["max"] = s.max;
         entry["arrays"].push_back(a);
         if (!*json) {

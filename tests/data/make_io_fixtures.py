@@ -125,6 +125,18 @@ def valid_files():
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(buffer), len(buffer) + len(data)]}
         buffer += data
     write(VALID, "mixed.safetensors", safetensors_bytes(header, buffer))
+    # Integer, boolean and 8-bit float tensors beside float ones (BERT's int64 position_ids, a dataset's
+    # labels): listed unconverted, the float tensors read as usual.
+    w = np.arange(6.0).astype("<f8").tobytes()
+    ids = np.arange(4, dtype="<i8").tobytes()
+    write(VALID, "int64_beside_float.safetensors", safetensors_bytes(
+        {"W": {"dtype": "F64", "shape": [2, 3], "data_offsets": [0, 48]},
+         "position_ids": {"dtype": "I64", "shape": [1, 4], "data_offsets": [48, 80]},
+         "mask": {"dtype": "BOOL", "shape": [2], "data_offsets": [80, 82]},
+         "q": {"dtype": "F8_E4M3", "shape": [6], "data_offsets": [82, 88]}}, w + ids + b"\x01\x00" + bytes(6)))
+    write(VALID, "int64_beside_float.npz", npz_bytes(
+        False, images=np.arange(6.0).reshape(2, 3), labels=np.array([3, 7], dtype=np.int64),
+        mask=np.array([True, False])))
     # A zero-size tensor and a 0-d tensor.
     write(VALID, "edge_shapes.safetensors", safetensors_bytes(
         {"empty": {"dtype": "F32", "shape": [0, 4], "data_offsets": [0, 0]},
@@ -214,7 +226,8 @@ def malformed_npz():
         "non_npy_member.npz": zip_of([("W.npy", npy_bytes(np.arange(3.0))), ("readme.txt", b"hello\n")]),
         "no_arrays.npz": zip_of([]),
         "duplicate_member.npz": zip_of([("W.npy", npy_bytes(np.arange(3.0))), ("W.npy", npy_bytes(np.arange(4.0)))]),
-        "member_int64.npz": zip_of([("W.npy", npy_bytes(np.arange(3, dtype=np.int64)))]),
+        "member_int64_truncated.npz": zip_of([("W.npy", npy_bytes(np.arange(3.0))),
+                                              ("labels.npy", npy_bytes(np.arange(3, dtype=np.int64))[:-4])]),
         "member_truncated_npy.npz": zip_of([("W.npy", npy_bytes(np.arange(3.0))[:-4])]),
         "directory_member.npz": zip_of([("W.npy", npy_bytes(np.arange(3.0))), ("dir/", b"")]),
     }
@@ -245,9 +258,10 @@ def malformed_safetensors():
         "shape_negative.safetensors": one({"dtype": "F64", "shape": [-2, 3], "data_offsets": [0, 48]}),
         "shape_float.safetensors": one({"dtype": "F64", "shape": [2.0, 3], "data_offsets": [0, 48]}),
         "shape_overflow.safetensors": one({"dtype": "F64", "shape": [2**62, 2**62], "data_offsets": [0, 48]}),
-        "dtype_i64.safetensors": one({"dtype": "I64", "shape": [2, 3], "data_offsets": [0, 48]}),
-        "dtype_f8.safetensors": one({"dtype": "F8_E4M3", "shape": [6], "data_offsets": [0, 6]}, bytes(6)),
-        "dtype_newline_name.safetensors": safetensors_bytes({"a\nb": {"dtype": "BOOL", "shape": [1], "data_offsets": [0, 1]}}, b"\x01"),
+        "dtype_unknown.safetensors": one({"dtype": "Q7", "shape": [2, 3], "data_offsets": [0, 48]}),
+        # Integer tensors are listed, not converted, but their byte counts are checked all the same.
+        "dtype_i64_size_mismatch.safetensors": one({"dtype": "I64", "shape": [2, 2], "data_offsets": [0, 48]}),
+        "dtype_newline_name.safetensors": safetensors_bytes({"a\nb": {"dtype": "F64", "shape": [1], "data_offsets": [0, 1]}}, b"\x01"),
         "offsets_out_of_range.safetensors": one({"dtype": "F64", "shape": [2, 3], "data_offsets": [8, 56]}),
         "offsets_reversed.safetensors": one({"dtype": "F64", "shape": [0], "data_offsets": [48, 0]}),
         "offsets_shape_mismatch.safetensors": one({"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 48]}),

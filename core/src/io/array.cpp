@@ -60,7 +60,14 @@ std::string array_description(const Array& a) {
 
 }  // namespace
 
+void require_converted(const Array& a) {
+  if (!a.converted())
+    throw InputError(a.source, "is a tensor of " + a.unconverted_dtype +
+                                   "; only float16, bfloat16, float32 and float64 arrays can be used");
+}
+
 Matrix<double> Array::matrix() const {
+  require_converted(*this);
   assert(data.size() == size());
   Eigen::Index rows = 0, cols = 0;
   if (shape.size() == 2) {
@@ -78,6 +85,7 @@ Matrix<double> Array::matrix() const {
 }
 
 Vector<double> Array::vector() const {
+  require_converted(*this);
   assert(data.size() == size());
   const bool ok = shape.size() == 1 || (shape.size() == 2 && (shape[0] == 1 || shape[1] == 1));
   if (!ok) throw InputError(source, array_description(*this) + "; expected a vector (1-D, 1 x n or n x 1)");
@@ -96,6 +104,7 @@ Array from_matrix(const Matrix<double>& m, std::string source) {
 }
 
 void require_finite(const Array& a) {
+  require_converted(a);
   for (std::size_t i = 0; i < a.data.size(); ++i) {
     if (std::isfinite(a.data[i])) continue;
     // Multi-index of flat position i in C order.

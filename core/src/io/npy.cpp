@@ -7,6 +7,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/detail/bytes.hpp>
 #include <regatta/core/io/detail/decode.hpp>
+#include <regatta/core/io/detail/memory.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 
 #include "python_literal.hpp"
@@ -24,13 +25,17 @@ constexpr std::string_view supported = "only float16, float32 and float64 arrays
 
 struct Header {
   DType dtype = DType::f64;
+  std::string other;     // numpy's name of an integer or boolean dtype listed without conversion
+  std::size_t item = 0;  // bytes per element
   bool fortran_order = false;
   std::vector<std::size_t> shape;
   std::size_t data_offset = 0;  // first byte after the header
 };
 
-// Maps a 'descr' value to a DType, or explains why it is not supported.
-DType dtype_from_descr(const PyLiteral& descr, const std::string& source) {
+// Maps a 'descr' value to a DType, or explains why it is not supported. With `list_others`, an integer or
+// boolean dtype instead sets `other` (numpy's name) and `other_size` (bytes per element).
+DType dtype_from_descr(const PyLiteral& descr, const std::string& source, bool list_others,
+                       std::string& other, std::size_t& other_size) {
   if (descr.kind == PyLiteral::Kind::list)
     throw InputError(source, "structured dtype " + descr.repr() +
                                  " (a record with named fields) is not supported; " + std::string(supported));
@@ -69,6 +74,9 @@ DType dtype_from_descr(const PyLiteral& descr, const std::string& source) {
   } else if (kind == 'c') {
     what = "complex";
     if (size == "8" || size == "16") numpy_name = "complex" + std::string(size == "8" ? "64" : "128");
+  } else if ((kind == 'b' || kind == '?') && (size.empty() || size == "1")) {
+    what = "boolean";
+    numpy_name = "bool";
   } else if (kind == 'b' || kind == '?') {
     what = "boolean";
   } else if (kind == 'O') {
@@ -82,6 +90,11 @@ DType dtype_from_descr(const PyLiteral& descr, const std::string& source) {
     what = "datetime";
   } else {
     what = "unrecognised";
+  }
+  if (list_others && (what == "integer" || what == "boolean") && !numpy_name.empty()) {
+    other = numpy_name;
+    other_size = what == "boolean" ? 1 : static_cast<std::size_t>(size[0] - '0');
+    return DType::f64;
   }
   if (!numpy_name.empty()) quoted += " (" + numpy_name + ")";
   throw InputError(source, what + " dtype " + quoted + " is not supported; " + std::string(supported));
@@ -104,7 +117,7 @@ std::vector<std::size_t> shape_from_literal(const PyLiteral& shape, const std::s
   return dims;
 }
 
-Header parse_header(std::span<const std::byte> bytes, const std::string& source) {
+Header parse_header(std::span<const std::byte> bytes, const std::string& source, bool list_others) {
   if (bytes.empty()) throw InputError(source, "file is empty; expected an .npy array");
   const std::string_view head = detail::as_chars(bytes.first(std::min(bytes.size(), magic.size())));
   if (head != magic.substr(0, head.size()))
@@ -162,7 +175,8 @@ Header parse_header(std::span<const std::byte> bytes, const std::string& source)
     throw InputError(source, "header 'fortran_order' is " + fortran->repr() + ", not True or False");
 
   Header h;
-  h.dtype = dtype_from_descr(*descr, source);
+  h.dtype = dtype_from_descr(*descr, source, list_others, h.other, h.item);
+  if (h.other.empty()) h.item = dtype_size(h.dtype);
   h.fortran_order = fortran->flag;
   h.shape = shape_from_literal(*shape, source);
   h.data_offset = prefix + header_length;
@@ -198,24 +212,30 @@ std::vector<double> fortran_to_c(const std::vector<double>& f, const std::vector
 
 }  // namespace
 
-Array parse_npy(std::span<const std::byte> bytes, std::string_view source_view) {
+Array parse_npy(std::span<const std::byte> bytes, std::string_view source_view, NonFloat non_float) {
   const std::string source(source_view);
-  const Header h = parse_header(bytes, source);
-  const std::size_t item = dtype_size(h.dtype);
+  const Header h = parse_header(bytes, source, non_float == NonFloat::list);
+  const std::size_t item = h.item;
+  const std::string type_name = h.other.empty() ? std::string(dtype_name(h.dtype)) : h.other;
   const auto count = detail::checked_product(h.shape);
   const auto needed = count ? detail::checked_mul(*count, item) : std::nullopt;
   if (!needed)
-    throw InputError(source, "shape " + shape_repr(h.shape) + " of " + std::string(dtype_name(h.dtype)) +
+    throw InputError(source, "shape " + shape_repr(h.shape) + " of " + type_name +
                                  " is too large (its byte count overflows)");
   const std::size_t present = bytes.size() - h.data_offset;
   if (*needed != present)
-    throw InputError(source, "shape " + shape_repr(h.shape) + " of " + std::string(dtype_name(h.dtype)) +
-                                 " needs " + std::to_string(*needed) + " bytes of data but the file has " +
+    throw InputError(source, "shape " + shape_repr(h.shape) + " of " + type_name + " needs " +
+                                 std::to_string(*needed) + " bytes of data but the file has " +
                                  std::to_string(present));
   Array a;
   a.shape = h.shape;
   a.source_dtype = h.dtype;
   a.source = source;
+  if (!h.other.empty()) {
+    a.unconverted_dtype = h.other;  // listed with its shape; not converted
+    return a;
+  }
+  detail::require_memory(*count * sizeof(double), source, "the array as float64");
   a.data = detail::decode_le(bytes.subspan(h.data_offset), h.dtype, *count);
   if (h.fortran_order) a.data = fortran_to_c(a.data, a.shape);
   return a;

@@ -10,6 +10,7 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/detail/bytes.hpp>
+#include <regatta/core/io/detail/memory.hpp>
 #include <regatta/core/io/npy.hpp>
 
 namespace regatta::io {
@@ -30,9 +31,10 @@ class NpzArchive {
   };
 
   NpzArchive(const std::filesystem::path& path, std::size_t max_member_bytes)
-      : source_(detail::printable(path.string(), 4096)),
-        bytes_(read_file_bytes(path)),
-        max_member_bytes_(max_member_bytes) {
+      : NpzArchive(read_file_bytes(path), detail::printable(path.string(), 4096), max_member_bytes) {}
+
+  NpzArchive(std::vector<std::byte> bytes, std::string source, std::size_t max_member_bytes)
+      : source_(std::move(source)), bytes_(std::move(bytes)), max_member_bytes_(max_member_bytes) {
     if (bytes_.empty()) throw InputError(source_, "file is empty; expected an .npz (zip) archive");
     zip_error_t error;
     zip_error_init(&error);
@@ -53,6 +55,10 @@ class NpzArchive {
   /// Decompresses `m` and parses it as .npy with source "file.npz:name".
   Array read(const Member& m) {
     const std::string member_source = source_ + ":" + detail::printable(m.name);
+    // The member's bytes, then its values as float64 (as many bytes again for float64 data, four times as
+    // many for float16): refused before decompressing when that cannot fit.
+    detail::require_memory(static_cast<std::size_t>(std::min<zip_uint64_t>(m.size, SIZE_MAX / 5)) * 5,
+                           member_source, "the member and its values");
     zip_file_t* file = zip_fopen_index(archive_.get(), m.index, 0);
     if (file == nullptr)
       throw InputError(member_source,
@@ -86,7 +92,7 @@ class NpzArchive {
                                           " bytes but the archive records " + std::to_string(m.size) +
                                           " (corrupt archive)");
     data.resize(filled);
-    return parse_npy(data, member_source);
+    return parse_npy(data, member_source, NonFloat::list);
   }
 
  private:
@@ -157,6 +163,15 @@ class NpzArchive {
 
 std::map<std::string, Array> read_npz(const std::filesystem::path& path, std::size_t max_member_bytes) {
   NpzArchive archive(path, max_member_bytes);
+  std::map<std::string, Array> arrays;
+  for (const auto& m : archive.members()) arrays.emplace(m.name, archive.read(m));
+  return arrays;
+}
+
+std::map<std::string, Array> parse_npz(std::span<const std::byte> bytes, std::string_view source,
+                                       std::size_t max_member_bytes) {
+  NpzArchive archive(std::vector<std::byte>(bytes.begin(), bytes.end()), std::string(source),
+                     max_member_bytes);
   std::map<std::string, Array> arrays;
   for (const auto& m : archive.members()) arrays.emplace(m.name, archive.read(m));
   return arrays;

@@ -11,6 +11,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/detail/bytes.hpp>
 #include <regatta/core/io/detail/decode.hpp>
+#include <regatta/core/io/detail/memory.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 
 namespace regatta::io {
@@ -19,12 +20,29 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view supported = "only F64, F32, F16 and BF16 tensors can be read";
+/// The safetensors dtypes listed without conversion, with numpy's name and the bytes per element.
+struct OtherDtype {
+  std::string_view tag, name;
+  std::size_t size;
+};
+constexpr OtherDtype other_dtypes[] = {{"BOOL", "bool", 1},
+                                       {"U8", "uint8", 1},
+                                       {"I8", "int8", 1},
+                                       {"U16", "uint16", 2},
+                                       {"I16", "int16", 2},
+                                       {"U32", "uint32", 4},
+                                       {"I32", "int32", 4},
+                                       {"U64", "uint64", 8},
+                                       {"I64", "int64", 8},
+                                       {"F8_E4M3", "float8_e4m3fn", 1},
+                                       {"F8_E5M2", "float8_e5m2", 1}};
 
 struct TensorEntry {
   std::string name;
   std::string label;  // "tensor 'name'" for messages
   DType dtype = DType::f64;
+  std::string other;     // numpy's name of a dtype listed without conversion; empty for the float types
+  std::size_t item = 0;  // bytes per element
   std::vector<std::size_t> shape;
   std::size_t count = 0;
   std::size_t begin = 0, end = 0;
@@ -153,9 +171,17 @@ TensorEntry parse_entry(const std::string& name, const json& info, std::size_t b
     t.dtype = DType::f16;
   else if (d == "BF16")
     t.dtype = DType::bf16;
-  else
-    throw fail("has dtype " + detail::printable(d, 40) + ", which is not supported; " +
-               std::string(supported));
+  else {
+    const auto other = std::find_if(std::begin(other_dtypes), std::end(other_dtypes),
+                                    [&](const OtherDtype& o) { return o.tag == d; });
+    if (other == std::end(other_dtypes))
+      throw fail("has dtype " + detail::printable(d, 40) +
+                 ", which is not a known safetensors dtype (F64, F32, F16 and BF16 are read; BOOL, U8-U64, "
+                 "I8-I64, F8_E4M3 and F8_E5M2 are listed)");
+    t.other = other->name;
+    t.item = other->size;
+  }
+  if (t.other.empty()) t.item = dtype_size(t.dtype);
 
   static_assert(sizeof(std::size_t) == sizeof(std::uint64_t));
   auto unsigned_value = [&](const json& value, const std::string& field) -> std::size_t {
@@ -182,7 +208,7 @@ TensorEntry parse_entry(const std::string& name, const json& info, std::size_t b
     throw fail("has data_offsets " + offsets_repr(t.begin, t.end) + " outside the data buffer of " +
                std::to_string(buffer_size) + " bytes");
   const auto count = detail::checked_product(t.shape);
-  const auto needed = count ? detail::checked_mul(*count, dtype_size(t.dtype)) : std::nullopt;
+  const auto needed = count ? detail::checked_mul(*count, t.item) : std::nullopt;
   if (!needed) throw fail("has shape " + shape_repr(t.shape) + " whose byte count overflows");
   if (*needed != t.end - t.begin)
     throw fail("has shape " + shape_repr(t.shape) + " of " + d + ", which needs " + std::to_string(*needed) +
@@ -250,13 +276,20 @@ std::map<std::string, Array> parse_safetensors(std::span<const std::byte> bytes,
   }
   check_tiling(entries, buffer.size(), source);
 
+  std::size_t converted_elements = 0;  // bounded by the buffer's size, so this cannot overflow
+  for (const TensorEntry& t : entries)
+    if (t.other.empty()) converted_elements += t.count;
+  detail::require_memory(converted_elements * sizeof(double), source, "the tensors as float64");
   std::map<std::string, Array> arrays;
   for (const TensorEntry& t : entries) {
     Array a;
     a.shape = t.shape;
     a.source_dtype = t.dtype;
     a.source = source + ":" + detail::printable(t.name);
-    a.data = detail::decode_le(buffer.subspan(t.begin, t.end - t.begin), t.dtype, t.count);
+    if (!t.other.empty())
+      a.unconverted_dtype = t.other;  // listed with its shape; its bytes were checked but are not converted
+    else
+      a.data = detail::decode_le(buffer.subspan(t.begin, t.end - t.begin), t.dtype, t.count);
     arrays.emplace(t.name, std::move(a));
   }
   return arrays;

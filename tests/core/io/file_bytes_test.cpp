@@ -1,5 +1,8 @@
 // read_file_bytes is the one place every reader (.npy, .npz, .safetensors, JSON) opens a file: inputs that
 // are not regular files are refused at once with one line, whatever they are, and never block.
+// write_file_atomic is the one place every writer (npy, safetensors, JSON, the report) creates one: it
+// replaces only regular files, writes through devices and FIFOs, and refuses everything else untouched.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -8,8 +11,10 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/detail/memory.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/io/npy.hpp>
 #include <regatta/core/io/npz.hpp>
@@ -86,6 +91,136 @@ TEST(ioReadFile, SymlinkToARegularFileIsRead) {
 TEST(ioReadFile, MissingFileSaysSo) {
   test::ScratchDir dir;
   EXPECT_NE(read_error(dir / "absent.npy").find("absent.npy: no such file"), std::string::npos);
+}
+
+// --- allocation checks ------------------------------------------------------------------------------------
+
+TEST(ioMemory, AbsurdSizesAreRefusedBeforeAllocation) {
+  const std::size_t available = detail::available_memory_bytes();
+  EXPECT_GT(available, std::size_t{1} << 20);  // the machine running the tests has a megabyte to spare
+  // 2^40 float64 values (8 TiB): more than any test machine has, refused with one line naming the source.
+  try {
+    detail::require_memory(std::size_t{8} << 40, "huge.npy", "the array as float64");
+    if (available >= (std::size_t{8} << 40)) GTEST_SKIP() << "this machine has 8 TiB available";
+    FAIL() << "8 TiB accepted with " << available << " bytes available";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("huge.npy: needs 8796093022208 bytes of memory for the array as float64"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(detail::require_memory(1 << 20, "small.npy", "the array"));
+}
+
+// --- write_file_atomic: only regular files are replaced -------------------------------------------------
+
+std::span<const std::byte> as_bytes(const std::string& text) {
+  return std::as_bytes(std::span(text.data(), text.size()));
+}
+
+std::string write_error(const std::filesystem::path& path, const std::string& text) {
+  try {
+    write_file_atomic(path, as_bytes(text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string contents(const std::filesystem::path& path) {
+  const auto bytes = test::raw_bytes(path);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+bool no_temporary_left(const std::filesystem::path& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos) return false;
+  return true;
+}
+
+TEST(ioWriteFile, RegularFileIsReplacedAndKeepsItsMode) {
+  test::ScratchDir dir;
+  write_file_atomic(dir / "out.npy", as_bytes("first"));
+  std::filesystem::permissions(dir / "out.npy", std::filesystem::perms(0600));
+  write_file_atomic(dir / "out.npy", as_bytes("second"));
+  EXPECT_EQ(contents(dir / "out.npy"), "second");
+  EXPECT_EQ(std::filesystem::status(dir / "out.npy").permissions(), std::filesystem::perms(0600));
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+}
+
+TEST(ioWriteFile, CharacterDeviceIsWrittenThroughNotReplaced) {
+  // As root, a rename over /dev/null would replace the real node with a regular file.
+  const std::string message = write_error("/dev/null", "discarded");
+  EXPECT_EQ(message, "");
+  struct stat info {};
+  ASSERT_EQ(::lstat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode));
+  // Through a symbolic link (as /dev/stdout is one) too: the link stays.
+  test::ScratchDir dir;
+  std::filesystem::create_symlink("/dev/null", dir / "null.npy");
+  EXPECT_EQ(write_error(dir / "null.npy", "discarded"), "");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "null.npy"));
+}
+
+TEST(ioWriteFile, SymbolicLinkToAFileIsRefusedAndBothAreUntouched) {
+  test::ScratchDir dir;
+  write_file_atomic(dir / "target.npy", as_bytes("precious"));
+  std::filesystem::create_symlink(dir / "target.npy", dir / "link.npy");
+  const std::string message = write_error(dir / "link.npy", "new");
+  EXPECT_NE(message.find("link.npy: is a symbolic link; only regular files are replaced"), std::string::npos)
+      << message;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.npy"));
+  EXPECT_EQ(contents(dir / "target.npy"), "precious");
+  // A dangling link is refused as well (writing would create a file wherever it points).
+  std::filesystem::create_symlink(dir / "nowhere.npy", dir / "dangling.npy");
+  EXPECT_NE(write_error(dir / "dangling.npy", "new").find("is a symbolic link"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "nowhere.npy"));
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+}
+
+TEST(ioWriteFile, DirectoryIsRefused) {
+  test::ScratchDir dir;
+  std::filesystem::create_directory(dir / "out.npy");
+  EXPECT_NE(
+      write_error(dir / "out.npy", "x").find("out.npy: is a directory; only a regular file is replaced"),
+      std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "out.npy"));
+}
+
+TEST(ioWriteFile, FifoIsWrittenToWhenReadAndRefusedAtOnceWhenNot) {
+  test::ScratchDir dir;
+  const auto fifo = dir / "out.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Nobody reads it: refused without blocking, and it stays a FIFO.
+  EXPECT_NE(write_error(fifo, "x").find("is a FIFO (named pipe) that no process is reading"),
+            std::string::npos);
+  // A reader is waiting: the bytes go through the FIFO.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  EXPECT_EQ(write_error(fifo, "through the pipe"), "");
+  char buffer[64] = {};
+  EXPECT_EQ(::read(reader, buffer, sizeof buffer), 16);
+  EXPECT_EQ(std::string(buffer), "through the pipe");
+  ::close(reader);
+  struct stat info {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+}
+
+TEST(ioWriteFile, ReaderClosingThePipeGivesAnErrorNotSigpipe) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  const std::string path = "/proc/self/fd/" + std::to_string(ends[1]);  // a symbolic link to the pipe
+  const std::string big(1 << 20, 'x');                                  // more than the pipe's buffer
+  std::string message;
+  std::thread writer([&] { message = write_error(path, big); });
+  char first = 0;
+  ASSERT_EQ(::read(ends[0], &first, 1), 1);  // the writer is writing; the buffer cannot hold the rest
+  ::close(ends[0]);
+  writer.join();  // without the SIGPIPE handling the whole test process would have been killed
+  ::close(ends[1]);
+  EXPECT_NE(message.find("the reading end of the pipe was closed"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -57,11 +57,40 @@ TEST(ioNpz, MissingMemberListsTheNamesAvailable) {
       << message;
 }
 
+TEST(ioNpz, IntegerAndBooleanMembersAreListedAndTheRestIsRead) {
+  // np.savez(f, images=np.arange(6.).reshape(2, 3), labels=np.array([3, 7]), mask=np.array([True, False]))
+  const auto arrays = read_npz(valid_file("int64_beside_float.npz"));
+  ASSERT_EQ(arrays.size(), 3u);
+  EXPECT_EQ(arrays.at("images").data, arange(6));
+  EXPECT_TRUE(arrays.at("images").converted());
+  const Array& labels = arrays.at("labels");
+  EXPECT_EQ(labels.unconverted_dtype, "int64");
+  EXPECT_EQ(labels.shape, (std::vector<std::size_t>{2}));
+  EXPECT_TRUE(labels.data.empty());
+  EXPECT_EQ(arrays.at("mask").unconverted_dtype, "bool");
+  // Selecting one gives one line naming the member and its type.
+  const std::string message =
+      error_of([&] { (void)read_npz_member(valid_file("int64_beside_float.npz"), "labels").matrix(); });
+  EXPECT_NE(
+      message.find("int64_beside_float.npz:labels: is a tensor of int64; only float16, bfloat16, float32 and "
+                   "float64 arrays can be used"),
+      std::string::npos)
+      << message;
+  EXPECT_THROW(require_finite(labels), InputError);
+  EXPECT_THROW((void)labels.vector(), InputError);
+  // The bundled ViT test set: float images and int64 labels in one archive.
+  const auto test_set = read_npz(test::data_dir() / "vit_digits" / "test_set.npz");
+  EXPECT_EQ(test_set.at("labels").unconverted_dtype, "int64");
+  std::size_t converted = 0;
+  for (const auto& [name, a] : test_set) converted += a.converted() && a.data.size() == a.size();
+  EXPECT_GE(converted, 1u);
+}
+
 TEST(ioNpz, MessagesNameTheArchiveAndMember) {
   const auto malformed = test::data_dir() / "malformed";
-  EXPECT_NE(error_of([&] {
-              read_npz(malformed / "member_int64.npz");
-            }).find("member_int64.npz:W: integer dtype '<i8' (int64)"),
+  EXPECT_NE(error_of([&] { read_npz(malformed / "member_int64_truncated.npz"); })
+                .find("member_int64_truncated.npz:labels: shape (3,) of int64 needs 24 bytes of data but the "
+                      "file has 20"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
               read_npz(malformed / "non_npy_member.npz");

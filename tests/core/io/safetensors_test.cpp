@@ -123,6 +123,26 @@ TEST(ioSafetensors, ZeroSizeAndScalarTensors) {
   EXPECT_EQ(arrays.at("scalar").data, std::vector<double>{2.5});
 }
 
+TEST(ioSafetensors, IntegerBooleanAndFloat8TensorsAreListedAndTheRestIsRead) {
+  const auto arrays = read_safetensors(valid_file("int64_beside_float.safetensors"));
+  ASSERT_EQ(arrays.size(), 4u);
+  EXPECT_EQ(arrays.at("W").data, arange(6));
+  const Array& ids = arrays.at("position_ids");  // as in BERT checkpoints
+  EXPECT_EQ(ids.unconverted_dtype, "int64");
+  EXPECT_EQ(ids.shape, (std::vector<std::size_t>{1, 4}));
+  EXPECT_TRUE(ids.data.empty());
+  EXPECT_EQ(arrays.at("mask").unconverted_dtype, "bool");
+  EXPECT_EQ(arrays.at("q").unconverted_dtype, "float8_e4m3fn");
+  try {
+    (void)ids.matrix();
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("int64_beside_float.safetensors:position_ids: is a tensor of int64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ioSafetensors, MessagesNameTensorAndProblem) {
   auto error_of = [](const std::string& name) -> std::string {
     try {
@@ -132,8 +152,12 @@ TEST(ioSafetensors, MessagesNameTensorAndProblem) {
     }
     return "no error";
   };
-  EXPECT_NE(error_of("dtype_i64.safetensors").find("tensor 'W' has dtype I64, which is not supported"),
+  EXPECT_NE(error_of("dtype_unknown.safetensors")
+                .find("tensor 'W' has dtype Q7, which is not a known safetensors dtype"),
             std::string::npos);
+  EXPECT_NE(
+      error_of("dtype_i64_size_mismatch.safetensors").find("has shape (2, 2) of I64, which needs 32 bytes"),
+      std::string::npos);
   EXPECT_NE(
       error_of("offsets_shape_mismatch.safetensors").find("needs 32 bytes, but data_offsets [0, 48] span 48"),
       std::string::npos);

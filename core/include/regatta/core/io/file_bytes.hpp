@@ -16,10 +16,16 @@ inline constexpr std::size_t default_max_file_bytes = 16ull << 30;
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path,
                                        std::size_t max_bytes = default_max_file_bytes);
 
-/// Replaces (or creates) `path` with exactly `bytes`: writes a temporary file in the same directory, flushes
-/// it to disk and renames it over `path`, so readers see either the old file or the complete new one, never
-/// a partial write. A new file gets mode 0644; an existing file keeps its mode. Throws InputError naming the
-/// path on any failure, after removing the temporary file.
+/// Replaces (or creates) the regular file `path` with exactly `bytes`: writes a temporary file in the same
+/// directory, flushes it to disk and renames it over `path`, so readers see either the old file or the
+/// complete new one, never a partial write. A new file gets mode 0644; an existing file keeps its mode.
+///
+/// Only regular files are replaced. A character device or FIFO at `path`, directly or through a symbolic
+/// link (/dev/null, /dev/stdout, /dev/fd/N), is written through in place without a temporary file (not
+/// atomic; a FIFO nobody reads is refused at once rather than waited on). Any other symbolic link, a
+/// directory, a block device or a socket is refused and left untouched. Throws InputError naming the path
+/// on any failure, after removing the temporary file; a reader that closes a pipe early gives an InputError,
+/// not SIGPIPE.
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
 
 }  // namespace regatta::io

@@ -19,8 +19,14 @@
 
 namespace regatta::io {
 
+/// What parse_npy does with an integer or boolean array: reject it (a lone .npy file is the array asked
+/// for), or return it unconverted (Array::unconverted_dtype, no data) once its size is checked, as the .npz
+/// reader does so that an archive's other arrays stay readable.
+enum class NonFloat { reject, list };
+
 /// Parses the complete contents of an .npy file. `source` names it in messages and becomes Array::source.
-Array parse_npy(std::span<const std::byte> bytes, std::string_view source);
+Array parse_npy(std::span<const std::byte> bytes, std::string_view source,
+                NonFloat non_float = NonFloat::reject);
 /// read_file_bytes + parse_npy, with the path as the source.
 Array read_npy(const std::filesystem::path& path);
 

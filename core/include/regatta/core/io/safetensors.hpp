@@ -4,7 +4,8 @@
 // data buffer that follows the header), and the data buffer. The optional "__metadata__" entry (a
 // string-to-string map) is checked and skipped.
 //
-// Reading accepts F64, F32, F16 and BF16 tensors (converted to double exactly). As in the reference
+// Reading converts F64, F32, F16 and BF16 tensors to double exactly; BOOL, U8-U64, I8-I64, F8_E4M3 and
+// F8_E5M2 tensors are listed unconverted (Array::unconverted_dtype, no data). As in the reference
 // implementation, the tensors must tile the data buffer exactly: no overlaps and no unaccounted bytes.
 // Anything else throws InputError whose one-line message names the file, the tensor where there is one,
 // and the problem.
