@@ -24,7 +24,7 @@ for sig in INT TERM; do
   cp -R "$complete" "$work/report" || fail "cannot copy $complete"
   "$regatta" report --quick --no-progress --seed 2 --out "$work/report" >"$work/stdout" 2>"$work/stderr" &
   pid=$!
-  sleep 5
+  sleep 2
   kill -s "$sig" "$pid"
   wait "$pid"
   rc=$?
@@ -37,7 +37,7 @@ done
 
 "$regatta" report --quick --no-progress --out "$work/new" >/dev/null 2>&1 &
 pid=$!
-sleep 3
+sleep 2
 kill -s INT "$pid"
 wait "$pid"
 [ ! -e "$work/new" ] || fail "an interrupted first run created $work/new"
