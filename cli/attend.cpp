@@ -14,6 +14,7 @@
 #include <regatta/operators/layer.hpp>
 #include "array_source.hpp"
 #include "command.hpp"
+#include "json_output.hpp"
 #include "layer_options.hpp"
 
 namespace regatta::cli {
@@ -73,7 +74,7 @@ void run(const AttendArgs& args, int& result) {
                        {"out", args.out},
                        {"out_rows", Y.rows()},
                        {"out_cols", Y.cols()}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::cout << "layer     " << describe(resolved)
               << (args.depth > 1 ? ", depth " + std::to_string(args.depth) : "") << "\n"

@@ -13,8 +13,10 @@
 #include <regatta/core/error.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include "command.hpp"
+#include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -43,7 +45,7 @@ void print_table(const std::vector<lip::BoundReport>& reports) {
       std::cout << "refused: " << r.reason << "\n";
       continue;
     }
-    std::cout << std::setw(18) << number(r.value) << std::setw(18) << number(r.certified_upper)
+    std::cout << std::setw(18) << number(r.value) << std::setw(18) << upper_number(r.certified_upper)
               << std::setw(12) << i.provenance << i.name << "\n";
     if (!r.note.empty())
       std::cout << std::setw(39) << ""
@@ -87,6 +89,12 @@ void run(const BoundArgs& args, int& result) {
     if (setting.n && *setting.n != setting.input.rows())
       throw InputError("--n", "is " + std::to_string(*setting.n) + " but --input has " +
                                   std::to_string(setting.input.rows()) + " tokens");
+    setting.n = setting.input.rows();  // --input gives the sequence length
+    if (setting.radius)
+      for (Eigen::Index i = 0; i < setting.input.rows(); ++i)
+        if (const double norm = setting.input.row(i).norm(); !(norm <= *setting.radius))
+          throw InputError(args.input, "token " + std::to_string(i) + " has norm " + number(norm, 17) +
+                                           ", outside the ball of --radius " + number(*setting.radius, 17));
   }
   std::optional<lip::Norm> norm;
   if (!args.norm.empty()) norm = lip::parse_norm(args.norm, "--norm");
@@ -97,7 +105,7 @@ void run(const BoundArgs& args, int& result) {
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : reports) out.push_back(to_json(r));
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::cout << "layer     " << describe(resolved) << "\n"
               << "setting   n = " << (setting.n ? std::to_string(*setting.n) : std::string("(not given)"))
@@ -119,27 +127,30 @@ void add_bound_command(CLI::App& app, int& result) {
   auto* cmd =
       app.add_subcommand("bound", "Every theoretical Lipschitz upper bound for a layer, with claim IDs");
   add_layer_options(cmd, args->layer);
-  cmd->add_option("--n", args->n, "Sequence length (Kim et al. L2 bounds, the sqrt(n) bound)")
+  cmd->add_option("--n", args->n,
+                  "Sequence length (Kim et al. L2 bounds, the sqrt(n) bound; default: the tokens of --input)")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 53));
   cmd->add_option_function<double>(
-      "--radius",
-      [args](double v) {
-        args->radius = v;
-        args->radius_given = true;
-      },
-      "Every token (context atom) in the ball B_R (dot-product and measure-level bounds)");
+         "--radius",
+         [args](double v) {
+           args->radius = v;
+           args->radius_given = true;
+         },
+         "Every token (context atom) in the ball B_R (dot-product and measure-level bounds)")
+      ->check(positive());
   cmd->add_option_function<double>(
-      "--query-radius",
-      [args](double v) {
-        args->query_radius = v;
-        args->query_radius_given = true;
-      },
-      "Queries in B_R' for the context-Lipschitz bound (default: --radius)");
+         "--query-radius",
+         [args](double v) {
+           args->query_radius = v;
+           args->query_radius_given = true;
+         },
+         "Queries in B_R' for the context-Lipschitz bound (default: --radius)")
+      ->check(positive());
   cmd->add_option("--depth", args->depth, "Layers of a weight-shared stack for mf.depth (>= 2 to apply)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--input", args->input,
-                  "Tokens X (n x d) for the local bound castin.local: FILE.npy, FILE.npz[:NAME], "
-                  "FILE.safetensors[:NAME]");
+                  "Tokens X (n x d, inside B_R with --radius) for the local bound castin.local: FILE.npy, "
+                  "FILE.npz[:NAME], FILE.safetensors[:NAME]");
   cmd->add_option("--norm", args->norm,
                   "Only bounds in this norm: 2 (Frobenius, and W_p) or inf (max entry)");
   cmd->add_flag("--json", args->json, "Machine-readable output");

@@ -16,9 +16,11 @@
 #include <regatta/core/io/npy.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
 #include "command.hpp"
+#include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
 #include "search_options.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -43,6 +45,7 @@ std::string direction_path(const std::string& witness) {
 void run(const BracketArgs& args, int& result) {
   const ResolvedLayer resolved = resolve_layer(args.layer);
   if (args.n < 1) throw InputError("--n", "is required (sequence length >= 1)");
+  check_sequence_memory("--n", resolved, double(args.n), double(args.n));
   lip::BracketOptions options;
   options.norm = lip::parse_norm(args.norm, "--norm");
   options.n = args.n;
@@ -99,19 +102,20 @@ void run(const BracketArgs& args, int& result) {
         {"all_rows", b.all_rows},
         {"evaluations", b.evaluations},
         {"stopped_by_budget", b.stopped_by_budget},
+        {"stopped_by_evaluations", b.stopped_by_evaluations},
         {"seed", args.search.seed},
         {"precision_bits", args.search.precision},
         {"note", b.note}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     const std::string norm = lip::to_string(b.norm);
     std::cout << "layer      " << describe(resolved) << "\n"
               << "setting    n = " << b.n
               << ", R = " << (b.radius ? number(*b.radius) : std::string("(none)")) << ", norm " << norm
               << "\n"
-              << "lower      " << number(b.lower) << "  (" << lower_kind << "; witness from "
-              << b.witness.origin << ")\n"
-              << "upper      " << number(b.upper) << "  ("
+              << "lower      " << lower_number(b.lower, b.lower_certified.has_value()) << "  (" << lower_kind
+              << "; witness from " << b.witness.origin << ")\n"
+              << "upper      " << upper_number(b.upper, b.upper_certified.has_value()) << "  ("
               << (std::isfinite(b.upper) ? std::string(upper_kind) + ", " + b.bound_name
                                          : std::string("no applicable bound"))
               << ")\n"
@@ -127,7 +131,15 @@ void run(const BracketArgs& args, int& result) {
                 << "\n";
     for (const auto& r : b.refused) std::cout << "refused    " << r << "\n";
     if (!b.note.empty()) std::cout << "note       " << b.note << "\n";
-    if (b.stopped_by_budget) std::cout << "search     stopped by --budget / --evaluations\n";
+    if (b.stopped_by_budget) std::cout << "search     stopped by --budget\n";
+    if (b.stopped_by_evaluations) std::cout << "search     stopped by --evaluations\n";
+  }
+  // An applicable bound whose value left the double range bounds nothing: exit 1 with the reason.
+  if (!b.bound_name.empty() && !std::isfinite(b.upper)) {
+    std::cerr << "regatta: bracket: the bound " << b.bound_name
+              << " is not a finite double (the layer's weights are too large for the double range)\n";
+    result = exit_check_failed;
+    return;
   }
   result = exit_ok;
 }
@@ -142,12 +154,13 @@ void add_bracket_command(CLI::App& app, int& result) {
   cmd->add_option("--n", args->n, "Sequence length (required)")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
   cmd->add_option_function<double>(
-      "--radius",
-      [args](double v) {
-        args->radius = v;
-        args->radius_given = true;
-      },
-      "Every token in the Euclidean ball B_R (search domain and bounds); default: unconstrained");
+         "--radius",
+         [args](double v) {
+           args->radius = v;
+           args->radius_given = true;
+         },
+         "Every token in the Euclidean ball B_R (search domain and bounds); default: unconstrained")
+      ->check(positive());
   cmd->add_option("--norm", args->norm, "2 (Frobenius, default) or inf (max entry)");
   add_search_options(cmd, args->search, "Re-evaluate both ends in interval arithmetic",
                      "Linearisations at most (default 20000; reproducible, unlike --budget)",

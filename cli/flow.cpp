@@ -22,6 +22,7 @@
 #include <regatta/operators/flow.hpp>
 #include "command.hpp"
 #include "flow_plots.hpp"
+#include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
 #include "spec.hpp"
@@ -278,7 +279,7 @@ void run(const FlowArgs& args, int& result) {
   }
 
   if (args.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "model      " << fl::to_string(spec.model) << ", beta " << number(spec.beta) << ", n "
               << X0.rows() << ", d " << X0.cols() << (layer ? ", layer " + describe(*layer) : "") << "\n"

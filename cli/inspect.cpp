@@ -7,6 +7,7 @@
 
 #include "array_source.hpp"
 #include "command.hpp"
+#include "json_output.hpp"
 
 namespace regatta::cli {
 
@@ -79,7 +80,7 @@ void add_inspect_command(CLI::App& app, int& result) {
       }
       out.push_back(entry);
     }
-    if (*json) std::cout << out.dump(2) << "\n";
+    if (*json) std::cout << json_text(out) << "\n";
     result = exit_ok;
   });
 }

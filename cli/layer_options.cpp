@@ -5,6 +5,7 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/array.hpp>
+#include <regatta/core/resources.hpp>
 #include "array_source.hpp"
 #include "spec.hpp"
 
@@ -27,6 +28,15 @@ operators::RandomLayerSpec parse_random_layer(const std::string& text, operators
   r.seed = spec.get_seed("seed", 0);
   r.biases = spec.get_int("biases", 0, 0, 1) != 0;
   r.kind = kind;
+  // Sizes before anything is drawn: W^Q, W^K (d x k per head), W^V (d x v), W^O (H v x d), and what a block
+  // derives per head (W^V W^O and the score matrix, d x d each), in double, twice for the drawing
+  // temporaries.
+  const double d = r.d, h = r.heads, k = r.head_dim > 0 ? r.head_dim : d / h,
+               v = r.value_dim > 0 ? r.value_dim : k;
+  const double doubles = 2 * (2 * d * h * k + 2 * d * h * v + 2 * h * d * d);
+  check_memory("--random", 8 * doubles,
+               "a layer with d=" + std::to_string(r.d) + ", heads=" + std::to_string(r.heads) +
+                   ", head_dim=" + std::to_string(long(k)) + ", value_dim=" + std::to_string(long(v)));
   return r;
 }
 
@@ -91,6 +101,16 @@ Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::I
     throw InputError(a.source, "has " + std::to_string(m.cols()) +
                                    " columns, the layer expects d = " + std::to_string(expected_cols));
   return m;
+}
+
+void check_sequence_memory(const std::string& option, const ResolvedLayer& resolved, double n, double m) {
+  const double heads = resolved.layer.heads, d = resolved.layer.d;
+  // Per head: the scores, the kernel, one matrix per Sinkhorn half-step and a JVP/VJP temporary.
+  const double matrices = 3 + double(resolved.options.sinkhorn_iterations);
+  const double doubles = matrices * heads * n * m + 8 * (n + m) * d;
+  check_memory(option, 8 * doubles,
+               "the attention matrices of " + std::to_string(long(n)) + " x " + std::to_string(long(m)) +
+                   " tokens with " + std::to_string(resolved.layer.heads) + " heads");
 }
 
 std::string describe(const ResolvedLayer& r) {

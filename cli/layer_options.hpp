@@ -43,6 +43,12 @@ ResolvedLayer resolve_layer(const LayerArgs& args);
 /// `expected_cols` columns (0: any); errors name the file and `option`.
 Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::Index expected_cols = 0);
 
+/// Throws InputError(option, …) when one linearisation of the layer on n queries against m keys would not
+/// fit in memory: per head the scores, the kernel, the Sinkhorn steps and a JVP/VJP temporary (3 + T n x m
+/// doubles for T Sinkhorn half-steps), plus the tokens and their images. Called before any search or Jacobian
+/// starts.
+void check_sequence_memory(const std::string& option, const ResolvedLayer& resolved, double n, double m);
+
 /// One line describing the layer and options for human output.
 std::string describe(const ResolvedLayer& resolved);
 

@@ -21,10 +21,13 @@
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
 #include "command.hpp"
+#include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -216,7 +219,7 @@ void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs
     }
   }
   out["stage_seconds"] = seconds;
-  std::cout << out.dump(2) << "\n";
+  std::cout << json_text(out) << "\n";
 }
 
 /// One labelled line: label padded to a column, value, and what the value is.
@@ -235,9 +238,9 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
             << "input   " << X.rows() << " x " << d << " (" << args.input << ")\n\n"
             << "Jacobian J = DF(X)\n";
   line("||J||_2 estimate", number(norms.two.estimate), steps.str());
-  line("||J||_2 certified lower", norms.has_two_lower ? number(norms.two_lower) : "-",
+  line("||J||_2 certified lower", norms.has_two_lower ? lower_number(norms.two_lower) : "-",
        norms.has_two_lower ? "(interval JVP at the witness)" : "(not computed: --estimate-only)");
-  line("||J||_2 certified upper", norms.has_two_upper ? number(norms.two_upper) : "-",
+  line("||J||_2 certified upper", norms.has_two_upper ? upper_number(norms.two_upper) : "-",
        norms.has_two_upper ? "(" + norms.two_upper_method + " of the dense Jacobian enclosed in " +
                                  norms.jacobian_scalar + ")"
                            : "(" + norms.two_upper_note + ")");
@@ -245,7 +248,8 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
        "(exact max row sum evaluated in double, an estimate; row i = " + std::to_string(norms.inf.index / d) +
            ", a = " + std::to_string(norms.inf.index % d) + ")");
   if (norms.has_inf_enclosure)
-    line("||J||_inf certified", "[" + number(norms.inf_lower) + ", " + number(norms.inf_upper) + "]", "");
+    line("||J||_inf certified",
+         "[" + lower_number(norms.inf_lower) + ", " + upper_number(norms.inf_upper) + "]", "");
   std::cout << "\nlocal sensitivity at eps = " << number(args.epsilon)
             << " (havens.*: derived reconstruction of Havens et al. 2024, bounds.md §6)\n";
   if (s.refusal) {
@@ -259,19 +263,22 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
   line("delta(X, eps)", number(s.delta),
        "(estimate; " + number(s.coefficients[0]) + " eps + " + number(s.coefficients[1]) + " eps^2 + " +
            number(s.coefficients[2]) + " eps^3)");
-  if (s.certified) line("delta certified upper", number(s.delta_upper), "(" + s.certified->certificate + ")");
+  if (s.certified)
+    line("delta certified upper", upper_number(s.delta_upper), "(" + s.certified->certificate + ")");
   line("naive, kernel level", number(s.naive_kernel), "(estimate)");
   line("naive, weight level", number(s.naive_weights), "(estimate)");
-  if (s.certified) line("naive, weights, certified", number(s.naive_weights_upper), "(certified upper)");
+  if (s.certified)
+    line("naive, weights, certified", upper_number(s.naive_weights_upper), "(certified upper)");
   line("gradient-norm eps*L_GN", number(args.epsilon * s.gradnorm_lipschitz), "(estimate)");
-  if (s.certified) line("gradient-norm, certified", number(s.gradnorm_upper), "(certified upper)");
+  if (s.certified) line("gradient-norm, certified", upper_number(s.gradnorm_upper), "(certified upper)");
   line("first order eps*||J||_2", number(args.epsilon * norms.two.estimate),
        "(estimate; not a bound on the change)");
   if (s.radius) {
     const std::string about =
         "(margin " + number(*args.margin) + ", readout Lipschitz " + number(args.readout_lipschitz) + ")";
     line("radius estimate", number(s.radius->radius), about);
-    if (s.radius_certified) line("radius certified", number(s.radius_certified->radius), about);
+    // A certified radius is a lower bound on the distance the prediction is safe within: rounded down.
+    if (s.radius_certified) line("radius certified", lower_number(s.radius_certified->radius), about);
   }
 }
 
@@ -284,10 +291,15 @@ void run(const LocalArgs& args, int& result) {
   if (args.margin) check_positive("--margin", *args.margin);
   if (args.estimate_only && args.certify)
     throw InputError("--estimate-only", "cannot be combined with --certify");
-  if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz >= 0))
-    throw InputError("--readout-lipschitz", "must be finite and >= 0");
+  if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz > 0))
+    throw InputError("--readout-lipschitz", "must be finite and > 0");
   const Matrix<double> X = load_tokens(args.input, "--input", resolved.layer.d);
   check_nonempty(args.input, X.rows());
+  check_sequence_memory(args.input, resolved, double(X.rows()), double(X.rows()));
+  if (const double nd = double(X.rows()) * double(X.cols()); args.certify && nd <= double(args.dense_limit))
+    // The dense interval Jacobian and its Gram matrix: two (n d)^2 MPFI intervals of two MPFR numbers each.
+    check_memory("--dense-limit", 2 * nd * nd * 2 * (32 + double(args.precision) / 8),
+                 "the dense interval Jacobian of n*d = " + std::to_string(long(nd)) + " rows");
 
   auto progress_state = std::make_shared<StderrProgress>();
   const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
@@ -304,6 +316,10 @@ void run(const LocalArgs& args, int& result) {
   options.dense_limit = args.dense_limit;
   options.progress = progress;
   const lip::LocalNormReport norms = lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
+  if (!std::isfinite(norms.two.estimate) || !std::isfinite(norms.inf.value))
+    throw InputError(args.input,
+                     "the Jacobian norms of the layer at these tokens are not finite doubles "
+                     "(the scores leave the double range): rescale the tokens or the layer");
   const Sensitivity s = sensitivity(resolved, X, args, options.spectral, progress);
   if (args.json) {
     print_json(resolved, X, args, norms, s, progress_state->seconds());
@@ -325,7 +341,8 @@ void add_local_command(CLI::App& app, int& result) {
                   "Tokens X (n x d): FILE.npy, FILE.npz[:NAME], FILE.safetensors[:NAME]")
       ->required();
   cmd->add_option("--epsilon", args->epsilon,
-                  "Radius of the Frobenius ball of perturbations for delta (default 0.1)");
+                  "Radius of the Frobenius ball of perturbations for delta (default 0.1)")
+      ->check(positive());
   cmd->add_flag("--certify", args->certify,
                 "Also certify ||J||_inf (enclosure), ||J||_2 from above (n*d <= --dense-limit) and delta");
   cmd->add_flag("--estimate-only", args->estimate_only,
@@ -333,18 +350,23 @@ void add_local_command(CLI::App& app, int& result) {
   cmd->add_option("--precision", args->precision, "Bits of every interval evaluation (>= 64, default 128)");
   cmd->add_option("--method", args->method, "Spectral method: lanczos (default) or power");
   cmd->add_option("--tolerance", args->tolerance,
-                  "Relative accuracy target of the spectral norms (default 1e-10)");
+                  "Relative accuracy target of the spectral norms (default 1e-10)")
+      ->check(finite_in(0, 1, Ends::open));
   cmd->add_option("--max-iterations", args->max_iterations, "Lanczos / power steps at most (default 500)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--dense-limit", args->dense_limit,
                   "Largest n*d for the dense certified upper bound on ||J||_2 (default 256)")
       ->check(CLI::Range(0LL, 1LL << 20));
-  cmd->add_option_function<double>(
-      "--margin", [args](double v) { args->margin = v; },
-      "Classification margin m: report the radius with sqrt(2) L delta(X, eps) < m "
-      "(havens.certified_radius)");
+  CLI::Option* margin = cmd->add_option_function<double>(
+                               "--margin", [args](double v) { args->margin = v; },
+                               "Classification margin m: report the radius with sqrt(2) L delta(X, eps) < m "
+                               "(havens.certified_radius)")
+                            ->check(positive());
   cmd->add_option("--readout-lipschitz", args->readout_lipschitz,
-                  "Lipschitz constant L of the readout from the layer output to the logits (default 1)");
+                  "Lipschitz constant L > 0 of the readout from the layer output to the logits, for --margin "
+                  "(default 1)")
+      ->check(positive())
+      ->needs(margin);
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &result] { run(*args, result); });
 }

@@ -4,6 +4,7 @@
 #include <new>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/resources.hpp>
 #include "command.hpp"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,13 @@ int main(int argc, char** argv) {
   add_measure_lipschitz_command(app, result);
   add_local_command(app, result);
   add_flow_command(app, result);
+  // Threads: the cores this process may use, or OMP_NUM_THREADS within them, until --threads says otherwise
+  // (its callback runs while the command line is parsed, before the subcommand's).
+  const regatta::ThreadSetting threads = regatta::configure_threads();
+  if (!threads.note.empty()) std::cerr << "regatta: " << threads.note << "\n";
+  for (CLI::App* sub : app.get_subcommands({}))  // flow registers its own --threads
+    if (sub->get_name() != "inspect" && sub->get_option_no_throw("--threads") == nullptr)
+      add_threads_option(sub);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -50,3 +58,20 @@ int main(int argc, char** argv) {
   }
   return result;
 }
+
+namespace regatta::cli {
+
+void add_threads_option(CLI::App* cmd) {
+  const int cores = available_cores();
+  cmd->add_option_function<int>(
+         "--threads",
+         [](int n) {
+           const ThreadSetting s = configure_threads(n);
+           if (!s.note.empty()) std::cerr << "regatta: " << s.note << "\n";
+         },
+         "Threads of the parallel computations (default: the " + std::to_string(cores) +
+             " cores this process may use)")
+      ->check(CLI::Range(1, 1 << 20));
+}
+
+}  // namespace regatta::cli

@@ -16,9 +16,11 @@
 #include <regatta/core/io/npy.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 #include "command.hpp"
+#include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
 #include "search_options.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -46,6 +48,8 @@ void run(const MeasureArgs& args, int& result) {
   s.m = args.m;
   if (args.m != 0 && s.argument == lip::MeasureArgument::self)
     throw InputError("--m", "applies to cross-attention only (--cross query|context)");
+  check_sequence_memory(args.m != 0 ? "--n/--m" : "--n", resolved, double(args.n),
+                        double(args.m != 0 ? args.m : args.n));
   if (args.radius_given) {
     check_positive("--radius", args.radius);
     s.radius = args.radius;
@@ -106,19 +110,20 @@ void run(const MeasureArgs& args, int& result) {
                                 {"denominator", b.witness.denominator},
                                 {"evaluations", b.evaluations},
                                 {"stopped_by_budget", b.stopped_by_budget},
+                                {"stopped_by_evaluations", b.stopped_by_evaluations},
                                 {"seed", args.search.seed},
                                 {"precision_bits", args.search.precision},
                                 {"note", b.note}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::cout << "layer      " << describe(resolved) << "\n"
               << "ratio of   W_" << number(s.p) << " (" << argument
               << (argument == "self" ? "-attention" : "") << "), n = " << s.n
               << ", R = " << (s.radius ? number(*s.radius) : std::string("(none)")) << "\n"
-              << "lower      " << number(b.lower) << "  (" << lower_kind
+              << "lower      " << lower_number(b.lower, b.lower_certified.has_value()) << "  (" << lower_kind
               << "; W_p(F mu, F nu) = " << number(b.witness.numerator)
               << ", W_p(mu, nu) = " << number(b.witness.denominator) << ", from " << b.witness.origin << ")\n"
-              << "upper      " << number(b.upper) << "  ("
+              << "upper      " << upper_number(b.upper, b.upper_certified.has_value()) << "  ("
               << (std::isfinite(b.upper) ? std::string(upper_kind) + ", " + b.bound_name
                                          : b.bound_name + " refused: " + b.refused)
               << ")\n"
@@ -130,7 +135,14 @@ void run(const MeasureArgs& args, int& result) {
       std::cout << "\n";
     }
     if (!b.note.empty()) std::cout << "note       " << b.note << "\n";
-    if (b.stopped_by_budget) std::cout << "search     stopped by --budget / --evaluations\n";
+    if (b.stopped_by_budget) std::cout << "search     stopped by --budget\n";
+    if (b.stopped_by_evaluations) std::cout << "search     stopped by --evaluations\n";
+  }
+  if (b.refused.empty() && !std::isfinite(b.upper)) {
+    std::cerr << "regatta: measure-lipschitz: the bound " << b.bound_name
+              << " is not a finite double (the layer's weights are too large for the double range)\n";
+    result = exit_check_failed;
+    return;
   }
   result = exit_ok;
 }
@@ -147,22 +159,24 @@ void add_measure_lipschitz_command(CLI::App& app, int& result) {
   cmd->add_option("--m", args->m, "Atoms of the shared measure in cross-attention (default: --n)")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 16));
   cmd->add_option_function<double>(
-      "--radius",
-      [args](double v) {
-        args->radius = v;
-        args->radius_given = true;
-      },
-      "Atoms (context atoms for --cross query) in the ball B_R");
+         "--radius",
+         [args](double v) {
+           args->radius = v;
+           args->radius_given = true;
+         },
+         "Atoms (context atoms for --cross query) in the ball B_R")
+      ->check(positive());
   cmd->add_option_function<double>(
-      "--query-radius",
-      [args](double v) {
-        args->query_radius = v;
-        args->query_radius_given = true;
-      },
-      "--cross context: queries in B_R' (default: --radius)");
+         "--query-radius",
+         [args](double v) {
+           args->query_radius = v;
+           args->query_radius_given = true;
+         },
+         "--cross context: queries in B_R' (default: --radius)")
+      ->check(positive());
   cmd->add_option("--cross", args->cross,
                   "Cross-attention, varying the query or the context measure (default: self-attention)");
-  cmd->add_option("--p", args->p, "Wasserstein exponent p >= 1 (default 1)")->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--p", args->p, "Wasserstein exponent p >= 1 (default 1)")->check(finite_in(1, 1e6));
   add_search_options(
       cmd, args->search, "Certify the witness ratio and the bound in interval arithmetic",
       "Ratio evaluations at most (default 4000; reproducible, unlike --budget)",

@@ -8,11 +8,14 @@
 #include <sstream>
 
 #include <regatta/core/checks.hpp>
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include "array_source.hpp"
 #include "command.hpp"
+#include "json_output.hpp"
+#include "numbers.hpp"
 #include "spec.hpp"
 
 namespace regatta::cli {
@@ -95,6 +98,11 @@ void run(const NormArgs& args, int& result) {
   cheap.allow_cholesky = false;
   const CertifiedNormBound cheap_bound = spectral_norm_upper_certified<double>(m, cheap);
   const double relative_width = bound.lower > 0 ? (bound.upper - bound.lower) / bound.lower : INFINITY;
+  // The estimate and the certified lower end are finite for every finite matrix whose norm is a double;
+  // otherwise the entries are too large for the double range: bad input, nothing printed as a result.
+  if (!std::isfinite(power.estimate) || !std::isfinite(bound.lower))
+    throw InputError(source, "the spectral norm is not a finite double (max |entry| = " +
+                                 number(m.cwiseAbs().maxCoeff(), 17) + "): rescale the matrix");
 
   if (args.json) {
     nlohmann::json out{{"source", source},
@@ -114,21 +122,28 @@ void run(const NormArgs& args, int& result) {
                                                                         : nlohmann::json(nullptr)},
                        {"gram_precision_bits", args.precision},
                        {"cholesky_attempts", bound.cholesky_attempts}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::cout << std::setprecision(17);
     std::cout << "matrix            " << source << " (" << m.rows() << " x " << m.cols() << ")\n"
               << "estimate          " << power.estimate << "   [estimate: power iteration from below, "
               << power.iterations << " iterations" << (power.converged ? ", converged" : ", NOT converged")
               << "]\n"
-              << "certified lower   " << bound.lower
+              << "certified lower   " << lower_decimal(bound.lower, 17)
               << "   [certified: interval ‖Mv‖/‖v‖ at the power vector]\n"
-              << "certified upper   " << bound.upper << "   [certified: " << bound.method
+              << "certified upper   " << upper_decimal(bound.upper, 17) << "   [certified: " << bound.method
               << (cholesky_allowed ? "" : ", Cholesky skipped: min(rows, cols) > --cholesky-limit") << "]\n"
               << std::setprecision(3) << "relative width    " << relative_width
               << "   (upper - lower) / lower\n"
-              << std::setprecision(17) << "cheap upper       " << cheap_bound.upper
+              << std::setprecision(17) << "cheap upper       " << upper_decimal(cheap_bound.upper, 17)
               << "   [certified: " << cheap_bound.method << ", for comparison]\n";
+  }
+  // A certified upper end beyond the double range bounds nothing: exit 1 with the reason.
+  if (!std::isfinite(bound.upper)) {
+    std::cerr << "regatta: norm: the certified upper bound is not a finite double (the Gram matrix of "
+              << printable(source) << " leaves the double range)\n";
+    result = exit_check_failed;
+    return;
   }
   result = exit_ok;
 }

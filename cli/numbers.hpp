@@ -7,9 +7,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 
 namespace regatta::cli {
@@ -33,13 +35,36 @@ inline std::string number(double v, int digits = 10) {
   return os.str();
 }
 
+/// A certified lower end for the tables: rounded down (core/decimal.hpp), so that the printed decimal is
+/// itself a lower bound; "none" for NaN as number().
+inline std::string lower_number(double v, int digits = 10) {
+  return std::isnan(v) ? std::string("none") : lower_decimal(v, digits);
+}
+
+/// A certified upper end: rounded up; "none" for NaN.
+inline std::string upper_number(double v, int digits = 10) {
+  return std::isnan(v) ? std::string("none") : upper_decimal(v, digits);
+}
+
+/// A lower end printed as certified (rounded down) when `certified`, as an estimate (nearest) otherwise.
+inline std::string lower_number(double v, bool certified, int digits = 10) {
+  return certified ? lower_number(v, digits) : number(v, digits);
+}
+
+/// An upper end printed as certified (rounded up) when `certified`, as an estimate (nearest) otherwise.
+inline std::string upper_number(double v, bool certified, int digits = 10) {
+  return certified ? upper_number(v, digits) : number(v, digits);
+}
+
 /// Throws InputError naming `option` when `file` is empty or its folder does not exist (checked before a
 /// long computation, so that nothing is computed for a file that cannot be written).
 inline void check_output_folder(const std::string& option, const std::string& file) {
   if (file.empty()) throw InputError(option, "needs a file name");
   const std::filesystem::path folder = std::filesystem::path(file).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder))
-    throw InputError(option, "the folder '" + folder.string() + "' does not exist");
+  std::error_code ec;  // the non-throwing overload: a name too long or a loop is bad input, not exit 3
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec))
+    throw InputError(option, "the folder " + regatta::quoted(folder.string()) + " does not exist" +
+                                 (ec ? " (" + ec.message() + ")" : std::string()));
 }
 
 }  // namespace regatta::cli

@@ -14,6 +14,7 @@
 #include <regatta/proofs/engine.hpp>
 #include <regatta/proofs/registry.hpp>
 #include "command.hpp"
+#include "json_output.hpp"
 
 namespace regatta::cli {
 
@@ -145,7 +146,7 @@ void run(const ProofsCheckArgs& args, int& result) {
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : results) out.push_back(proofs::to_json(r));
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::size_t matching = 0;
     for (const auto& r : results) matching += r.matches() ? 1 : 0;

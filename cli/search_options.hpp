@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "validate.hpp"
+
 namespace regatta::cli {
 
 struct SearchArgs {
@@ -27,7 +29,7 @@ inline void add_search_options(CLI::App* cmd, SearchArgs& args, const std::strin
   cmd->add_option("--precision", args.precision, "Bits of the interval evaluations (default 128)")
       ->check(CLI::Range(53u, 65536u));
   cmd->add_option("--budget", args.budget, "Search time limit in seconds (default 10; 0: none)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(nonnegative(1e6));
   cmd->add_option("--evaluations", args.evaluations, evaluations_help)
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
   cmd->add_option("--restarts", args.restarts, "Random starts after the structured seeds (default 4)")

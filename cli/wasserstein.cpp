@@ -15,12 +15,15 @@
 #include <string>
 
 #include <regatta/core/checks.hpp>
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/array.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/measures/sinkhorn.hpp>
 #include <regatta/measures/wasserstein.hpp>
 #include "array_source.hpp"
 #include "command.hpp"
+#include "json_output.hpp"
 
 namespace regatta::cli {
 
@@ -40,6 +43,9 @@ struct WassersteinArgs {
   bool epsilon_set = false, tolerance_set = false, max_iterations_set = false, directions_set = false,
        seed_set = false;
 };
+
+/// Most sliced directions: 10^8 one-dimensional problems already take minutes at small n; more is a typo.
+constexpr int max_directions = 100000000;
 
 /// Unit roundoff of the file's storage type: weights stored in single or half precision carry one rounding
 /// each, so they are accepted when they sum to 1 within 4 n u (and renormalised in double).
@@ -110,7 +116,9 @@ void validate(const WassersteinArgs& args) {
   if (!std::isfinite(args.tolerance) || !(args.tolerance > 0))
     throw InputError("--tolerance", "must be a finite number > 0");
   if (args.max_iterations < 1) throw InputError("--max-iterations", "must be >= 1");
-  if (args.directions < 1) throw InputError("--directions", "must be >= 1");
+  if (args.directions < 1 || args.directions > max_directions)
+    throw InputError("--directions", "must lie in [1, " + std::to_string(max_directions) + "], got " +
+                                         std::to_string(args.directions));
 }
 
 std::string fmt(double x) {
@@ -126,6 +134,24 @@ void run(const WassersteinArgs& args, int& result) {
   if (mu.dim() != nu.dim())
     throw InputError(args.b, "atoms have dimension " + std::to_string(nu.dim()) + ", " + args.a + " has " +
                                  std::to_string(mu.dim()));
+  if (args.method == "exact" || args.method == "sinkhorn") {
+    // Every cost ||x_i - y_j||^p must be a double: checked on the triangle-inequality bound first (O(n + m)),
+    // pair by pair only when that bound overflows.
+    const auto radius = [](const Matrix<double>& a) { return a.rowwise().norm().maxCoeff(); };
+    if (!std::isfinite(std::pow(radius(mu.atoms()) + radius(nu.atoms()), args.p))) {
+      double largest = 0;
+      for (Eigen::Index i = 0; i < mu.size(); ++i)
+        largest = std::max(largest, (nu.atoms().rowwise() - mu.atoms().row(i)).rowwise().norm().maxCoeff());
+      if (!std::isfinite(std::pow(largest, args.p)))
+        throw InputError(args.a + ", " + args.b + ", --p",
+                         "the cost ||x - y||^p of the farthest atoms (distance " + fmt(largest) +
+                             ") is not a finite double at p = " + fmt(args.p) +
+                             ": rescale the atoms or lower --p");
+    }
+  }
+  if (args.method == "sliced")  // the Gaussian directions are drawn at once: L x d doubles
+    check_memory("--directions", 8.0 * double(args.directions) * double(mu.dim() + 1),
+                 std::to_string(args.directions) + " directions in dimension " + std::to_string(mu.dim()));
   if (args.method == "1d" && mu.dim() != 1)
     throw InputError("--method", "1d needs one-dimensional atoms, the measures have dimension " +
                                      std::to_string(mu.dim()));
@@ -159,8 +185,10 @@ void run(const WassersteinArgs& args, int& result) {
       out["cost_upper"] = c.cost_upper;
       out["relative_width"] = c.relative_width;
       out["certified"] = c.certified;
-      human << "certified lower   " << c.lower << "   [certified: dual potentials, directed rounding]\n"
-            << "certified upper   " << c.upper << "   [certified: completed plan, directed rounding]\n"
+      human << "certified lower   " << lower_decimal(c.lower, 17)
+            << "   [certified: dual potentials, directed rounding]\n"
+            << "certified upper   " << upper_decimal(c.upper, 17)
+            << "   [certified: completed plan, directed rounding]\n"
             << std::setprecision(3) << "relative width    " << c.relative_width
             << "   (upper - lower) / upper" << (c.certified ? "" : "  -- NOT certified") << "\n"
             << std::setprecision(17);
@@ -215,8 +243,17 @@ void run(const WassersteinArgs& args, int& result) {
           << "W_p^p             " << cost << "\n";
   }
 
+  // A headline that is not a finite number is no result: the cost ||x - y||^p left the double range (large
+  // atoms or a large --p), which the input caused — exit 2 with the reason, nothing printed as a result.
+  const double headline = out["value"].get<double>(), cost = out["cost"].get<double>();
+  if (!std::isfinite(headline) || !std::isfinite(cost))
+    throw InputError(args.a + ", " + args.b + ", --p",
+                     "W_p^p = " + fmt(cost) +
+                         " is not a finite double (||x - y||^p leaves the double range "
+                         "at p = " +
+                         fmt(args.p) + "): rescale the atoms or lower --p");
   if (args.json) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     std::cout << human.str();
   }
@@ -245,7 +282,7 @@ void add_wasserstein_command(CLI::App& app, int& result) {
       "Sinkhorn: iteration budget over all ε stages (default 100000); exit 1 if it runs out");
   cmd->add_option_function<int>(
       "--directions", [args](int l) { args->directions = l, args->directions_set = true; },
-      "Sliced: number of random directions L (default 100)");
+      "Sliced: number of random directions L in [1, 1e8] (default 100)");
   cmd->add_option_function<std::uint64_t>(
       "--seed", [args](std::uint64_t s) { args->seed = s, args->seed_set = true; },
       "Sliced: seed of the directions (default 0)");

@@ -1,6 +1,8 @@
 // summary.md, index.html and report.json (see document.hpp).
 #include "document.hpp"
 
+#include "../json_output.hpp"
+
 #include <sstream>
 
 #include <regatta/core/io/json_file.hpp>
@@ -10,7 +12,7 @@ namespace regatta::cli::report {
 void publish(Section& section, OutputDir& out) {
   for (const Table& t : section.tables) {
     out.write("tables/" + t.id() + ".csv", t.csv());
-    out.write("tables/" + t.id() + ".json", t.json().dump(2) + "\n");
+    out.write("tables/" + t.id() + ".json", json_text(t.json()) + "\n");
   }
   section.rendered.clear();
   for (const Figure& f : section.figures) section.rendered.push_back(render(f, out));
@@ -216,7 +218,7 @@ void write_pages(const std::vector<Section>& sections, const ReportMeta& meta, O
   j["sections"] = secs;
   j["files"] =
       out.files();  // everything this run wrote before report.json (summary.md, index.html, tables, plots)
-  out.write("report.json", j.dump(2) + "\n");
+  out.write("report.json", json_text(j) + "\n");
 }
 
 }  // namespace regatta::cli::report

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "interrupt.hpp"
+
 namespace regatta::cli::report {
 
 Figure& Figure::add(Series s) {
@@ -31,6 +33,7 @@ int run_program(const std::vector<std::string>& argv, const std::filesystem::pat
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    restore_child_signal_mask();  // the report blocks SIGINT/SIGTERM for its watcher thread (interrupt.hpp)
     const int fd = log.empty() ? ::open("/dev/null", O_WRONLY)
                                : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
@@ -47,10 +50,15 @@ int run_program(const std::vector<std::string>& argv, const std::filesystem::pat
     ::execvp(args[0], args.data());
     ::_exit(127);
   }
+  set_running_child(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+    if (errno != EINTR) {
+      set_running_child(0);
+      return -1;
+    }
   }
+  set_running_child(0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -1,25 +1,41 @@
 #pragma once
-// The report's output directory: every file is written atomically (a temporary file in the same directory,
-// flushed, then renamed over the target: io::write_file_atomic), so a reader — or a second run — never sees a
-// half-written table, page or plot. The directory keeps a list of what this run wrote, for the summary.
+// The report's output directory. A run writes into a staging directory beside the target
+// (PARENT/.NAME.partial-PID) and commit() swaps it in with one rename at the end, so the target is always one
+// whole report of one run: an interrupted or failed run leaves the previous report (or nothing) in place,
+// never a mixture of two runs' pieces. Inside the staging directory every file is still written atomically
+// (io::write_file_atomic). While the run lasts, SIGINT, SIGTERM and SIGHUP remove the staging directory
+// (temporary files included) and end the process with exit code 128 + signal (see interrupt.hpp).
 //
 // Layout:  DIR/summary.md, DIR/index.html, DIR/report.json
 //          DIR/tables/<id>.csv, DIR/tables/<id>.json
 //          DIR/plots/<id>.svg, .png (rendered by gnuplot), .gp (the script), .dat (the data)
+//          DIR/proofs-check/ (counterexample files of section 5)
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace regatta::cli::report {
 
+class InterruptGuard;
+
 class OutputDir {
  public:
-  /// Creates `root`, root/tables and root/plots when missing. Throws InputError("--out", …) when `root` (or
-  /// one of the subdirectories) exists but is not a directory, or cannot be created or written.
-  explicit OutputDir(std::filesystem::path root);
+  /// Checks `target` (a directory to create, or an existing directory that is empty or holds a previous
+  /// report: only summary.md, index.html, report.json, tables/, plots/ and proofs-check/) and creates the
+  /// staging directory
+  /// with tables/ and plots/. Throws InputError("--out", …) otherwise, before anything is computed.
+  explicit OutputDir(std::filesystem::path target);
+  /// Removes the staging directory unless commit() ran.
+  ~OutputDir();
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
 
-  const std::filesystem::path& root() const { return root_; }
-  std::filesystem::path path(const std::string& relative) const { return root_ / relative; }
+  /// Where files are written during the run (the staging directory).
+  const std::filesystem::path& root() const { return staging_; }
+  /// Where the report ends up.
+  const std::filesystem::path& target() const { return target_; }
+  std::filesystem::path path(const std::string& relative) const { return staging_ / relative; }
 
   /// Atomically replaces root/relative with `text` and records it. Throws InputError naming the file.
   void write(const std::string& relative, const std::string& text);
@@ -29,9 +45,15 @@ class OutputDir {
   /// Files written in this run, relative to root, in order.
   const std::vector<std::string>& files() const { return files_; }
 
+  /// Replaces the target by the staging directory (an atomic exchange where the file system supports it)
+  /// and removes the previous report. Throws InputError("--out", …) when the rename fails.
+  void commit();
+
  private:
-  std::filesystem::path root_;
+  std::filesystem::path target_, staging_;
   std::vector<std::string> files_;
+  std::unique_ptr<InterruptGuard> guard_;
+  bool committed_ = false;
 };
 
 }  // namespace regatta::cli::report

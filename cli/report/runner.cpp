@@ -1,5 +1,6 @@
-// The report driver: runs the sections in order, publishes each one as soon as it is done (so an interrupted
-// run leaves complete files behind), then writes summary.md, index.html and report.json.
+// The report driver: runs the sections in order, publishes each one into the staging directory as soon as it
+// is done, writes summary.md, index.html and report.json, and swaps the staging directory in (output.hpp):
+// the target holds one run's whole report, never the pieces of two runs.
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -25,7 +26,9 @@ std::vector<Section> run_report(const ReportOptions& options, const std::string&
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   OutputDir out(options.out);
-  const Context ctx(options);
+  ReportOptions staged = options;  // sections that write files themselves (proofs-check) write into staging
+  staged.out = out.root();
+  const Context ctx(staged);
 
   struct Entry {
     int number;
@@ -73,6 +76,7 @@ std::vector<Section> run_report(const ReportOptions& options, const std::string&
   meta.user_layer = options.user ? describe(*options.user) : "";
   meta.seconds = std::chrono::duration<double>(clock::now() - start).count();
   write_pages(sections, meta, out);
+  out.commit();
   return sections;
 }
 

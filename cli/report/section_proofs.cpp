@@ -2,6 +2,8 @@
 // (proofs-check/engine.hpp) with a small fixed budget: search in double, re-evaluation in MPFR, verdict in
 // interval arithmetic. The run does not depend on the clock (a fixed number of random points and climb steps
 // per claim), so the table is reproducible from the recorded seed.
+#include <filesystem>
+
 #include <regatta/proofs/engine.hpp>
 #include <regatta/proofs/registry.hpp>
 
@@ -57,7 +59,9 @@ Section section_proofs(const Context& ctx) {
     std::string cx;
     if (r.counterexample)
       cx = std::string(r.counterexample->certified ? "certified" : "not certified") +
-           (r.counterexample->file.empty() ? "" : ", " + r.counterexample->file);
+           (r.counterexample->file.empty()  // relative to the report (written in its staging directory)
+                ? ""
+                : ", proofs-check/" + std::filesystem::path(r.counterexample->file).filename().string());
     t.add_row({r.id, proofs::to_string(r.expected), proofs::to_string(r.verdict),
                std::string(r.matches() ? "yes" : "NO"), std::string(r.certified ? "yes" : "no"), r.max_ratio,
                cx, r.seconds, r.note});

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <regatta/core/decimal.hpp>
+
 namespace regatta::cli::report {
 
 std::string to_string(Kind kind) {
@@ -47,37 +49,15 @@ std::string exact_decimal(double value) {
   return std::string(buffer, end);
 }
 
-namespace {
-
-std::string printf_g(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
-  return buffer;
-}
-
-}  // namespace
-
 std::string format_number(double value, Kind kind, int digits) {
   if (std::isnan(value)) return "n/a";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  std::string text = printf_g(value, digits);
-  if (kind != Kind::certified_upper && kind != Kind::certified_lower) return text;
-  const bool up = kind == Kind::certified_upper;
-  auto outward = [&](const std::string& s) {
-    const double shown = std::strtod(s.c_str(), nullptr);
-    return up ? shown >= value : shown <= value;
-  };
-  if (outward(text)) return text;
-  // Step the shown value by one unit of its last digit, outward, until it lies on the right side.
-  const int exponent = value == 0 ? 0 : int(std::floor(std::log10(std::fabs(value))));
-  const double unit = std::pow(10.0, exponent - digits + 1);
-  double shown = std::strtod(text.c_str(), nullptr);
-  for (int step = 0; step < 4; ++step) {
-    shown += up ? unit : -unit;
-    text = printf_g(shown, digits);
-    if (outward(text)) return text;
-  }
-  return exact_decimal(value);  // always on the right side
+  // Certified ends are converted with the directed rounding of core/decimal.hpp (MPFR, exact), so the text
+  // is itself a bound; everything else to nearest.
+  const Rounding rounding = kind == Kind::certified_upper   ? Rounding::up
+                            : kind == Kind::certified_lower ? Rounding::down
+                                                            : Rounding::nearest;
+  return to_decimal(value, digits, rounding);
 }
 
 std::string html_escape(const std::string& text) {

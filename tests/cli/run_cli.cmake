@@ -1,7 +1,8 @@
 # Runs one `regatta` command line and checks its exit code and output.
 #   -DREGATTA=path -DARGS="a;b;c" -DEXPECT_EXIT=N [-DSTDOUT_REGEX=...] [-DSTDERR_REGEX=...]
-#   [-DSTDERR_ONE_LINE=ON] [-DSTDOUT_NOT_REGEX=...]
-execute_process(COMMAND ${REGATTA} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+#   [-DSTDERR_ONE_LINE=ON] [-DSTDOUT_NOT_REGEX=...] [-DENV="NAME=value;..."]
+execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${REGATTA} ${ARGS}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT "${rc}" STREQUAL "${EXPECT_EXIT}")
   message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_EXIT}\nstdout:\n${out}\nstderr:\n${err}")
 endif()

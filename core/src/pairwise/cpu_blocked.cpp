@@ -31,6 +31,7 @@
 #include <regatta/core/detail/pairwise_blocks.hpp>
 #include <regatta/core/detail/pairwise_paths.hpp>
 #include <regatta/core/online_softmax.hpp>
+#include <regatta/core/resources.hpp>
 
 namespace regatta::pairwise::detail {
 namespace {
@@ -252,7 +253,10 @@ Result<S> reduce_blocked(const Problem<S>& projected, const Kernel& kernel, cons
              projected.features,
              kernel,
              request,
-             plan_blocks(n, m, options, omp_get_max_threads()),
+             plan_blocks(n, m, options,
+                         threads_for(double(n) * double(m) *
+                                     double(x.cols() + (projected.values ? projected.values->cols() : 0) +
+                                            (projected.features ? projected.features->cols() : 0)))),
              S(1),
              Vector<S>(),
              Vector<S>(),

@@ -20,6 +20,7 @@
 #include <regatta/core/log_sum_exp.hpp>
 #include <regatta/core/pairwise.hpp>
 #include <regatta/core/precision.hpp>
+#include <regatta/core/resources.hpp>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -192,7 +193,8 @@ Result<S> reduce_generic(const Problem<S>& projected, const Kernel& kernel, cons
 
   if constexpr (is_ieee<S>) {
     // Rows are independent. (Not for mpfr / interval: Boost keeps the default precision per thread.)
-#pragma omp parallel for schedule(dynamic, 16) if (n > 16)
+    const int threads = threads_for(double(n) * double(in.y->rows()) * double(d + e + f));
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1)
     for (Eigen::Index i = 0; i < n; ++i) reduce_row(i, in, score, kernel.mask, request, result);
   } else {
     for (Eigen::Index i = 0; i < n; ++i) reduce_row(i, in, score, kernel.mask, request, result);

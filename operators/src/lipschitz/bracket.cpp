@@ -130,6 +130,7 @@ Bracket compute_bracket(const AttentionLayer& layer, const AttentionOptions& opt
   b.all_rows = found.all_rows;
   b.evaluations = found.evaluations;
   b.stopped_by_budget = found.stopped_by_budget;
+  b.stopped_by_evaluations = found.stopped_by_evaluations;
   b.lower_estimate = found.best.value;
 
   b.lower = b.lower_estimate;

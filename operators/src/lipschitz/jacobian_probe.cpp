@@ -14,7 +14,7 @@ Matrix<double> unit_matrix(Eigen::Index n, Eigen::Index d, Eigen::Index r) {
 }
 
 Probe power_probe(const operators::Linearization<double>& lin, const Matrix<double>& start, int iterations,
-                  double tolerance) {
+                  double tolerance, const std::function<bool()>& stop) {
   Probe p;
   Matrix<double> v = start;
   double nv = v.norm();
@@ -35,6 +35,7 @@ Probe power_probe(const operators::Linearization<double>& lin, const Matrix<doub
     if (!(nv > 0) || !std::isfinite(nv)) break;
     v = w / nv;
     if (k > 0 && std::abs(sigma - previous) <= tolerance * sigma) break;
+    if (stop && stop()) break;
     previous = sigma;
   }
   // The last iterate is the better direction whenever it is evaluated: one more JVP.

@@ -4,6 +4,7 @@
 //
 // Every value returned is an ESTIMATE FROM BELOW of ‖J(X)‖ (up to double rounding): ‖J v‖_F for a unit v is
 // ≤ ‖J‖₂, and one absolute row sum is ≤ ‖J‖∞.
+#include <functional>
 #include <span>
 
 #include <regatta/core/eigen.hpp>
@@ -21,9 +22,11 @@ struct Probe {
 };
 
 /// Power iteration v ← Jᵀ J v / ‖·‖ (one JVP and one VJP per step) from `start` (any nonzero n×d), at most
-/// `iterations` steps, stopping when the relative change of ‖J v‖ is at most `tolerance`.
+/// `iterations` steps, stopping when the relative change of ‖J v‖ is at most `tolerance`, or after the first
+/// step once `stop` (polled between steps, when set) returns true — a time budget; every iterate's value is
+/// an estimate from below, so stopping early only loses accuracy.
 Probe power_probe(const operators::Linearization<double>& lin, const Matrix<double>& start, int iterations,
-                  double tolerance);
+                  double tolerance, const std::function<bool()>& stop = {});
 
 /// The largest absolute row sum among the rows of the given tokens (each token i contributes the rows
 /// i·d .. i·d + d − 1; one VJP per row).

@@ -128,6 +128,7 @@ MeasureBracket compute_measure_bracket(const AttentionLayer& layer, const Attent
   b.witness = found.best;
   b.evaluations = found.evaluations;
   b.stopped_by_budget = found.stopped_by_budget;
+  b.stopped_by_evaluations = found.stopped_by_evaluations;
   b.lower_estimate = found.best.ratio;
   b.lower = b.lower_estimate;
   b.upper = b.upper_estimate;

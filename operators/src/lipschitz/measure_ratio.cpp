@@ -140,15 +140,17 @@ class MeasureSearcher {
       }
     }
     result.evaluations = evaluations_;
-    result.stopped_by_budget = exhausted();
+    result.stopped_by_budget = time_up();
+    result.stopped_by_evaluations = capped();
     return result;
   }
 
  private:
-  bool exhausted() const {
-    if (evaluations_ >= s_.max_evaluations) return true;
+  bool capped() const { return evaluations_ >= s_.max_evaluations; }
+  bool time_up() const {
     return s_.budget_seconds > 0 && detail::seconds_now() - start_ >= s_.budget_seconds;
   }
+  bool exhausted() const { return capped() || time_up(); }
 
   void report(const std::string& origin, double value) const {
     if (s_.progress)

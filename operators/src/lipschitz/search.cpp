@@ -91,7 +91,8 @@ class Searcher {
       best = random_start(0);
       best_origin = "random 0";
     }
-    result.stopped_by_budget = exhausted();
+    result.stopped_by_budget = time_up();
+    result.stopped_by_evaluations = capped();
     result.all_rows = polish(best);
     result.best.input = best.X;
     result.best.direction = best.probe.direction;
@@ -103,10 +104,11 @@ class Searcher {
   }
 
  private:
-  bool exhausted() const {
-    if (evaluations_ >= search_.max_evaluations) return true;
+  bool capped() const { return evaluations_ >= search_.max_evaluations; }
+  bool time_up() const {
     return search_.budget_seconds > 0 && detail::seconds_now() - start_ >= search_.budget_seconds;
   }
+  bool exhausted() const { return capped() || time_up(); }
 
   void report(const std::string& origin, double value) const {
     if (search_.progress)
@@ -129,7 +131,7 @@ class Searcher {
         const bool cold = warm.size() == 0;
         const Matrix<double> start = cold ? random_direction() : warm;
         p.probe = detail::power_probe(lin, start, cold ? cold_power_iterations : warm_power_iterations,
-                                      search_power_tolerance);
+                                      search_power_tolerance, [this] { return time_up(); });
       } else {
         p.probe = detail::row_probe(lin, tokens);
       }
@@ -244,14 +246,14 @@ class Searcher {
   }
 
   /// Converged power iteration (2-norm) or every row (∞-norm, when affordable). Returns whether every row
-  /// was examined.
+  /// was examined. Once the time budget is spent the point keeps the value it was probed with.
   bool polish(Point& p) {
-    if (!p.valid()) return false;
+    if (!p.valid() || time_up()) return false;
     try {
       const operators::Linearization<double> lin = linearize(p.X);
       if (search_.norm == Norm::two) {
-        const detail::Probe q =
-            detail::power_probe(lin, p.probe.direction, polish_power_iterations, polish_power_tolerance);
+        const detail::Probe q = detail::power_probe(lin, p.probe.direction, polish_power_iterations,
+                                                    polish_power_tolerance, [this] { return time_up(); });
         if (q.value >= p.probe.value) p.probe = q;
         return false;
       }

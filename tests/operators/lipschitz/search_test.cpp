@@ -121,7 +121,8 @@ TEST(JacobianSearch, EvaluationCapIsRespected) {
   SearchOptions s = small_search(Norm::inf, 1.0, 1);
   s.max_evaluations = 5;
   const SearchResult r = search_jacobian_norm(layer, {}, 4, s);
-  EXPECT_TRUE(r.stopped_by_budget);
+  EXPECT_TRUE(r.stopped_by_evaluations);
+  EXPECT_FALSE(r.stopped_by_budget);  // no time budget was set
   // The cap is checked before each probe; a gradient (2) and the final polish (1) may follow the last check.
   EXPECT_LE(r.evaluations, s.max_evaluations + 3);
   EXPECT_GT(r.best.value, 0);

@@ -58,8 +58,9 @@ struct Bracket {
   JacobianWitness witness;
   bool all_rows = false;  ///< ∞-norm: the witness value is ‖J(X)‖∞ (every row examined)
   std::int64_t evaluations = 0;
-  bool stopped_by_budget = false;
-  std::string note;  ///< what limited the certification, if anything
+  bool stopped_by_budget = false;       ///< the time budget ended the search early
+  bool stopped_by_evaluations = false;  ///< the evaluation cap ended the search early
+  std::string note;                     ///< what limited the certification, if anything
 };
 
 /// The bracket for (layer, options) (see the file comment). Throws InputError for bad input (an invalid

@@ -78,7 +78,8 @@ struct MeasureWitness {
 struct MeasureSearchResult {
   MeasureWitness best;
   std::int64_t evaluations = 0;
-  bool stopped_by_budget = false;
+  bool stopped_by_budget = false;       ///< the time budget ended the search early
+  bool stopped_by_evaluations = false;  ///< the evaluation cap ended the search early
 };
 
 /// Runs the search (see the file comment). Throws InputError for an invalid layer or options, a causal
@@ -112,7 +113,8 @@ struct MeasureBracket {
   std::string refused;  ///< why the bound does not apply (empty when it does)
   MeasureWitness witness;
   std::int64_t evaluations = 0;
-  bool stopped_by_budget = false;
+  bool stopped_by_budget = false;       ///< the time budget ended the search early
+  bool stopped_by_evaluations = false;  ///< the evaluation cap ended the search early
   std::string note;
 };
 

@@ -95,9 +95,10 @@ struct SearchResult {
   JacobianWitness best;
   /// ∞-norm: true when every row was examined at the returned point, so best.value is ‖J(X)‖∞ there.
   bool all_rows = false;
-  std::int64_t evaluations = 0;    ///< linearisations performed
-  bool stopped_by_budget = false;  ///< the time budget or the evaluation cap ended the search early
-  std::vector<SeedValue> seeds;    ///< every seed tried, in order
+  std::int64_t evaluations = 0;         ///< linearisations performed
+  bool stopped_by_budget = false;       ///< the time budget (budget_seconds) ended the search early
+  bool stopped_by_evaluations = false;  ///< the evaluation cap (max_evaluations) ended the search early
+  std::vector<SeedValue> seeds;         ///< every seed tried, in order
 };
 
 /// Runs the search for the block (layer, options) on sequences of length n. Throws InputError for an

@@ -1,0 +1,46 @@
+#pragma once
+// The one validator of the CLI's numeric options. CLI::Range lets NaN through (every comparison with NaN is
+// false) and accepts inf when the upper end is the largest double; these validators refuse NaN and ±inf by
+// construction and state the accepted interval, so that every option means the same in every subcommand.
+// The message is CLI11's "--option: ..." line, exit 2.
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace regatta::cli {
+
+/// Which ends of the interval belong to it.
+enum class Ends { closed, open_low, open };
+
+/// A finite number in [lo, hi] (Ends::closed), (lo, hi] (Ends::open_low) or (lo, hi) (Ends::open).
+inline CLI::Validator finite_in(double lo, double hi, Ends ends = Ends::closed) {
+  std::ostringstream range;
+  range << (ends == Ends::closed ? "[" : "(") << lo << ", " << hi << (ends == Ends::open ? ")" : "]");
+  const std::string text = range.str();
+  return CLI::Validator(
+      [lo, hi, ends, text](std::string& input) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(input, v)) return "'" + input + "' is not a number";
+        if (!std::isfinite(v)) return "must be a finite number in " + text + ", got " + input;
+        const bool low_ok = ends == Ends::closed ? v >= lo : v > lo;
+        const bool high_ok = ends == Ends::open ? v < hi : v <= hi;
+        if (!low_ok || !high_ok) return "must lie in " + text + ", got " + input;
+        return {};
+      },
+      "in " + text);
+}
+
+/// The largest magnitude accepted for a length-like option (a radius, a scale): far inside the double range,
+/// so that squares and products of a few such values stay finite.
+inline constexpr double max_magnitude = 1e150;
+
+/// A finite number > 0 (at most `hi`).
+inline CLI::Validator positive(double hi = max_magnitude) { return finite_in(0, hi, Ends::open_low); }
+
+/// A finite number >= 0 (at most `hi`).
+inline CLI::Validator nonnegative(double hi = max_magnitude) { return finite_in(0, hi); }
+
+}  // namespace regatta::cli
