@@ -65,8 +65,8 @@ AttentionLayer layer_with(int biases, std::uint64_t seed) {
   return L;
 }
 
-/// The claims' point layout (proofs-check/src/claims/havens.cpp): k = {n, d, H, d_h, d_v, causal, residual,
-/// biases}; x = per head W^Q, W^K, W^V | W^O | per head b_Q, b_V; b_O | per head b_K | X | ε | U.
+/// The claims' point layout (proofs-check/src/claims/havens/havens.hpp): k = {n, d, H, d_h, d_v, causal,
+/// residual, biases}; x = per head W^Q, W^K, W^V | W^O | per head b_Q, b_V; b_O | per head b_K | X | ε | U.
 Point layer_point(const AttentionLayer& L, int biases, const AttentionOptions& o, const Mat& X) {
   Point p;
   p.k = {X.rows(), L.d, L.heads, L.head_dim, L.value_dim, o.causal ? 1L : 0L, o.residual ? 1L : 0L, biases};
