@@ -5,6 +5,9 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
@@ -263,6 +266,270 @@ void write_counterexample(const ClaimResult& r, Counterexample& c, const EngineO
   c.file = file.string();
 }
 
+/// What re-evaluating the candidates (and the growth family) found: the evidence for the verdict.
+struct Findings {
+  std::optional<Counterexample> violation;       // certified violation of an at_most part
+  std::optional<Counterexample> identity_break;  // failed identity
+  bool suspected = false;                        // uncertified violation beyond the tolerance
+  long tight_points = 0, wide_points = 0, uncertified_points = 0;
+  bool no_candidates = false;  // the search evaluated no point
+  bool growth_ok = false;      // unbounded claims: the growth family passed
+};
+
+/// The verdict and what goes with it.
+struct Decision {
+  Verdict verdict = Verdict::inconclusive;
+  bool certified = false;
+  std::optional<Counterexample> counterexample;
+  std::string note;
+};
+
+/// Re-evaluates the at_most part k at a candidate (m, iv: mpfr and interval at p bits); an uncertified excess
+/// beyond the tolerance is retried at 2p bits.
+void recheck_at_most(const Claim& claim, const Point& point, std::size_t k, const Side<mpfr>& m,
+                     const Side<interval>& iv, unsigned p, PartOutcome& o, Findings& f) {
+  const Part& part = claim.info().parts[k];
+  const double violation_tolerance = std::ldexp(1.0, -static_cast<int>(p) + violation_slack_bits);
+  const double ratio = ratio_of(static_cast<double>(m.lhs), static_cast<double>(m.rhs));
+  o.max_ratio = std::max(o.max_ratio, ratio);
+  const bool holds = upper_bound(iv.lhs) <= lower_bound(iv.rhs);
+  const bool broken = lower_bound(iv.lhs) > upper_bound(iv.rhs);
+  const interval q = iv.lhs / iv.rhs;
+  const double q_hi = lower_bound(iv.rhs) > 0 ? num::upper_double(q) : inf;
+  o.certified_ratio_upper = std::max(o.certified_ratio_upper, q_hi);
+  if (broken) {
+    Counterexample cx = make_counterexample(claim, point, part, m, iv);
+    cx.certified = true;
+    o.failed = true;
+    if (!f.violation || cx.ratio > f.violation->ratio) f.violation = cx;
+  } else if (!holds) {
+    o.certified = false;
+    const double tolerance =
+        part.accuracy_bits > 0
+            ? std::max(violation_tolerance, std::ldexp(1.0, -part.accuracy_bits + violation_slack_bits))
+            : violation_tolerance;
+    if (ratio > 1 + tolerance) {
+      // Retry at twice the precision before calling it undecided.
+      const Evaluations w = evaluate_at(claim, point, 2 * p);
+      if (w.ok && lower_bound(w.i[k].lhs) > upper_bound(w.i[k].rhs)) {
+        Counterexample cx = make_counterexample(claim, point, part, w.m[k], w.i[k]);
+        cx.certified = true;
+        o.failed = true;
+        if (!f.violation || cx.ratio > f.violation->ratio) f.violation = cx;
+      } else {
+        f.suspected = true;
+        o.failed = true;
+      }
+    } else if (ratio > 1 - tight_window) {
+      ++f.tight_points;
+    } else {
+      ++f.wide_points;
+    }
+  }
+}
+
+/// Re-evaluates the equal part k at a candidate: m at p bits, e2 the evaluations at 2p bits.
+void recheck_equal(const Claim& claim, const Point& point, std::size_t k, const Side<mpfr>& m,
+                   const Evaluations& e2, unsigned p, PartOutcome& o, Findings& f) {
+  const Part& part = claim.info().parts[k];
+  if (!e2.ok || k >= e2.m.size() || !e2.m[k].active) {
+    o.certified = false;
+    return;
+  }
+  const double err_p = relative_error(m.lhs, m.rhs);
+  double err_2p, certified_defect;
+  bool zero_in = true;
+  {
+    PrecisionGuard guard(2 * p);
+    err_2p = relative_error(e2.m[k].lhs, e2.m[k].rhs);
+    const interval diff = e2.i[k].lhs - e2.i[k].rhs;
+    zero_in = lower_bound(diff) <= 0 && upper_bound(diff) >= 0;
+    certified_defect = num::upper_double(abs(diff));
+  }
+  o.error_p = std::max(o.error_p, err_p);
+  o.error_2p = std::max(o.error_2p, err_2p);
+  const double tolerance =
+      std::ldexp(1.0, static_cast<int>(-part.precision_exponent * 2.0 * p) + part.slack_bits);
+  const bool fails = err_2p > tolerance;
+  if (part.exact) {
+    o.certified_error = std::max(o.certified_error, certified_defect);
+    if (!zero_in) {
+      o.failed = true;
+      Counterexample cx = make_counterexample(claim, point, part, e2.m[k], e2.i[k]);
+      cx.certified = true;
+      if (!f.identity_break || !f.identity_break->certified || cx.ratio > f.identity_break->ratio)
+        f.identity_break = cx;
+    }
+  } else {
+    o.certified = false;
+  }
+  if (fails && !o.failed) {
+    o.failed = true;
+    Counterexample cx = make_counterexample(claim, point, part, e2.m[k], e2.i[k]);
+    if (!f.identity_break) f.identity_break = cx;
+  }
+}
+
+/// Re-evaluates every candidate in mpfr and intervals at p bits (identities also at 2p) and completes the
+/// part outcomes of the double search.
+Findings recheck(const Claim& claim, const std::vector<Candidate>& candidates, unsigned p,
+                 std::vector<PartOutcome>& parts) {
+  const ClaimInfo& info = claim.info();
+  bool has_equal = false;
+  for (const Part& part : info.parts) has_equal |= part.kind == PartKind::equal;
+  Findings f;
+  f.no_candidates = candidates.empty();
+  for (PartOutcome& o : parts) {
+    o.max_ratio = -inf;
+    o.certified = true;
+  }
+  std::vector<bool> part_seen(info.parts.size(), false);
+  for (const Candidate& c : candidates) {
+    const Evaluations e = evaluate_at(claim, c.point, p);
+    if (!e.ok) {
+      ++f.uncertified_points;
+      continue;
+    }
+    Evaluations e2;
+    if (has_equal) e2 = evaluate_at(claim, c.point, 2 * p);
+    for (std::size_t k = 0; k < info.parts.size(); ++k) {
+      if (k >= e.m.size() || !e.m[k].active) continue;
+      if (info.parts[k].kind == PartKind::at_most) {
+        part_seen[k] = true;
+        recheck_at_most(claim, c.point, k, e.m[k], e.i[k], p, parts[k], f);
+      } else if (info.parts[k].kind == PartKind::equal) {
+        part_seen[k] = true;
+        recheck_equal(claim, c.point, k, e.m[k], e2, p, parts[k], f);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < info.parts.size(); ++k) {
+    PartOutcome& o = parts[k];
+    if (info.parts[k].kind == PartKind::growth) {
+      o.certified = false;
+      continue;
+    }
+    if (!part_seen[k]) o.certified = false;
+    if (o.max_ratio == -inf) o.max_ratio = o.max_ratio_double == -inf ? 0.0 : o.max_ratio_double;
+    if (o.max_ratio_double == -inf) o.max_ratio_double = 0.0;
+  }
+  return f;
+}
+
+/// Unbounded claims: evaluates the growth family, fills r.growth, the growth part's certification, the
+/// growth max_ratio and the note; returns whether the certified sequence increases past 10^growth_decades.
+bool check_growth(const Claim& claim, const EngineOptions& options, ClaimResult& r) {
+  const ClaimInfo& info = claim.info();
+  std::size_t gk = info.parts.size();
+  for (std::size_t k = 0; k < info.parts.size(); ++k)
+    if (info.parts[k].kind == PartKind::growth) gk = k;
+  const bool family_allowed =
+      options.families.empty() || std::find(options.families.begin(), options.families.end(),
+                                            info.growth_family) != options.families.end();
+  if (gk >= info.parts.size() || !family_allowed) {
+    r.note = "growth family '" + info.growth_family + "' not selected";
+    return false;
+  }
+  bool increasing = true;
+  double previous_upper = -inf;
+  for (Point& pt : claim.family(info.growth_family)) {
+    pt.family = info.growth_family;
+    const Evaluations e = evaluate_at(claim, pt, options.precision);
+    if (!e.ok || gk >= e.i.size() || !e.i[gk].active) continue;
+    GrowthStep step{claim.describe(pt), num::lower_double(e.i[gk].lhs), num::upper_double(e.i[gk].lhs)};
+    if (!(step.certified_lower > previous_upper)) increasing = false;
+    previous_upper = step.certified_upper;
+    r.growth.push_back(step);
+  }
+  int passed = 0;
+  for (int decade = 1; decade <= info.growth_decades; ++decade)
+    for (const GrowthStep& s : r.growth)
+      if (s.certified_lower > std::pow(10.0, decade)) {
+        ++passed;
+        break;
+      }
+  const bool growth_ok = increasing && passed == info.growth_decades && !r.growth.empty();
+  r.parts[gk].certified = growth_ok;
+  if (!r.growth.empty()) r.max_ratio = r.growth.back().certified_lower;
+  if (!growth_ok)
+    r.note = increasing ? "the growth family did not pass 10^" + std::to_string(info.growth_decades)
+                        : "the certified growth sequence is not increasing";
+  return growth_ok;
+}
+
+/// The verdict from the findings (pure): a certified violation refutes, then a broken identity; no point or
+/// an unconfirmed violation is inconclusive; otherwise the claim's kind decides, certified when every part
+/// is. `note` is the note so far (kept unless the verdict explains itself).
+Decision decide(const ClaimInfo& info, const std::vector<PartOutcome>& parts, const Findings& f, unsigned p,
+                std::string note) {
+  Decision d;
+  d.note = std::move(note);
+  bool others_certified = true;
+  for (std::size_t k = 0; k < info.parts.size(); ++k)
+    if (info.parts[k].kind != PartKind::growth && !parts[k].certified) others_certified = false;
+  if (f.violation) {
+    d.verdict = Verdict::refuted;
+    d.certified = true;
+    d.counterexample = f.violation;
+  } else if (f.identity_break) {
+    d.verdict = Verdict::refuted;
+    d.certified = f.identity_break->certified;
+    d.counterexample = f.identity_break;
+  } else if (f.no_candidates && info.kind != StatementKind::unbounded) {
+    d.verdict = Verdict::inconclusive;
+    d.certified = false;
+    d.note = "no point of the claim's domain was evaluated (families not selected or every point skipped)";
+  } else if (f.suspected) {
+    d.verdict = Verdict::inconclusive;
+    d.certified = false;
+    d.note = "a violation seen in mpfr could not be confirmed by interval arithmetic at " +
+             std::to_string(2 * p) + " bits";
+  } else {
+    switch (info.kind) {
+      case StatementKind::inequality:
+        d.verdict = Verdict::holds;
+        break;
+      case StatementKind::identity:
+        d.verdict = Verdict::identity;
+        break;
+      case StatementKind::unbounded:
+        d.verdict = f.growth_ok ? Verdict::unbounded : Verdict::inconclusive;
+        break;
+    }
+    d.certified = others_certified && (info.kind != StatementKind::unbounded || f.growth_ok) &&
+                  f.uncertified_points == 0;
+    d.certified = d.certified && f.wide_points == 0;
+    if (f.tight_points > 0 && d.note.empty())
+      d.note = std::to_string(f.tight_points) +
+               " tested point(s) at equality within rounding: not certifiable by interval arithmetic";
+    else if (f.wide_points > 0 && d.note.empty())
+      d.note =
+          std::to_string(f.wide_points) + " tested point(s) with interval enclosures too wide to certify";
+    else if (f.uncertified_points > 0 && d.note.empty())
+      d.note = std::to_string(f.uncertified_points) + " candidate(s) outside the domain at high precision";
+  }
+  return d;
+}
+
+/// The headline ratio of a bounded or refuted claim (pure): the largest lhs/rhs of the at_most parts, for
+/// identities the largest relative error at p bits, at least the counterexample's ratio when refuted.
+double summary_ratio(const ClaimInfo& info, const ClaimResult& r) {
+  double best = 0;
+  bool any = false;
+  for (std::size_t k = 0; k < info.parts.size(); ++k) {
+    const PartOutcome& o = r.parts[k];
+    if (info.kind == StatementKind::identity && info.parts[k].kind == PartKind::equal) {
+      best = any ? std::max(best, o.error_p) : o.error_p;
+      any = true;
+    } else if (info.kind != StatementKind::identity && info.parts[k].kind == PartKind::at_most) {
+      best = any ? std::max(best, o.max_ratio) : o.max_ratio;
+      any = true;
+    }
+  }
+  if (r.counterexample && r.verdict == Verdict::refuted) best = std::max(best, r.counterexample->ratio);
+  return best;
+}
+
 }  // namespace
 
 void EngineOptions::validate() const {
@@ -284,284 +551,18 @@ ClaimResult check_claim(const Claim& claim, const EngineOptions& options) {
   Search search(claim, options, r);
   search.run();
 
-  const unsigned p = options.precision;
-  bool has_equal = false;
-  for (const Part& part : info.parts) has_equal |= part.kind == PartKind::equal;
-  const double violation_tolerance = std::ldexp(1.0, -static_cast<int>(p) + violation_slack_bits);
-
-  std::optional<Counterexample> violation;       // certified violation of an at_most part
-  std::optional<Counterexample> identity_break;  // failed identity
-  bool suspected = false;                        // uncertified violation beyond the tolerance
-  long tight_points = 0, wide_points = 0, uncertified_points = 0;
-  for (PartOutcome& o : r.parts) {
-    o.max_ratio = -inf;
-    o.certified = true;
-  }
-  std::vector<bool> part_seen(info.parts.size(), false);
-
-  for (const Candidate& c : search.candidates()) {
-    const Evaluations e = evaluate_at(claim, c.point, p);
-    if (!e.ok) {
-      ++uncertified_points;
-      continue;
-    }
-    Evaluations e2;
-    if (has_equal) e2 = evaluate_at(claim, c.point, 2 * p);
-    for (std::size_t k = 0; k < info.parts.size(); ++k) {
-      const Part& part = info.parts[k];
-      PartOutcome& o = r.parts[k];
-      if (k >= e.m.size() || !e.m[k].active) continue;
-      const Side<mpfr>& m = e.m[k];
-      const Side<interval>& iv = e.i[k];
-      if (part.kind == PartKind::at_most) {
-        part_seen[k] = true;
-        const double ratio = ratio_of(static_cast<double>(m.lhs), static_cast<double>(m.rhs));
-        o.max_ratio = std::max(o.max_ratio, ratio);
-        const bool holds = upper_bound(iv.lhs) <= lower_bound(iv.rhs);
-        const bool broken = lower_bound(iv.lhs) > upper_bound(iv.rhs);
-        const interval q = iv.lhs / iv.rhs;
-        const double q_hi = lower_bound(iv.rhs) > 0 ? num::upper_double(q) : inf;
-        o.certified_ratio_upper = std::max(o.certified_ratio_upper, q_hi);
-        if (broken) {
-          Counterexample cx = make_counterexample(claim, c.point, part, m, iv);
-          cx.certified = true;
-          o.failed = true;
-          if (!violation || cx.ratio > violation->ratio) violation = cx;
-        } else if (!holds) {
-          o.certified = false;
-          const double tolerance =
-              part.accuracy_bits > 0
-                  ? std::max(violation_tolerance, std::ldexp(1.0, -part.accuracy_bits + violation_slack_bits))
-                  : violation_tolerance;
-          if (ratio > 1 + tolerance) {
-            // Retry at twice the precision before calling it undecided.
-            const Evaluations w = evaluate_at(claim, c.point, 2 * p);
-            if (w.ok && lower_bound(w.i[k].lhs) > upper_bound(w.i[k].rhs)) {
-              Counterexample cx = make_counterexample(claim, c.point, part, w.m[k], w.i[k]);
-              cx.certified = true;
-              o.failed = true;
-              if (!violation || cx.ratio > violation->ratio) violation = cx;
-            } else {
-              suspected = true;
-              o.failed = true;
-            }
-          } else if (ratio > 1 - tight_window) {
-            ++tight_points;
-          } else {
-            ++wide_points;
-          }
-        }
-      } else if (part.kind == PartKind::equal) {
-        part_seen[k] = true;
-        if (!e2.ok || k >= e2.m.size() || !e2.m[k].active) {
-          o.certified = false;
-          continue;
-        }
-        const double err_p = relative_error(m.lhs, m.rhs);
-        double err_2p, certified_defect;
-        bool zero_in = true;
-        {
-          PrecisionGuard guard(2 * p);
-          err_2p = relative_error(e2.m[k].lhs, e2.m[k].rhs);
-          const interval diff = e2.i[k].lhs - e2.i[k].rhs;
-          zero_in = lower_bound(diff) <= 0 && upper_bound(diff) >= 0;
-          certified_defect = num::upper_double(abs(diff));
-        }
-        o.error_p = std::max(o.error_p, err_p);
-        o.error_2p = std::max(o.error_2p, err_2p);
-        const double tolerance =
-            std::ldexp(1.0, static_cast<int>(-part.precision_exponent * 2.0 * p) + part.slack_bits);
-        const bool fails = err_2p > tolerance;
-        if (part.exact) {
-          o.certified_error = std::max(o.certified_error, certified_defect);
-          if (!zero_in) {
-            o.failed = true;
-            Counterexample cx = make_counterexample(claim, c.point, part, e2.m[k], e2.i[k]);
-            cx.certified = true;
-            if (!identity_break || !identity_break->certified || cx.ratio > identity_break->ratio)
-              identity_break = cx;
-          }
-        } else {
-          o.certified = false;
-        }
-        if (fails && !o.failed) {
-          o.failed = true;
-          Counterexample cx = make_counterexample(claim, c.point, part, e2.m[k], e2.i[k]);
-          if (!identity_break) identity_break = cx;
-        }
-      }
-    }
-  }
-  for (std::size_t k = 0; k < info.parts.size(); ++k) {
-    PartOutcome& o = r.parts[k];
-    if (info.parts[k].kind == PartKind::growth) {
-      o.certified = false;
-      continue;
-    }
-    if (!part_seen[k]) o.certified = false;
-    if (o.max_ratio == -inf) o.max_ratio = o.max_ratio_double == -inf ? 0.0 : o.max_ratio_double;
-    if (o.max_ratio_double == -inf) o.max_ratio_double = 0.0;
-  }
-
-  // Growth along the growth family (unbounded claims).
-  bool growth_ok = false;
-  if (info.kind == StatementKind::unbounded) {
-    std::size_t gk = info.parts.size();
-    for (std::size_t k = 0; k < info.parts.size(); ++k)
-      if (info.parts[k].kind == PartKind::growth) gk = k;
-    const bool family_allowed =
-        options.families.empty() || std::find(options.families.begin(), options.families.end(),
-                                              info.growth_family) != options.families.end();
-    if (gk < info.parts.size() && family_allowed) {
-      bool increasing = true;
-      double previous_upper = -inf;
-      for (Point& pt : claim.family(info.growth_family)) {
-        pt.family = info.growth_family;
-        const Evaluations e = evaluate_at(claim, pt, p);
-        if (!e.ok || gk >= e.i.size() || !e.i[gk].active) continue;
-        GrowthStep step{claim.describe(pt), num::lower_double(e.i[gk].lhs), num::upper_double(e.i[gk].lhs)};
-        if (!(step.certified_lower > previous_upper)) increasing = false;
-        previous_upper = step.certified_upper;
-        r.growth.push_back(step);
-      }
-      int passed = 0;
-      for (int decade = 1; decade <= info.growth_decades; ++decade)
-        for (const GrowthStep& s : r.growth)
-          if (s.certified_lower > std::pow(10.0, decade)) {
-            ++passed;
-            break;
-          }
-      growth_ok = increasing && passed == info.growth_decades && !r.growth.empty();
-      r.parts[gk].certified = growth_ok;
-      if (!r.growth.empty()) r.max_ratio = r.growth.back().certified_lower;
-      if (!growth_ok)
-        r.note = increasing ? "the growth family did not pass 10^" + std::to_string(info.growth_decades)
-                            : "the certified growth sequence is not increasing";
-    } else {
-      r.note = "growth family '" + info.growth_family + "' not selected";
-    }
-  }
-
-  // Verdict.
-  bool others_certified = true;
-  for (std::size_t k = 0; k < info.parts.size(); ++k)
-    if (info.parts[k].kind != PartKind::growth && !r.parts[k].certified) others_certified = false;
-  if (violation) {
-    r.verdict = Verdict::refuted;
-    r.certified = true;
-    r.counterexample = violation;
-  } else if (identity_break) {
-    r.verdict = Verdict::refuted;
-    r.certified = identity_break->certified;
-    r.counterexample = identity_break;
-  } else if (search.candidates().empty() && info.kind != StatementKind::unbounded) {
-    r.verdict = Verdict::inconclusive;
-    r.certified = false;
-    r.note = "no point of the claim's domain was evaluated (families not selected or every point skipped)";
-  } else if (suspected) {
-    r.verdict = Verdict::inconclusive;
-    r.certified = false;
-    r.note = "a violation seen in mpfr could not be confirmed by interval arithmetic at " +
-             std::to_string(2 * p) + " bits";
-  } else {
-    switch (info.kind) {
-      case StatementKind::inequality:
-        r.verdict = Verdict::holds;
-        break;
-      case StatementKind::identity:
-        r.verdict = Verdict::identity;
-        break;
-      case StatementKind::unbounded:
-        r.verdict = growth_ok ? Verdict::unbounded : Verdict::inconclusive;
-        break;
-    }
-    r.certified =
-        others_certified && (info.kind != StatementKind::unbounded || growth_ok) && uncertified_points == 0;
-    r.certified = r.certified && wide_points == 0;
-    if (tight_points > 0 && r.note.empty())
-      r.note = std::to_string(tight_points) +
-               " tested point(s) at equality within rounding: not certifiable by interval arithmetic";
-    else if (wide_points > 0 && r.note.empty())
-      r.note = std::to_string(wide_points) + " tested point(s) with interval enclosures too wide to certify";
-    else if (uncertified_points > 0 && r.note.empty())
-      r.note = std::to_string(uncertified_points) + " candidate(s) outside the domain at high precision";
-  }
+  Findings findings = recheck(claim, search.candidates(), options.precision, r.parts);
+  if (info.kind == StatementKind::unbounded) findings.growth_ok = check_growth(claim, options, r);
+  Decision d = decide(info, r.parts, findings, options.precision, r.note);
+  r.verdict = d.verdict;
+  r.certified = d.certified;
+  r.counterexample = std::move(d.counterexample);
+  r.note = std::move(d.note);
   if (r.counterexample) write_counterexample(r, *r.counterexample, options);
-
-  if (info.kind != StatementKind::unbounded || r.verdict == Verdict::refuted) {
-    double best = 0;
-    bool any = false;
-    for (std::size_t k = 0; k < info.parts.size(); ++k) {
-      const PartOutcome& o = r.parts[k];
-      if (info.kind == StatementKind::identity && info.parts[k].kind == PartKind::equal) {
-        best = any ? std::max(best, o.error_p) : o.error_p;
-        any = true;
-      } else if (info.kind != StatementKind::identity && info.parts[k].kind == PartKind::at_most) {
-        best = any ? std::max(best, o.max_ratio) : o.max_ratio;
-        any = true;
-      }
-    }
-    if (r.counterexample && r.verdict == Verdict::refuted) best = std::max(best, r.counterexample->ratio);
-    r.max_ratio = best;
-  }
+  if (info.kind != StatementKind::unbounded || r.verdict == Verdict::refuted)
+    r.max_ratio = summary_ratio(info, r);
   r.seconds = search.elapsed();
   return r;
-}
-
-nlohmann::json to_json(const ClaimResult& r) {
-  nlohmann::json parts = nlohmann::json::array();
-  for (const PartOutcome& o : r.parts) {
-    nlohmann::json j{
-        {"name", o.name}, {"evaluated", o.evaluated}, {"certified", o.certified}, {"failed", o.failed}};
-    if (o.kind == PartKind::at_most) {
-      j["kind"] = "at_most";
-      j["max_ratio"] = o.max_ratio;
-      j["max_ratio_double"] = o.max_ratio_double;
-      j["certified_ratio_upper"] = std::isfinite(o.certified_ratio_upper)
-                                       ? nlohmann::json(o.certified_ratio_upper)
-                                       : nlohmann::json(nullptr);
-    } else if (o.kind == PartKind::equal) {
-      j["kind"] = "equal";
-      j["error_p"] = o.error_p;
-      j["error_2p"] = o.error_2p;
-      j["certified_error"] = o.certified_error;
-    } else {
-      j["kind"] = "growth";
-    }
-    parts.push_back(j);
-  }
-  nlohmann::json cx = nullptr;
-  if (r.counterexample) {
-    const Counterexample& c = *r.counterexample;
-    cx = nlohmann::json{{"part", c.part},
-                        {"point", c.point},
-                        {"lhs", nlohmann::json::array({c.lhs_lower, c.lhs_upper})},
-                        {"rhs", nlohmann::json::array({c.rhs_lower, c.rhs_upper})},
-                        {"ratio_estimate", c.ratio},
-                        {"certified", c.certified},
-                        {"file", c.file.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.file)}};
-  }
-  nlohmann::json growth = nlohmann::json::array();
-  for (const GrowthStep& s : r.growth)
-    growth.push_back(
-        {{"point", s.point}, {"certified_lower", s.certified_lower}, {"certified_upper", s.certified_upper}});
-  return nlohmann::json{
-      {"id", r.id},
-      {"expected", to_string(r.expected)},
-      {"verdict", to_string(r.verdict)},
-      {"max_ratio", std::isfinite(r.max_ratio) ? nlohmann::json(r.max_ratio) : nlohmann::json(nullptr)},
-      {"certified", r.certified},
-      {"counterexample", cx},
-      {"matches", r.matches()},
-      {"parts", parts},
-      {"growth", growth},
-      {"points",
-       {{"family", r.family_points},
-        {"random", r.random_points},
-        {"climb", r.climb_steps},
-        {"skipped", r.skipped_points}}},
-      {"seconds", r.seconds},
-      {"note", r.note}};
 }
 
 }  // namespace regatta::proofs
