@@ -21,6 +21,7 @@ namespace regatta::measures {
 namespace detail {
 void check_exponent(double p);
 void check_same_dimension(Eigen::Index mu_dim, Eigen::Index nu_dim);
+int homogeneity_shift(const Matrix<double>& x, const Matrix<double>& y);
 }  // namespace detail
 
 namespace {
@@ -228,29 +229,81 @@ std::vector<double> support_potentials(const Matrix<double>& x, const Matrix<dou
   return u;
 }
 
-}  // namespace
+// Upper bound of the cost of completing the sub-coupling F'' (row sums <= a, column sums <= b) into a
+// coupling of the normalised weights, by the product coupling of the deficits r_i = a_i - sum_j F''_ij and
+// c_j = b_j - sum_i F''_ij (both >= 0, of equal total s = 1 - sum F''): row i of r c^T / s costs at most
+// r_i max_{j : c_j > 0} C_ij, column j at most c_j max_{i : r_i > 0} C_ij, so the completion costs at most
+// the smaller of the two sums. Deficits are bounded above (r_up_i >= r_i, and c_j > 0 only where
+// c_up_j > 0), so both sums are rigorous. A far atom of tiny weight then enters with its own tiny deficit
+// instead of the whole missing mass times the diameter of the supports.
+void completion_up(mpfr_ptr out, const Matrix<double>& x, const Matrix<double>& y, double p,
+                   const std::vector<Coupling>& entries, const std::vector<std::unique_ptr<Real>>& mass,
+                   const std::vector<double>& a_hi, const std::vector<double>& b_hi) {
+  const Index n = x.rows(), m = y.rows(), d = x.cols();
+  auto deficits = [&](bool rows, const std::vector<double>& hi) {
+    const Index count = rows ? n : m;
+    std::vector<std::unique_ptr<Real>> sum;
+    sum.reserve(std::size_t(count));
+    for (Index k = 0; k < count; ++k) sum.push_back(std::make_unique<Real>(sum_bits));
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      mpfr_add(*sum[std::size_t(rows ? entries[e].i : entries[e].j)],
+               *sum[std::size_t(rows ? entries[e].i : entries[e].j)], *mass[e], MPFR_RNDD);
+    std::vector<double> up(static_cast<std::size_t>(count), 0.0);
+    Real t(sum_bits);
+    for (Index k = 0; k < count; ++k) {
+      if (hi[std::size_t(k)] == 0) continue;  // zero weight: no mass in or out, deficit exactly 0
+      mpfr_d_sub(t, hi[std::size_t(k)], *sum[std::size_t(k)], MPFR_RNDU);
+      up[std::size_t(k)] = std::max(0.0, mpfr_get_d(t, MPFR_RNDU));
+    }
+    return up;
+  };
+  const std::vector<double> r = deficits(true, a_hi), c = deficits(false, b_hi);
+  std::vector<double> row_max(static_cast<std::size_t>(n), 0.0), col_max(static_cast<std::size_t>(m), 0.0);
+  {
+    CostScratch w(p);
+    Real cost(pair_bits);
+    for (Index i = 0; i < n; ++i)
+      for (Index j = 0; j < m; ++j) {
+        if (r[std::size_t(i)] == 0 || c[std::size_t(j)] == 0)
+          continue;  // the product coupling has no mass here
+        pair_cost(cost, x.row(i).data(), y.row(j).data(), d, p, false, w);
+        const double hi = mpfr_get_d(cost, MPFR_RNDU);
+        row_max[std::size_t(i)] = std::max(row_max[std::size_t(i)], hi);
+        col_max[std::size_t(j)] = std::max(col_max[std::size_t(j)], hi);
+      }
+  }
+  Real by_rows(sum_bits), by_cols(sum_bits), t(sum_bits);
+  for (Index i = 0; i < n; ++i) {
+    mpfr_set_d(t, r[std::size_t(i)], MPFR_RNDN);
+    mpfr_mul_d(t, t, row_max[std::size_t(i)], MPFR_RNDU);
+    mpfr_add(by_rows, by_rows, t, MPFR_RNDU);
+  }
+  for (Index j = 0; j < m; ++j) {
+    mpfr_set_d(t, c[std::size_t(j)], MPFR_RNDN);
+    mpfr_mul_d(t, t, col_max[std::size_t(j)], MPFR_RNDU);
+    mpfr_add(by_cols, by_cols, t, MPFR_RNDU);
+  }
+  mpfr_min(out, by_rows, by_cols, MPFR_RNDU);
+}
 
-CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
-                                     double p, const TransportPlan& plan, bool improve) {
-  detail::check_exponent(p);
-  detail::check_same_dimension(mu.dim(), nu.dim());
-  const Index n = mu.size(), m = nu.size(), d = mu.dim();
-  check_plan(plan, n, m);
-  const Matrix<double>& x = mu.atoms();
-  const Matrix<double>& y = nu.atoms();
+// Certified lower_cost <= W_p^p(mu, nu) <= upper_cost for atoms x, y (exact doubles) and weights a, b, from
+// the plan's entries and u, a candidate potential (any values).
+void bracket_of(const Matrix<double>& x, const Matrix<double>& y, const Vector<double>& a,
+                const Vector<double>& b, double p, const TransportPlan& plan, const std::vector<double>& u,
+                bool improve, Real& lower_cost, Real& upper_cost) {
+  const Index n = x.rows(), m = y.rows(), d = x.cols();
   std::vector<double> a_lo, a_hi, b_lo, b_hi;
-  normalised_weights(mu.weights(), a_lo, a_hi);
-  normalised_weights(nu.weights(), b_lo, b_hi);
+  normalised_weights(a, a_lo, a_hi);
+  normalised_weights(b, b_lo, b_hi);
 
   // ---- lower bound (§7.4): potentials f, g = their c-transform rounded down, optionally f improved
   // --------- Any f gives a valid bound. Two candidates, the larger bound kept: plan.u, and potentials
   // rebuilt from the plan's entries on the supports (u_i + v_j = C_ij along them). The rebuilt ones matter
   // when the solver's potentials carry the cost scale of far zero-weight atoms: then W_p^p far below that
   // scale would lose its relative accuracy to the rounding of potentials of magnitude 1.
-  Real lower_cost(sum_bits), candidate(sum_bits);
+  Real candidate(sum_bits);
   mpfr_set_inf(lower_cost, -1);
-  for (std::vector<double> f : {std::vector<double>(plan.u.data(), plan.u.data() + n),
-                                support_potentials(x, y, p, plan, a_hi, b_hi)}) {
+  for (std::vector<double> f : {u, support_potentials(x, y, p, plan, a_hi, b_hi)}) {
     centre_on_support(f, a_hi);
     const std::vector<double> g = c_transform_down(x, y, p, f, a_hi);
     if (improve) {
@@ -299,7 +352,8 @@ CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const Di
   };
   scale_down(true);
   scale_down(false);
-  Real transported(sum_bits), upper_cost(sum_bits), c_hi(sum_bits);
+  Real transported(sum_bits), c_hi(sum_bits);
+  mpfr_set_zero(upper_cost, 1);
   {
     CostScratch w(p);
     for (std::size_t e = 0; e < k_entries; ++e) {
@@ -312,29 +366,74 @@ CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const Di
   Real missing(sum_bits);  // s = up(1 - down(sum F''))
   mpfr_sub(missing, one, transported, MPFR_RNDU);
   if (mpfr_sgn(static_cast<mpfr_srcptr>(missing)) > 0) {
-    // The completion moves mass between atoms of positive weight only, at a cost of at most
-    // (max ||x_i - c|| + max ||y_j - c||)^p over those atoms, for the centre c = mean of mu's atoms.
+    // Two valid completions, the cheaper bound kept: the missing mass moved across the supports, at a cost of
+    // at most (max ||x_i - c|| + max ||y_j - c||)^p for the centre c = mean of mu's atoms (O(n + m)); and the
+    // product coupling of the deficits (completion_up, O(nm)).
     const Eigen::RowVectorXd centre = x.colwise().mean();
-    Real rx(sum_bits), ry(sum_bits), s_half(sum_bits);
+    Real rx(sum_bits), ry(sum_bits), s_half(sum_bits), by_deficits(sum_bits);
     radius_up(rx, x, a_hi, centre);
     radius_up(ry, y, b_hi, centre);
     mpfr_add(rx, rx, ry, MPFR_RNDU);
     mpfr_set_d(s_half, p, MPFR_RNDN);
     mpfr_pow(rx, rx, s_half, MPFR_RNDU);
     mpfr_mul(t, missing, rx, MPFR_RNDU);
+    completion_up(by_deficits, x, y, p, plan.entries, storage, a_hi, b_hi);
+    mpfr_min(t, t, by_deficits, MPFR_RNDU);
     mpfr_add(upper_cost, upper_cost, t, MPFR_RNDU);
   }
+}
 
-  // ---- report (§7.5) -----------------------------------------------------------------------------------
+}  // namespace
+
+CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
+                                     double p, const TransportPlan& plan, bool improve) {
+  detail::check_exponent(p);
+  detail::check_same_dimension(mu.dim(), nu.dim());
+  const Index n = mu.size(), m = nu.size();
+  check_plan(plan, n, m);
+  // W_p(2^k mu, 2^k nu) = 2^k W_p(mu, nu), exactly representable: bracket the scaled problem, where the
+  // costs neither underflow nor overflow, and divide its ends by 2^k (wasserstein.cpp, homogeneity_shift).
+  const int shift = detail::homogeneity_shift(mu.atoms(), nu.atoms());
+  const Matrix<double> x = shift ? Matrix<double>(mu.atoms() * std::ldexp(1.0, shift)) : mu.atoms();
+  const Matrix<double> y = shift ? Matrix<double>(nu.atoms() * std::ldexp(1.0, shift)) : nu.atoms();
+  // The solver's potentials scale like the costs (2^(shift p)); any values are a valid candidate.
+  std::vector<double> u(plan.u.data(), plan.u.data() + n);
+  const double cost_scale = std::pow(2.0, double(shift) * p);
+  for (double& v : u) v = std::isfinite(v * cost_scale) ? v * cost_scale : 0.0;
+
+  Real lower_cost(sum_bits), upper_cost(sum_bits);
+  bracket_of(x, y, mu.weights(), nu.weights(), p, plan, u, improve, lower_cost, upper_cost);
+
+  // ---- report (§7.5), undoing the scaling: W = W_scaled 2^-shift (exact in MPFR), W^p = W^p_scaled
+  // 2^(-shift p), with 2^(-shift p) rounded in the safe direction when shift p is not an integer.
   CertifiedBracket out;
-  Real lo(sum_bits), hi(sum_bits), zero(sum_bits);
-  out.cost_lower = mpfr_get_d(lower_cost, MPFR_RNDD);
-  out.cost_upper = mpfr_get_d(upper_cost, MPFR_RNDU);
+  Real lo(sum_bits), hi(sum_bits), zero(sum_bits), q(sum_bits);
   mpfr_max(q, lower_cost, zero, MPFR_RNDD);
   root_p(lo, q, p, MPFR_RNDD);
   root_p(hi, upper_cost, p, MPFR_RNDU);
+  mpfr_div_2si(lo, lo, shift, MPFR_RNDD);
+  mpfr_div_2si(hi, hi, shift, MPFR_RNDU);
   out.lower = mpfr_get_d(lo, MPFR_RNDD);
   out.upper = mpfr_get_d(hi, MPFR_RNDU);
+  const double scaled_exponent = double(shift) * p;
+  if (scaled_exponent == std::floor(scaled_exponent) && std::abs(scaled_exponent) < 1e9) {
+    mpfr_div_2si(lower_cost, lower_cost, long(scaled_exponent), MPFR_RNDD);
+    mpfr_div_2si(upper_cost, upper_cost, long(scaled_exponent), MPFR_RNDU);
+  } else {  // divide by up(2^(shift p)) for the lower end (when positive) and by down(2^(shift p)) for the
+            // upper
+    Real f_lo(sum_bits), f_hi(sum_bits), e_lo(sum_bits), e_hi(sum_bits);
+    mpfr_set_si(e_lo, shift, MPFR_RNDN);
+    mpfr_mul_d(e_lo, e_lo, p, MPFR_RNDD);
+    mpfr_set_si(e_hi, shift, MPFR_RNDN);
+    mpfr_mul_d(e_hi, e_hi, p, MPFR_RNDU);
+    mpfr_exp2(f_lo, e_lo, MPFR_RNDD);
+    mpfr_exp2(f_hi, e_hi, MPFR_RNDU);
+    mpfr_div(lower_cost, lower_cost, mpfr_sgn(static_cast<mpfr_srcptr>(lower_cost)) >= 0 ? f_hi : f_lo,
+             MPFR_RNDD);
+    mpfr_div(upper_cost, upper_cost, f_lo, MPFR_RNDU);
+  }
+  out.cost_lower = mpfr_get_d(lower_cost, MPFR_RNDD);
+  out.cost_upper = mpfr_get_d(upper_cost, MPFR_RNDU);
   out.certified =
       std::isfinite(out.lower) && std::isfinite(out.upper) && mpfr_lessequal_p(lower_cost, upper_cost);
   if (out.upper > 0)

@@ -18,6 +18,27 @@ void check_same_dimension(Eigen::Index mu_dim, Eigen::Index nu_dim) {
   if (mu_dim != nu_dim)
     throw InputError("nu", "has dimension " + std::to_string(nu_dim) + ", mu has " + std::to_string(mu_dim));
 }
+
+// The power of two k that brings the largest coordinate magnitude of both supports into [1/2, 1), when every
+// coordinate survives the round trip x 2^k 2^-k exactly; 0 otherwise (no scaling). W_p is homogeneous,
+// W_p(2^k mu, 2^k nu) = 2^k W_p(mu, nu), so the solver and the certified bracket work on the scaled
+// supports, where the costs ||x - y||^p neither underflow (coordinates of 1e-160, or distances of 1e-110
+// at p = 3, whose W_p^p is below the smallest double) nor overflow, and divide by 2^k at the end.
+int homogeneity_shift(const Matrix<double>& x, const Matrix<double>& y) {
+  const double big =
+      std::max(x.size() ? x.cwiseAbs().maxCoeff() : 0.0, y.size() ? y.cwiseAbs().maxCoeff() : 0.0);
+  if (!(big > 0) || !std::isfinite(big)) return 0;
+  int e = 0;
+  std::frexp(big, &e);  // big = f 2^e with f in [1/2, 1)
+  const int shift = -e;
+  if (shift == 0) return 0;
+  auto exact = [shift](const Matrix<double>& z) {
+    for (Eigen::Index k = 0; k < z.size(); ++k)
+      if (std::ldexp(std::ldexp(z.data()[k], shift), -shift) != z.data()[k]) return false;
+    return true;
+  };
+  return exact(x) && exact(y) ? shift : 0;
+}
 }  // namespace detail
 
 namespace {
@@ -57,20 +78,38 @@ WassersteinResult wasserstein_exact(const DiscreteMeasure<double>& mu, const Dis
   detail::check_exponent(p);
   detail::check_same_dimension(mu.dim(), nu.dim());
   WassersteinResult r;
+  // Solved on the supports scaled by 2^shift (homogeneity_shift): costs in range, the same optimal plan.
+  const int shift = detail::homogeneity_shift(mu.atoms(), nu.atoms());
+  const double factor = std::ldexp(1.0, shift);
+  const Matrix<double> x = shift ? Matrix<double>(mu.atoms() * factor) : mu.atoms();
+  const Matrix<double> y = shift ? Matrix<double>(nu.atoms() * factor) : nu.atoms();
   const std::int64_t pairs = std::int64_t(mu.size()) * nu.size();
   if (pairs <= dense_cost_limit) {
     Matrix<double> c(mu.size(), nu.size());
     for (Eigen::Index i = 0; i < mu.size(); ++i)
       for (Eigen::Index j = 0; j < nu.size(); ++j) {
-        const double s = (mu.atoms().row(i) - nu.atoms().row(j)).squaredNorm();
+        const double s = (x.row(i) - y.row(j)).squaredNorm();
         c(i, j) = p == 2 ? s : p == 1 ? std::sqrt(s) : std::pow(s, p / 2);
       }
     r.plan = network_simplex(mu.weights(), nu.weights(), c, options);
   } else {
-    r.plan = network_simplex(mu.weights(), nu.weights(), mu.atoms(), nu.atoms(), p, options);
+    r.plan = network_simplex(mu.weights(), nu.weights(), x, y, p, options);
+  }
+  // Back to the original scale: W_p divides by 2^shift (exact unless it leaves the double range), W_p^p and
+  // the potentials by 2^(shift p).
+  r.value = std::ldexp(std::pow(std::max(r.plan.cost, 0.0), 1 / p), -shift);
+  if (shift) {
+    const double cost_factor = std::pow(2.0, -double(shift) * p);
+    r.plan.cost *= cost_factor;  // inf when W_p^p itself exceeds the double range (W_p may not)
+    // Potentials that leave the double range become 0: any finite potentials are valid input to
+    // certify_wasserstein, which rebuilds its own on the scaled supports.
+    for (Eigen::VectorXd* pot : {&r.plan.u, &r.plan.v})
+      for (Eigen::Index k = 0; k < pot->size(); ++k) {
+        const double v = (*pot)(k)*cost_factor;
+        (*pot)(k) = std::isfinite(v) ? v : 0.0;
+      }
   }
   r.cost = r.plan.cost;
-  r.value = std::pow(std::max(r.cost, 0.0), 1 / p);
   r.status = r.plan.status;
   return r;
 }

@@ -214,6 +214,64 @@ TEST(Wasserstein, CertifiedBracketStaysTightForNearbyMeasuresWithFarZeroWeightAt
     }
 }
 
+// W_p is homogeneous: supports scaled by an exact power of two 2^k have W_p scaled by 2^k. Where the costs
+// of the scaled supports leave the double range (W_p^p of 1e-330 at coordinates of 1e-110 and p = 3, or
+// coordinates of 1e-160), the bracket must still be as tight as on the unscaled supports: the two
+// computations (tiny supports, and O(1) supports divided by 2^k afterwards) must overlap and both be narrow.
+TEST(Wasserstein, CertifiedBracketIsScaleInvariantForTinySupports) {
+  for (int k : {-365, -531, 400}) {
+    for (double p : {1.0, 2.0, 3.0}) {
+      const auto mu = random_measure(12, 2, 40), nu = random_measure(9, 2, 41);
+      const DiscreteMeasure<double> mu_k(Matrix<double>(mu.atoms() * std::ldexp(1.0, k)), mu.weights());
+      const DiscreteMeasure<double> nu_k(Matrix<double>(nu.atoms() * std::ldexp(1.0, k)), nu.weights());
+      const WassersteinResult w = wasserstein_exact(mu, nu, p), w_k = wasserstein_exact(mu_k, nu_k, p);
+      EXPECT_NEAR(w_k.value, std::ldexp(w.value, k), 1e-13 * std::ldexp(w.value, k))
+          << "k " << k << " p " << p;
+      const CertifiedBracket br = certify_wasserstein(mu, nu, p, w.plan, true);
+      const CertifiedBracket br_k = certify_wasserstein(mu_k, nu_k, p, w_k.plan, true);
+      ASSERT_TRUE(br.certified && br_k.certified) << "k " << k << " p " << p;
+      EXPECT_GT(br_k.lower, 0) << "k " << k << " p " << p;
+      EXPECT_LE(br_k.lower, std::ldexp(br.upper, k)) << "k " << k << " p " << p;
+      EXPECT_GE(br_k.upper, std::ldexp(br.lower, k)) << "k " << k << " p " << p;
+      EXPECT_LE(br_k.relative_width, 1e-10) << "k " << k << " p " << p;
+    }
+  }
+  // Two atoms 3e-110 apart (the distance itself is W_p for every p): exact reference.
+  Matrix<double> x(1, 1), y(1, 1);
+  x << 0.0;
+  y << 3e-110;
+  const DiscreteMeasure<double> a = DiscreteMeasure<double>::empirical(x),
+                                b = DiscreteMeasure<double>::empirical(y);
+  const WassersteinResult w = wasserstein_exact(a, b, 3.0);
+  EXPECT_EQ(w.value, 3e-110);
+  const CertifiedBracket br = certify_wasserstein(a, b, 3.0, w.plan, true);
+  ASSERT_TRUE(br.certified);
+  EXPECT_LE(br.lower, 3e-110);
+  EXPECT_GE(br.upper, 3e-110);
+  EXPECT_LE(br.relative_width, 1e-14);
+}
+
+// A far atom of subnormal weight: the completion of the rounded plan must charge that atom its own (tiny)
+// deficit, not the whole missing mass times the diameter. mu = (1 - w) d_0 + w d_{1e100}, nu = d_{1/2}, p =
+// 2: W_2^2 = (1 - w)/4 + w (1e100 - 1/2)^2, with w = 2^-1074 a positive subnormal: 1/4 + 4.9e-124, i.e. W_2 =
+// 1/2 to double precision.
+TEST(Wasserstein, CertifiedBracketWithAFarAtomOfSubnormalWeight) {
+  Matrix<double> x(2, 1), y(1, 1);
+  x << 0.0, 1e100;
+  y << 0.5;
+  Vector<double> a(2), b(1);
+  a << 1.0, std::numeric_limits<double>::denorm_min();
+  b << 1.0;
+  const DiscreteMeasure<double> mu(x, a), nu(y, b);
+  const WassersteinResult w = wasserstein_exact(mu, nu, 2.0);
+  const CertifiedBracket br = certify_wasserstein(mu, nu, 2.0, w.plan, true);
+  ASSERT_TRUE(br.certified);
+  EXPECT_LE(br.lower, 0.5);
+  EXPECT_GE(br.upper, 0.5);
+  EXPECT_LE(br.upper, 0.5 * (1 + 1e-12));
+  EXPECT_GE(br.lower, 0.5 * (1 - 1e-12));
+}
+
 TEST(Wasserstein, CertifiedBracketInHigherDimensionAndForAPoorPlan) {
   const auto mu = random_measure(60, 3, 11), nu = random_measure(70, 3, 12, true);
   for (double p : {1.0, 2.0, 1.5}) {
