@@ -2,8 +2,9 @@
 # The README's second command: install what is missing, build with tests (and benchmarks, so that they keep
 # compiling), run every test with ctest, install into a scratch prefix and build the consumer project under
 # tests/buildsystem/ against it, then rebuild and rerun the whole suite under AddressSanitizer (+ UBSan on the
-# file readers and the CLI).
-# REGATTA_SKIP_SANITIZE=1 skips the sanitizer pass (it roughly doubles the time).
+# file readers and the CLI) with the library's assertions enabled (no NDEBUG: the only pass in which they run),
+# and finally a short libFuzzer run of every parser (scripts/fuzz-smoke.sh).
+# REGATTA_SKIP_SANITIZE=1 skips the sanitizer pass (it roughly doubles the time); REGATTA_SKIP_FUZZ=1 the fuzzing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${REGATTA_BUILD_DIR:-$root/build}
@@ -27,9 +28,15 @@ if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
   echo "== the same suite under AddressSanitizer (+ UndefinedBehaviorSanitizer on the file readers and the CLI) =="
   # No debug info (stack traces still name functions); -O0 except for the numerical libraries, which
   # CMakeLists.txt builds at -O1 under REGATTA_SANITIZE: the fastest build whose tests still run quickly.
+  # Without NDEBUG, so regatta's own assert()s run; Eigen's internal index checks stay off (EIGEN_NO_DEBUG),
+  # which would multiply the run time of the -O1 kernels.
   REGATTA_BUILD_DIR="$build-sanitize" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF
+    "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DEIGEN_NO_DEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF
   (cd "$build-sanitize" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$jobs")
+fi
+if [[ "${REGATTA_SKIP_FUZZ:-0}" != 1 ]]; then
+  echo "== fuzz smoke: every parser under libFuzzer for a few seconds =="
+  FUZZ_BUILD_DIR="$build-fuzz" FUZZ_SECONDS=${FUZZ_SECONDS:-8} "$root/scripts/fuzz-smoke.sh"
 fi
 echo "all tests passed"
