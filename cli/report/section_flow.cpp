@@ -28,7 +28,8 @@ struct Run {
 /// Orthographic view from (1, 1, 1)/√3: the front and back hemispheres as two point series.
 void add_particles(Figure& fig, const Matrix<double>& X) {
   const Eigen::Vector3d view = Eigen::Vector3d(1, 1, 1).normalized();
-  const Eigen::Vector3d e1 = Eigen::Vector3d(1, -1, 0).normalized(), e2 = Eigen::Vector3d(1, 1, -2).normalized();  // view × e1
+  const Eigen::Vector3d e1 = Eigen::Vector3d(1, -1, 0).normalized(),
+                        e2 = Eigen::Vector3d(1, 1, -2).normalized();  // view × e1
   Series front{"front hemisphere", Kind::estimate, {}, {}, false, true, 0};
   Series back{"back hemisphere", Kind::estimate, {}, {}, false, true, 7};
   for (Eigen::Index i = 0; i < X.rows(); ++i) {

@@ -79,7 +79,9 @@ struct ReductionOps<interval> {
 template <>
 struct ReductionOps<interval64> {
   static bool is_nan(const interval64& x) { return x.is_nan(); }
-  static bool is_neg_inf(const interval64& x) { return x.upper() == -std::numeric_limits<double>::infinity(); }
+  static bool is_neg_inf(const interval64& x) {
+    return x.upper() == -std::numeric_limits<double>::infinity();
+  }
   static bool is_pos_inf(const interval64& x) { return x.upper() == std::numeric_limits<double>::infinity(); }
   static interval64 pivot(const interval64& x) { return interval64(x.upper()); }
   static bool greater(const interval64& a, const interval64& b) { return a.upper() > b.upper(); }
