@@ -272,16 +272,7 @@ SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const
   const SinkhornResult<S> cross = sinkhorn(mu, nu, p, options);
   const SinkhornResult<S> self_mu = sinkhorn_symmetric(mu, p, options);
   const SinkhornResult<S> self_nu = sinkhorn_symmetric(nu, p, options);
-  SinkhornDivergenceResult d;
-  d.cross = cross.objective;
-  d.self_mu = self_mu.objective;
-  d.self_nu = self_nu.objective;
-  d.value = d.cross - 0.5 * d.self_mu - 0.5 * d.self_nu;
-  d.iterations = cross.iterations + self_mu.iterations + self_nu.iterations;
-  d.marginal_error = std::max({cross.marginal_error, self_mu.marginal_error, self_nu.marginal_error});
-  d.status = cross.converged() && self_mu.converged() && self_nu.converged() ? SinkhornStatus::converged
-                                                                             : SinkhornStatus::max_iterations;
-  return d;
+  return divergence_from(cross, self_mu, self_nu);
 }
 
 #define REGATTA_INSTANTIATE_SINKHORN(S)                                                                \

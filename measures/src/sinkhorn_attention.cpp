@@ -345,16 +345,7 @@ SinkhornDivergenceResult sinkhorn_divergence_sq_euclidean(const DiscreteMeasure<
   const SinkhornResult<double> cross = sinkhorn_sq_euclidean(mu, nu, options);
   const SinkhornResult<double> self_mu = sinkhorn_sq_euclidean_symmetric(mu, options);
   const SinkhornResult<double> self_nu = sinkhorn_sq_euclidean_symmetric(nu, options);
-  SinkhornDivergenceResult d;
-  d.cross = cross.objective;
-  d.self_mu = self_mu.objective;
-  d.self_nu = self_nu.objective;
-  d.value = d.cross - 0.5 * d.self_mu - 0.5 * d.self_nu;
-  d.iterations = cross.iterations + self_mu.iterations + self_nu.iterations;
-  d.marginal_error = std::max({cross.marginal_error, self_mu.marginal_error, self_nu.marginal_error});
-  d.status = cross.converged() && self_mu.converged() && self_nu.converged() ? SinkhornStatus::converged
-                                                                             : SinkhornStatus::max_iterations;
-  return d;
+  return divergence_from(cross, self_mu, self_nu);
 }
 
 }  // namespace regatta::measures

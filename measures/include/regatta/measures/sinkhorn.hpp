@@ -35,6 +35,7 @@
 // Inputs: measures of the same dimension, p ≥ 1, ε > 0 finite, scaling in (0, 1), tolerance > 0,
 // max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu").
 // Instantiated for float and double (float: the tolerance must stay above ~n·eps(float)).
+#include <algorithm>
 #include <cstdint>
 
 #include <regatta/core/pairwise.hpp>
@@ -95,6 +96,22 @@ struct SinkhornDivergenceResult {
   double marginal_error = 0;                               ///< the largest of the three
   bool converged() const { return status == SinkhornStatus::converged; }
 };
+
+/// The divergence from its three solves (cross, mu with itself, nu with itself), whichever solver ran them.
+template <class S>
+SinkhornDivergenceResult divergence_from(const SinkhornResult<S>& cross, const SinkhornResult<S>& self_mu,
+                                         const SinkhornResult<S>& self_nu) {
+  SinkhornDivergenceResult d;
+  d.cross = cross.objective;
+  d.self_mu = self_mu.objective;
+  d.self_nu = self_nu.objective;
+  d.value = d.cross - 0.5 * d.self_mu - 0.5 * d.self_nu;
+  d.iterations = cross.iterations + self_mu.iterations + self_nu.iterations;
+  d.marginal_error = std::max({cross.marginal_error, self_mu.marginal_error, self_nu.marginal_error});
+  d.status = cross.converged() && self_mu.converged() && self_nu.converged() ? SinkhornStatus::converged
+                                                                             : SinkhornStatus::max_iterations;
+  return d;
+}
 
 /// Debiased Sinkhorn divergence (transport.md §5). S_ε ≥ 0 with equality iff mu = nu for p ∈ {1, 2} on
 /// bounded supports; a computed negative value (rounding, non-convergence) is returned as is, never clamped.
