@@ -76,8 +76,9 @@ def main():
         pre = int(z["prenorm"])
         if pre:
             args += ["--prenorm", "layernorm" if pre == 1 else "rmsnorm", "--norm-eps", str(float(z["norm_eps"]))]
-        if str(z["layer_prefix"]) not in ("", "[]"):
-            args += ["--prefix", str(z["layer_prefix"])]
+        prefix = "".join(chr(int(c)) for c in z["layer_prefix"])  # stored as character codes
+        if prefix:
+            args += ["--prefix", prefix]
         rows.append((os.path.basename(f), args, np.linalg.norm(z["input"]), np.linalg.norm(z["jacobian"], 2)))
     with tempfile.TemporaryDirectory() as tmp:
         tokens, X = vit_tokens(tmp)
