@@ -247,10 +247,10 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
     const char *weight, *bias, *out, *out_bias;
     bool conv1d;
   };
-  const Fused fused_layouts[] = {{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", false},
-                                 {"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", false},
-                                 {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
-                                  "attn.c_proj.bias", true}};
+  const Fused fused_layouts[] = {
+      {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", false},
+      {"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", false},
+      {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias", true}};
   const Fused* fused = nullptr;
   const io::Array* in_proj = nullptr;
   for (const Fused& f : fused_layouts)
@@ -261,14 +261,16 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
   if (fused) {
     const bool t = fused->conv1d;
     if (in_proj->shape.size() != 2)
-      throw InputError(in_proj->source, "has shape " + io::shape_repr(in_proj->shape) + ", expected a matrix");
+      throw InputError(in_proj->source,
+                       "has shape " + io::shape_repr(in_proj->shape) + ", expected a matrix");
     const Eigen::Index rows = Eigen::Index(in_proj->shape[t ? 1 : 0]);
     if (rows % 3 != 0 || rows == 0)
-      throw InputError(in_proj->source, "has shape " + io::shape_repr(in_proj->shape) + ", expected " +
-                                            (t ? "(embed_dim, 3·embed_dim) (Conv1D)" : "(3·embed_dim, embed_dim)"));
+      throw InputError(in_proj->source,
+                       "has shape " + io::shape_repr(in_proj->shape) + ", expected " +
+                           (t ? "(embed_dim, 3·embed_dim) (Conv1D)" : "(3·embed_dim, embed_dim)"));
     const Eigen::Index e = rows / 3, d = Eigen::Index(in_proj->shape[t ? 0 : 1]);
-    const Matrix<double> W = t ? Matrix<double>(matrix_of(*in_proj, d, 3 * e).transpose())
-                               : matrix_of(*in_proj, 3 * e, d);
+    const Matrix<double> W =
+        t ? Matrix<double>(matrix_of(*in_proj, d, 3 * e).transpose()) : matrix_of(*in_proj, 3 * e, d);
     Wq = W.topRows(e);
     Wk = W.middleRows(e, e);
     Wv = W.bottomRows(e);
@@ -293,21 +295,51 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
       naming = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
                 "q_proj.bias",   "k_proj.bias",   "v_proj.bias",   "o_proj.bias"};
     else
-      throw InputError(file + ":" + prefix + "in_proj_weight",
-                       "missing tensor (no in_proj_weight, attn.qkv.weight, attn.c_attn.weight, q_proj_weight, "
-                       "query.weight or q_proj.weight)");
+      throw InputError(
+          file + ":" + prefix + "in_proj_weight",
+          "missing tensor (no in_proj_weight, attn.qkv.weight, attn.c_attn.weight, q_proj_weight, "
+          "query.weight or q_proj.weight)");
     const io::Array& q = set.require(naming.q);
     const Eigen::Index e = rows_of_2d(q), d = Eigen::Index(q.shape[1]);
     Wq = matrix_of(q, e, d);
-    Wk = matrix_of(set.require(naming.k), e, d);
+    const io::Array& k = set.require(naming.k);
     const io::Array& v = set.require(naming.v);
-    const Eigen::Index ev = rows_of_2d(v);
-    Wv = matrix_of(v, ev, d);
+    const Eigen::Index ek = rows_of_2d(k), ev_stored = rows_of_2d(v);
+    // Grouped-query attention (LLaMA, Mistral): k_proj and v_proj hold kv_heads < heads heads, and query
+    // head h reads key/value head h / (heads / kv_heads). Repeating each key/value head over its group gives
+    // the same map as an ordinary multi-head layer (Hugging Face's repeat_kv), which is what is stored.
+    Eigen::Index group = 1;
+    if (ek != e) {
+      const bool divides =
+          e % heads == 0 && ek > 0 && ek % (e / heads) == 0 && heads % (ek / (e / heads)) == 0;
+      if (!divides || ev_stored % (ek / (e / heads)) != 0)
+        throw InputError(k.source, "has " + std::to_string(ek) + " rows and " + naming.q + " has " +
+                                       std::to_string(e) + ": not grouped-query attention with " +
+                                       std::to_string(heads) + " query heads (expected a multiple of " +
+                                       std::to_string(e % heads == 0 ? e / heads : e) +
+                                       " rows dividing the query width)");
+      group = heads / (ek / (e / heads));
+    }
+    const auto repeat_groups = [group](const Matrix<double>& W, Eigen::Index head_rows) {
+      if (group == 1) return W;
+      Matrix<double> out(W.rows() * group, W.cols());
+      for (Eigen::Index g = 0; g < W.rows() / head_rows; ++g)
+        for (Eigen::Index r = 0; r < group; ++r)
+          out.middleRows((g * group + r) * head_rows, head_rows) = W.middleRows(g * head_rows, head_rows);
+      return out;
+    };
+    const Eigen::Index kv_heads = heads / group;
+    Wk = repeat_groups(matrix_of(k, ek, d), ek / kv_heads);
+    Wv = repeat_groups(matrix_of(v, ev_stored, d), ev_stored / kv_heads);
+    const Eigen::Index ev = Wv.rows();
     Wo = matrix_of(set.require(naming.o), d, ev);
+    const auto repeat_bias = [&](const Vector<double>& b, Eigen::Index rows) {
+      return Vector<double>(repeat_groups(Matrix<double>(b), rows / kv_heads));
+    };
     if (!naming.qb.empty()) {
       if (const io::Array* b = set.find(naming.qb)) bq = vector_of(*b, e);
-      if (const io::Array* b = set.find(naming.kb)) bk = vector_of(*b, e);
-      if (const io::Array* b = set.find(naming.vb)) bv = vector_of(*b, ev);
+      if (const io::Array* b = set.find(naming.kb)) bk = repeat_bias(vector_of(*b, ek), ek);
+      if (const io::Array* b = set.find(naming.vb)) bv = repeat_bias(vector_of(*b, ev_stored), ev_stored);
     } else if (const io::Array* b = set.find("in_proj_bias")) {
       const Vector<double> bias = vector_of(*b, 2 * e + ev);
       bq = bias.head(e);

@@ -20,15 +20,16 @@ const std::string data = std::string(REGATTA_TEST_DATA_DIR) + "/layouts/";
 /// float64 torch and regatta round differently, so 16 × 100 u covers both.
 const double forward_tolerance = testing::rounding_bound<double>(16, 100);
 
-void expect_matches_torch(const std::string& file, const std::string& prefix, double eps, bool causal) {
+void expect_matches_torch(const std::string& file, const std::string& prefix, double eps, bool causal,
+                          Prenorm prenorm = Prenorm::layernorm) {
   const auto arrays = io::read_npz(data + file);
   const Matrix<double> X = arrays.at("input").matrix(), Y = arrays.at("output").matrix();
   AttentionLayer layer = load_layer(data + file, 2, AttentionKind::dot, prefix);
   ASSERT_EQ(layer.norm_gamma.size(), 8) << "the pre-norm weight must be read from the file";
-  ASSERT_EQ(layer.norm_beta.size(), 8);
+  if (prenorm == Prenorm::layernorm) ASSERT_EQ(layer.norm_beta.size(), 8);
   layer.norm_eps = eps;
   AttentionOptions options;
-  options.prenorm = Prenorm::layernorm;
+  options.prenorm = prenorm;
   options.residual = true;
   options.causal = causal;
   const Matrix<double> F = attend(layer, X, options);
@@ -45,6 +46,14 @@ TEST(LayerLayouts, TimmVitBlockMatchesTorch) {
 
 TEST(LayerLayouts, Gpt2Conv1dBlockMatchesTorch) {
   expect_matches_torch("gpt2_block.npz", "h.0.", 1e-5, true);
+}
+
+TEST(LayerLayouts, LlamaGroupedQueryAttentionMatchesTorch) {
+  expect_matches_torch("llama_gqa_block.npz", "layers.0.", 1e-6, true, Prenorm::rmsnorm);
+  const AttentionLayer layer = load_layer(data + "llama_gqa_block.npz", 2, AttentionKind::dot, "layers.0.");
+  EXPECT_EQ(layer.WK[0], layer.WK[1]);  // one key head shared by both query heads
+  // 3 query heads do not divide the query width 8, so the key width 4 cannot be a whole number of heads.
+  EXPECT_THROW(load_layer(data + "llama_gqa_block.npz", 3, AttentionKind::dot, "layers.0."), InputError);
 }
 
 TEST(LayerLayouts, AmbiguousOrMissingTensorsNameTheFile) {

@@ -16,6 +16,11 @@ their outputs computed here in torch the way the published model code computes t
                              softmax(q k^T / sqrt(d/H)) v, h.0.attn.c_proj (Conv1D d x d).
                              Also h.0.ln_2 and h.0.mlp.c_proj (present in real files, not used).
 
+  llama_gqa_block.npz        Hugging Face LlamaDecoderLayer attention without rotary embeddings:
+                             layers.0.input_layernorm (RMSNorm, eps 1e-6), q_proj (2 heads), k_proj and
+                             v_proj with ONE key/value head (grouped-query attention, repeat_kv), o_proj,
+                             causal; no biases.
+
 Every tensor is float64, drawn from numpy's PCG64 with a fixed seed, so re-running rewrites the same values.
 Each file also holds `input` (n x d) and `output` (n x d).
 """
@@ -83,8 +88,32 @@ def gpt2(rng):
     return t
 
 
+def llama_gqa(rng):
+    kv = 1  # grouped-query attention: one key/value head shared by both query heads
+    hd = D // H
+    t = {
+        "layers.0.input_layernorm.weight": 1 + 0.2 * rng.standard_normal(D),
+        "layers.0.self_attn.q_proj.weight": rng.standard_normal((D, D)) / np.sqrt(D),
+        "layers.0.self_attn.k_proj.weight": rng.standard_normal((kv * hd, D)) / np.sqrt(D),
+        "layers.0.self_attn.v_proj.weight": rng.standard_normal((kv * hd, D)) / np.sqrt(D),
+        "layers.0.self_attn.o_proj.weight": rng.standard_normal((D, D)) / np.sqrt(D),
+        "layers.0.post_attention_layernorm.weight": 1 + 0.2 * rng.standard_normal(D),
+    }
+    x = torch.tensor(rng.standard_normal((N, D)))
+    T = {k: torch.tensor(v) for k, v in t.items()}
+    g = T["layers.0.input_layernorm.weight"]
+    z = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g  # LlamaRMSNorm
+    q = z @ T["layers.0.self_attn.q_proj.weight"].T
+    k = (z @ T["layers.0.self_attn.k_proj.weight"].T).repeat(1, H // kv)  # repeat_kv for kv = 1
+    v = (z @ T["layers.0.self_attn.v_proj.weight"].T).repeat(1, H // kv)
+    y = x + attention(q, k, v, True) @ T["layers.0.self_attn.o_proj.weight"].T
+    t["input"], t["output"] = x.numpy(), y.numpy()
+    return t
+
+
 def main():
-    for name, make, seed in (("timm_vit_block", timm, 101), ("gpt2_block", gpt2, 102)):
+    for name, make, seed in (("timm_vit_block", timm, 101), ("gpt2_block", gpt2, 102),
+                             ("llama_gqa_block", llama_gqa, 103)):
         np.savez(os.path.join(HERE, name + ".npz"), **make(np.random.default_rng(seed)))
 
 

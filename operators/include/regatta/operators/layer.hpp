@@ -65,7 +65,11 @@ AttentionLayer random_layer(const RandomLayerSpec& spec);
 ///   PyTorch nn.MultiheadAttention: in_proj_weight (3E×d) [+ in_proj_bias], or q_proj_weight, k_proj_weight,
 ///     v_proj_weight; out_proj.weight (d×E) [+ out_proj.bias]
 ///   Hugging Face BERT: query|key|value.weight [+ .bias], output.dense.weight [+ .bias]
-///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]
+///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]; grouped-query attention (k_proj, v_proj
+///     with kv_heads < heads heads) is expanded by repeating each key/value head over its group (the same
+///     map); rotary position embeddings are not modelled
+///   timm ViT: attn.qkv.weight (3E×d, rows q|k|v) [+ bias], attn.proj.weight [+ bias]
+///   GPT-2: attn.c_attn.weight (Conv1D, d×3E) [+ bias], attn.c_proj.weight (E×d) [+ bias]
 /// Linear weights are out×in, so WQ[h] = (W_q[h·d_h:(h+1)·d_h, :])ᵀ, WO = out_proj.weightᵀ.
 /// Pre-norm weights, when present under the prefix, fill norm_gamma / norm_beta: norm.weight|bias
 /// (PyTorch), norm1.* (timm), ln_1.* (GPT-2), input_layernorm.* / attention_norm.* (LLaMA); two of them
