@@ -64,6 +64,9 @@ void add_layer_options(CLI::App* cmd, LayerArgs& args) {
       "--norm-eps", [&args](double v) { args.norm_eps = v; },
       "Epsilon of --prenorm (default 1e-5, PyTorch's; timm ViT uses 1e-6); gamma and beta come from the "
       "layer file when it has them");
+  cmd->add_flag(
+      "--no-out-proj", args.no_out_proj,
+      "The layer has no output projection: W^O = I (the attention map alone; needs heads*head_dim = d)");
   cmd->add_flag("--allow-untied-l2", args.allow_untied_l2,
                 "Run --kind l2 with WK != WQ (outside the hypotheses of the L2 theorem)");
 }
@@ -75,7 +78,9 @@ ResolvedLayer resolve_layer(const LayerArgs& args) {
   ResolvedLayer r;
   if (!args.layer.empty()) {
     if (args.heads <= 0) throw InputError("--heads", "required with --layer (number of attention heads)");
-    r.layer = operators::load_layer(args.layer, args.heads, kind, args.prefix);
+    r.layer = operators::load_layer(
+        args.layer, args.heads, kind, args.prefix,
+        args.no_out_proj ? operators::OutputProjection::identity : operators::OutputProjection::from_file);
     r.source = args.layer + (args.prefix.empty() ? "" : " prefix '" + args.prefix + "'");
   } else {
     if (!args.prefix.empty()) throw InputError("--prefix", "applies to --layer only");
@@ -88,6 +93,14 @@ ResolvedLayer resolve_layer(const LayerArgs& args) {
        << " biases=" << spec.biases;
     r.source = os.str();
   }
+  if (args.no_out_proj && args.layer.empty()) {
+    if (r.layer.heads * r.layer.value_dim != r.layer.d)
+      throw InputError("--no-out-proj", "W^O = I needs heads*value_dim = d, got " +
+                                            std::to_string(r.layer.heads * r.layer.value_dim) +
+                                            " and d = " + std::to_string(r.layer.d));
+    r.layer.WO = Matrix<double>::Identity(r.layer.d, r.layer.d);
+  }
+  r.no_out_proj = args.no_out_proj;
   r.options.causal = args.causal;
   r.options.residual = args.residual;
   r.options.allow_untied_l2 = args.allow_untied_l2;
@@ -129,6 +142,7 @@ std::string describe(const ResolvedLayer& r) {
   os << r.source << " (" << operators::to_string(r.layer.kind) << ", d=" << r.layer.d
      << ", heads=" << r.layer.heads << ", head_dim=" << r.layer.head_dim
      << ", value_dim=" << r.layer.value_dim << ")";
+  if (r.no_out_proj) os << ", no output projection (W^O = I)";
   if (r.options.causal) os << ", causal";
   if (r.options.residual) os << ", residual";
   if (r.options.prenorm != operators::Prenorm::none) {

@@ -24,6 +24,7 @@ struct LayerArgs {
   int sinkhorn = 1;
   bool allow_untied_l2 = false;
   std::optional<double> norm_eps;  ///< --norm-eps (unset: the layer's default, PyTorch's 1e-5)
+  bool no_out_proj = false;        ///< --no-out-proj: W^O = I (the file has no output projection)
 };
 
 /// The layer and its options after parsing and loading; `source` describes where it came from.
@@ -31,6 +32,7 @@ struct ResolvedLayer {
   operators::AttentionLayer layer;
   operators::AttentionOptions options;
   std::string source;
+  bool no_out_proj = false;  ///< W^O = I by --no-out-proj
 };
 
 /// Registers the shared layer options on `cmd`.

@@ -222,10 +222,24 @@ struct Naming {
   std::string q, k, v, o, qb, kb, vb, ob;
 };
 
+/// The output projection tensor, or nullptr for W^O = I (OutputProjection::identity, which needs the
+/// concatenated head width to equal d and the file to have no projection under `role`).
+const io::Array* output_projection(const TensorSet& set, const std::string& role, OutputProjection output,
+                                   Eigen::Index width, Eigen::Index d) {
+  if (output == OutputProjection::from_file) return &set.require(role);
+  if (const io::Array* out = set.find(role))
+    throw InputError(out->source, "is an output projection, but the layer was asked to have none (W^O = I)");
+  if (width != d)
+    throw InputError("output projection", "W^O = I needs the concatenated head width " +
+                                              std::to_string(width) +
+                                              " to equal the token dimension d = " + std::to_string(d));
+  return nullptr;
+}
+
 }  // namespace
 
 AttentionLayer load_layer(const std::filesystem::path& path, int heads, AttentionKind kind,
-                          const std::string& prefix) {
+                          const std::string& prefix, OutputProjection output) {
   const std::string file = path.string();
   if (heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(heads));
   const std::string ext = path.extension().string();
@@ -280,8 +294,10 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
       bk = bias.segment(e, e);
       bv = bias.tail(e);
     }
-    const io::Array& out = set.require(fused->out);
-    Wo = t ? Matrix<double>(matrix_of(out, e, d).transpose()) : matrix_of(out, d, e);
+    if (const io::Array* out = output_projection(set, fused->out, output, e, d))
+      Wo = t ? Matrix<double>(matrix_of(*out, e, d).transpose()) : matrix_of(*out, d, e);
+    else
+      Wo = Matrix<double>::Identity(d, e);
     if (const io::Array* b = set.find(fused->out_bias)) bo = vector_of(*b, d);
   } else {
     Naming naming;
@@ -332,7 +348,10 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
     Wk = repeat_groups(matrix_of(k, ek, d), ek / kv_heads);
     Wv = repeat_groups(matrix_of(v, ev_stored, d), ev_stored / kv_heads);
     const Eigen::Index ev = Wv.rows();
-    Wo = matrix_of(set.require(naming.o), d, ev);
+    if (const io::Array* out = output_projection(set, naming.o, output, ev, d))
+      Wo = matrix_of(*out, d, ev);
+    else
+      Wo = Matrix<double>::Identity(d, ev);
     const auto repeat_bias = [&](const Vector<double>& b, Eigen::Index rows) {
       return Vector<double>(repeat_groups(Matrix<double>(b), rows / kv_heads));
     };

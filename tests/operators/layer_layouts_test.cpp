@@ -56,6 +56,20 @@ TEST(LayerLayouts, LlamaGroupedQueryAttentionMatchesTorch) {
   EXPECT_THROW(load_layer(data + "llama_gqa_block.npz", 3, AttentionKind::dot, "layers.0."), InputError);
 }
 
+TEST(LayerLayouts, NoOutputProjectionIsTheIdentityWhenAskedAndAnErrorOtherwise) {
+  const std::string file = data + "mha_no_out_proj.npz";
+  const auto arrays = io::read_npz(file);
+  const AttentionLayer layer = load_layer(file, 2, AttentionKind::dot, "", OutputProjection::identity);
+  const Matrix<double> Y = arrays.at("output").matrix();
+  EXPECT_LE((attend(layer, arrays.at("input").matrix()) - Y).cwiseAbs().maxCoeff(),
+            forward_tolerance * (1 + Y.cwiseAbs().maxCoeff()));
+  EXPECT_THROW(load_layer(file, 2), InputError);  // the projection is missing and was not waived
+  // A file with an output projection cannot be read as one without.
+  EXPECT_THROW(
+      load_layer(data + "timm_vit_block.npz", 2, AttentionKind::dot, "blocks.0.", OutputProjection::identity),
+      InputError);
+}
+
 TEST(LayerLayouts, AmbiguousOrMissingTensorsNameTheFile) {
   // Heads that do not divide the width, and a prefix with no tensors, are one-line errors naming the file.
   try {

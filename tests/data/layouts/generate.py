@@ -21,6 +21,9 @@ their outputs computed here in torch the way the published model code computes t
                              v_proj with ONE key/value head (grouped-query attention, repeat_kv), o_proj,
                              causal; no biases.
 
+  mha_no_out_proj.npz        nn.MultiheadAttention's in_proj only (no out_proj tensors): the output computed
+                             by the module with out_proj set to the identity and a zero bias.
+
 Every tensor is float64, drawn from numpy's PCG64 with a fixed seed, so re-running rewrites the same values.
 Each file also holds `input` (n x d) and `output` (n x d).
 """
@@ -111,9 +114,27 @@ def llama_gqa(rng):
     return t
 
 
+def mha_no_out_proj(rng):
+    t = {
+        "in_proj_weight": rng.standard_normal((3 * D, D)) / np.sqrt(D),
+        "in_proj_bias": 0.1 * rng.standard_normal(3 * D),
+    }
+    mha = torch.nn.MultiheadAttention(D, H, bias=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.tensor(t["in_proj_weight"]))
+        mha.in_proj_bias.copy_(torch.tensor(t["in_proj_bias"]))
+        mha.out_proj.weight.copy_(torch.eye(D))  # the attention map alone: W^O = I, no output bias
+        mha.out_proj.bias.zero_()
+    mha.eval()
+    x = torch.tensor(rng.standard_normal((N, D)))
+    y = mha(x[:, None], x[:, None], x[:, None], need_weights=False)[0][:, 0]
+    t["input"], t["output"] = x.numpy(), y.detach().numpy()
+    return t
+
+
 def main():
     for name, make, seed in (("timm_vit_block", timm, 101), ("gpt2_block", gpt2, 102),
-                             ("llama_gqa_block", llama_gqa, 103)):
+                             ("llama_gqa_block", llama_gqa, 103), ("mha_no_out_proj", mha_no_out_proj, 104)):
         np.savez(os.path.join(HERE, name + ".npz"), **make(np.random.default_rng(seed)))
 
 

@@ -65,7 +65,8 @@ AttentionLayer random_layer(const RandomLayerSpec& spec);
 ///   PyTorch nn.MultiheadAttention: in_proj_weight (3E×d) [+ in_proj_bias], or q_proj_weight, k_proj_weight,
 ///     v_proj_weight; out_proj.weight (d×E) [+ out_proj.bias]
 ///   Hugging Face BERT: query|key|value.weight [+ .bias], output.dense.weight [+ .bias]
-///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]; grouped-query attention (k_proj, v_proj
+///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]; grouped-query attention (k_proj,
+///   v_proj
 ///     with kv_heads < heads heads) is expanded by repeating each key/value head over its group (the same
 ///     map); rotary position embeddings are not modelled
 ///   timm ViT: attn.qkv.weight (3E×d, rows q|k|v) [+ bias], attn.proj.weight [+ bias]
@@ -76,8 +77,13 @@ AttentionLayer random_layer(const RandomLayerSpec& spec);
 /// throw (ambiguous). norm_eps stays at its default (the file does not say it).
 /// Every missing, ambiguous, ill-shaped or non-finite tensor, heads not dividing the projection width, and
 /// an unknown extension throw InputError naming the file and the tensor.
+/// Where W^O comes from: the file (the layouts above), or nowhere: W^O = I, the attention map alone (the
+/// setting of Castin et al.), which needs heads·value_dim = d and a file without an output projection.
+enum class OutputProjection { from_file, identity };
+
 AttentionLayer load_layer(const std::filesystem::path& path, int heads,
-                          AttentionKind kind = AttentionKind::dot, const std::string& prefix = "");
+                          AttentionKind kind = AttentionKind::dot, const std::string& prefix = "",
+                          OutputProjection output = OutputProjection::from_file);
 
 std::string to_string(AttentionKind kind);
 /// "dot" or "l2"; anything else throws InputError naming `subject`.
