@@ -594,6 +594,7 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
     // enclosure is not finite or too wide (dense_jacobian_width_limit). interval64 endpoints convert to MPFI
     // exactly (≥ 64 bits), so the Cholesky below certifies whichever enclosure was kept.
     Matrix<interval> J;
+    std::optional<CertifiedNormBound> fast_bound;  // spectral_norm_upper_fast of the interval64 Jacobian
     {
       const Matrix<interval64> fast =
           structured
@@ -611,6 +612,10 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
       if (finite && width <= dense_jacobian_width_limit * scale) {
         J = matrix_cast<interval>(fast);
         out.jacobian_scalar = "interval64";
+        // The binary64 certificate first; the 106-bit MPFI one below only when it fell back to a norm
+        // product (its Cholesky failed), where the MPFI enclosure may still certify a tight θ.
+        fast_bound = spectral_norm_upper_fast(fast);
+        if (fast_bound->method != "binary64-cholesky") fast_bound.reset();
       } else {
         J = structured ? block_dense_jacobian<interval>(layer, options, X, local.progress)
                        : operators::dense_jacobian(ilin);
@@ -624,7 +629,7 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
     out.inf_upper = upper_double(inf.value);
     out.has_inf_enclosure = true;
     report(local.progress, "certified upper bound (interval Cholesky)", 0, 1);
-    const CertifiedNormBound bound = spectral_norm_upper_certified<interval>(J);
+    const CertifiedNormBound bound = fast_bound ? *fast_bound : spectral_norm_upper_certified<interval>(J);
     report(local.progress, "certified upper bound (interval Cholesky)", 1, 1);
     out.two_upper = bound.upper;
     out.two_lower = std::max(out.two_lower, bound.lower);
