@@ -579,12 +579,15 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   }
   PrecisionGuard guard(local.precision_bits);
   report(local.progress, "certified lower bound (interval JVP)", 0, 1);
-  const Block<interval> iblock(layer, options);
-  // The MPFI linearisation only where it is needed (a non-finite interval64 lower bound, or the MPFI
-  // fallbacks below): at BERT size it costs minutes, the interval64 one seconds.
+  // The MPFI block and linearisation only where they are needed (a non-finite interval64 lower bound, or
+  // the MPFI fallbacks below): at BERT size they cost minutes, the interval64 ones seconds.
+  std::optional<Block<interval>> iblock;
   std::optional<Linearization<interval>> ilin_storage;
   const auto ilin_get = [&]() -> const Linearization<interval>& {
-    if (!ilin_storage) ilin_storage.emplace(iblock.linearize(cast<interval>(X)));
+    if (!ilin_storage) {
+      iblock.emplace(layer, options);
+      ilin_storage.emplace(iblock->linearize(cast<interval>(X)));
+    }
     return *ilin_storage;
   };
   {
