@@ -173,6 +173,19 @@ TEST_F(SpectralNormFast, IntervalBoxBoundsEveryMember) {
   }
 }
 
+TEST_F(SpectralNormFast, BoxCentredAtZeroIsBoundedByItsRadius) {
+  // Midpoint 0: the estimate is 0, no Cholesky runs, and the bound comes from the radius and the fallback.
+  const Matrix<double> M = gaussian(9, 13, 40);
+  Matrix<interval64> B(M.rows(), M.cols());
+  for (Eigen::Index i = 0; i < M.rows(); ++i)
+    for (Eigen::Index j = 0; j < M.cols(); ++j)
+      B(i, j) = interval64::hull(-std::fabs(M(i, j)), std::fabs(M(i, j)));
+  const CertifiedNormBound fast = spectral_norm_upper_fast(B);
+  EXPECT_GE(mpfr(fast.upper), reference(Matrix<double>(M.cwiseAbs())));  // |M| is a member (a corner)
+  for (int k = 0; k < members_per_box; ++k) EXPECT_GE(mpfr(fast.upper), reference(member(B, 200 + k)));
+  EXPECT_EQ(fast.lower, 0.0);
+}
+
 TEST_F(SpectralNormFast, NonFiniteEntriesAreInputErrors) {
   Matrix<double> M = gaussian(4, 5, 30);
   M(1, 2) = std::numeric_limits<double>::quiet_NaN();
