@@ -586,9 +586,28 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   }
   PrecisionGuard guard(local.precision_bits);
   report(local.progress, "certified lower bound (interval JVP)", 0, 1);
-  const Block<interval> iblock(layer, options);
-  const Linearization<interval> ilin = iblock.linearize(cast<interval>(X));
-  out.two_lower = std::max(0.0, lower_double(jacobian_ratio_enclosure(ilin, out.two.witness)));
+  // The MPFI block and linearisation only where they are needed (a non-finite interval64 lower bound, or
+  // the MPFI fallbacks below): at BERT size they cost minutes, the interval64 ones seconds.
+  std::optional<Block<interval>> iblock;
+  std::optional<Linearization<interval>> ilin_storage;
+  const auto ilin_get = [&]() -> const Linearization<interval>& {
+    if (!ilin_storage) {
+      iblock.emplace(layer, options);
+      ilin_storage.emplace(iblock->linearize(cast<interval>(X)));
+    }
+    return *ilin_storage;
+  };
+  {
+    // ‖J w‖_F/‖w‖_F enclosed in interval64 (outward rounded, so its lower end is certified as well).
+    const Matrix<double>& w = out.two.witness;
+    const Linearization<interval64> flin = Block<interval64>(layer, options).linearize(cast<interval64>(X));
+    const Matrix<interval64> wi = cast<interval64>(w);
+    const interval64 ratio = frobenius<interval64>(flin.jvp(wi)) / frobenius<interval64>(wi);
+    if (isfinite(ratio) && ratio.lower() >= 0 && w.cwiseAbs().maxCoeff() > 0)
+      out.two_lower = std::max(0.0, ratio.lower());
+    else
+      out.two_lower = std::max(0.0, lower_double(jacobian_ratio_enclosure(ilin_get(), w)));
+  }
   out.has_two_lower = true;
   report(local.progress, "certified lower bound (interval JVP)", 1, 1);
 
@@ -601,6 +620,7 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
     // enclosure is not finite or too wide (dense_jacobian_width_limit). interval64 endpoints convert to MPFI
     // exactly (≥ 64 bits), so the Cholesky below certifies whichever enclosure was kept.
     Matrix<interval> J;
+    std::optional<CertifiedNormBound> fast_bound;  // spectral_norm_upper_fast of the interval64 Jacobian
     {
       const Matrix<interval64> fast =
           structured
@@ -618,9 +638,13 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
       if (finite && width <= dense_jacobian_width_limit * scale) {
         J = matrix_cast<interval>(fast);
         out.jacobian_scalar = "interval64";
+        // The binary64 certificate first; the 106-bit MPFI one below only when it fell back to a norm
+        // product (its Cholesky failed), where the MPFI enclosure may still certify a tight θ.
+        fast_bound = spectral_norm_upper_fast(fast);
+        if (fast_bound->method != "binary64-cholesky") fast_bound.reset();
       } else {
         J = structured ? block_dense_jacobian<interval>(layer, options, X, local.progress)
-                       : operators::dense_jacobian(ilin);
+                       : operators::dense_jacobian(ilin_get());
         out.jacobian_scalar = "interval (MPFI, " + std::to_string(local.precision_bits) + " bits)";
       }
     }
@@ -631,7 +655,7 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
     out.inf_upper = upper_double(inf.value);
     out.has_inf_enclosure = true;
     report(local.progress, "certified upper bound (interval Cholesky)", 0, 1);
-    const CertifiedNormBound bound = spectral_norm_upper_certified<interval>(J);
+    const CertifiedNormBound bound = fast_bound ? *fast_bound : spectral_norm_upper_certified<interval>(J);
     report(local.progress, "certified upper bound (interval Cholesky)", 1, 1);
     out.two_upper = bound.upper;
     out.two_lower = std::max(out.two_lower, bound.lower);
@@ -640,7 +664,7 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   } else {
     const InducedNorm<interval> inf =
         structured ? block_jacobian_norm_inf<interval>(layer, options, X, local.progress)
-                   : jacobian_norm_inf<interval>(ilin, local.progress);
+                   : jacobian_norm_inf<interval>(ilin_get(), local.progress);
     out.inf_lower = lower_double(inf.value);
     out.inf_upper = upper_double(inf.value);
     out.has_inf_enclosure = true;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include <regatta/core/eigen.hpp>
+#include <regatta/core/interval64.hpp>
 #include <regatta/core/scalar_traits.hpp>
 
 namespace regatta {
@@ -143,6 +144,59 @@ struct CertifiedNormBound {
 template <class S>
 CertifiedNormBound spectral_norm_upper_certified(const Matrix<S>& M,
                                                  const CertifiedNormOptions& options = {});
+
+// ---------------------------------------------------------------------------------------------------------
+// Certified upper bound in binary64 (fast)
+// ---------------------------------------------------------------------------------------------------------
+
+/// Tightness of spectral_norm_upper_fast (tested, not guaranteed): for point matrices with min(m, n) ≤ 256
+/// whose power iteration converges, upper ≤ ‖M‖₂ · (1 + fast_upper_tightness). Reason: the shift c that the
+/// proof needs is about γ_N·N·θ² + γ_K·N·K·max|m_ij|² (N = min(m, n), K = max(m, n), γ_k ≈ k·2^-53), i.e.
+/// ≲ 2·N²·2^-53·θ² ≈ 1.5e-11·θ² at N = K = 256, and the margin δ ≈ c/(2θ²) grows by at most 2× per step.
+inline constexpr double fast_upper_tightness = 1e-9;
+
+/// Certified upper bound on ‖M'‖₂ for every M' in M, in binary64 only (no MPFI): the same contract as
+/// spectral_norm_upper_certified (upper ≥ ‖M'‖₂ rounded up, lower ≤ ‖M'‖₂ from the power witness rounded
+/// down, estimate, ratio), method "binary64-cholesky" when the certificate below gave `upper`, else the
+/// fallback's name ("sqrt(norm1*norminf)" or "frobenius"). cholesky_attempts counts double factorisations.
+/// options.allow_cholesky, max_cholesky_attempts (bounds the verified factorisations) and power are used;
+/// gram_precision_bits is ignored (everything is binary64).
+///
+/// Proof (every step rounds toward the safe side; u = 2^-53, γ_k = k·u/(1 − k·u), η = 2^-1074):
+///  0. Scaling. e = ilogb(max |endpoint|); the box is multiplied by 2^-e with endpoints rounded outward
+///     (exact unless an entry underflows), so it encloses 2^-e·M' for every member; the final bound is
+///     multiplied by 2^e rounding up. Entries are then ≤ 2 in magnitude: no sum below can overflow.
+///  1. Midpoint and radius. c_ij = fl(lo/2 + hi/2), r_ij = max(hi − c, c − lo) rounded up, so every member
+///     is C + E with |E| ≤ R entrywise and ‖M'‖₂ ≤ ‖C‖₂ + ‖E‖₂ ≤ ‖C‖₂ + ‖R‖₂ (‖E‖₂ ≤ ‖|E|‖₂ ≤ ‖R‖₂ for a
+///     non-negative R, Perron–Frobenius).
+///  2. ‖R‖₂ by Collatz–Wielandt: for any x > 0, ρ(RᵀR) ≤ max_i (Rᵀ(R x))_i / x_i (Horn & Johnson, Matrix
+///     Analysis, Cor. 8.1.29). x comes from a few power steps on RᵀR (floored at 2^-30·max x); the products,
+///     sums and quotients use directed rounding up (all terms ≥ 0), and √ is rounded up. Capped by ‖R‖_F.
+///  3. ‖C‖₂. F = C (G = CᵀC, K = m rows) or Cᵀ (G = CCᵀ, K = n), N×N with N = min(m, n). G̃ = fl(FᵀF) by
+///     Eigen's GEMM; each entry is a sum of K products in some order, with or without fma, so (Higham,
+///     Accuracy and Stability, Lemma 3.1 / Thm 3.5, with underflow: each product adds ≤ η/2, later
+///     multiplied by ≤ 1 + γ_K < 2) |G̃_ij − G_ij| ≤ γ_K (|F|ᵀ|F|)_ij + K·η ≤ γ_K ‖f_i‖‖f_j‖ + K·η =: B_ij
+///     (Cauchy–Schwarz, f_i the columns of F; ‖f_i‖ rounded up). S is the symmetric matrix with G̃'s lower
+///     triangle; |S − G| ≤ B since G is symmetric, so ‖S − G‖₂ ≤ ‖B‖₂ ≤ ‖B‖∞ =: β (B symmetric, ≥ 0).
+///  4. For θ = σ̃(1 + δ) (σ̃ from power iteration on C, δ grown ×2) and a shift c > 0, Q is the double
+///     matrix with Q_ij = −S_ij off the diagonal and Q_ii ∈ enclosure of θ² − c − S_ii (interval64, width
+///     ≤ ω). Any upper triangular double R̂ (Eigen's LLT of Q; how it was computed does not matter) gives
+///     θ²I − G = R̂ᵀR̂ + cI + (Q − R̂ᵀR̂) + D + (S − G) with |D_ii| ≤ ω. W̃ = fl(R̂ᵀR̂) by GEMM (inner length
+///     N) satisfies |W̃ − R̂ᵀR̂| ≤ γ_N ‖r̂_i‖‖r̂_j‖ + N·η as in 3., so ‖Q − R̂ᵀR̂‖₂ ≤ max_i Σ_j (|Q_ij − W̃_ij|
+///     + γ_N‖r̂_i‖‖r̂_j‖ + N·η) =: ε (rounded up; the matrix is symmetric). If ε + ω + β < c (evaluated
+///     rounding up), then λ_min(θ²I − G) ≥ c − ε − ω − β > 0, so ‖C‖₂ < θ.
+///  5. upper = min(2^e·(θ + ‖R‖₂ bound), fallback), all rounded up; fallback = min(√(‖M‖₁‖M‖∞), ‖M‖_F) over
+///     the magnitudes, with upward sums, always valid.
+/// lower: ‖M'v‖/‖v‖ for the power vector v, enclosed in interval64 over the whole box (rounded down).
+///
+/// Cost: one m×n power iteration in double, two N×N GEMM-sized products (N²K and N³ flops) and one LLT per
+/// verified attempt (usually one), O(mn) directed-rounding operations. The zero matrix gives 0 exactly
+/// ("frobenius"); empty matrices give 0. Throws InputError for non-finite entries or invalid options.
+CertifiedNormBound spectral_norm_upper_fast(const Matrix<double>& M,
+                                            const CertifiedNormOptions& options = {});
+/// The same for every matrix in an interval64 box.
+CertifiedNormBound spectral_norm_upper_fast(const Matrix<interval64>& M,
+                                            const CertifiedNormOptions& options = {});
 
 // ---------------------------------------------------------------------------------------------------------
 // Reference value (tests)
