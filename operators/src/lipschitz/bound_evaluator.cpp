@@ -197,6 +197,53 @@ S BoundEvaluator<S>::bias_norm() {
   return euclidean(b);
 }
 
+template <class S>
+const std::vector<S>& BoundEvaluator<S>::query_bias_two() {
+  if (!query_bias_two_) {
+    query_bias_two_.emplace();
+    const S root = sqrt_of(S(double(layer_.head_dim)));
+    for (int h = 0; h < layer_.heads; ++h) {
+      Vector<S> c = Vector<S>::Zero(layer_.d);
+      if (!layer_.bQ.empty())
+        for (Index a = 0; a < layer_.d; ++a)
+          for (Index k = 0; k < layer_.head_dim; ++k) c(a) += S(layer_.WK[h](a, k)) * S(layer_.bQ[h](k));
+      query_bias_two_->push_back(euclidean(c) / root);
+    }
+  }
+  return *query_bias_two_;
+}
+
+template <class S>
+const std::vector<S>& BoundEvaluator<S>::augmented_score_two() {
+  if (!augmented_score_two_) {
+    augmented_score_two_.emplace();
+    const S root = sqrt_of(S(double(layer_.head_dim)));
+    for (int h = 0; h < layer_.heads; ++h) {
+      // [A_h; c_hᵀ] = X Yᵀ/√d_h with X = [W^Q_h; b_Q,hᵀ] ((d+1)×d_h, exact) and Y = W^K_h (d×d_h).
+      Matrix<double> stacked(layer_.d + 1, layer_.head_dim);
+      stacked.topRows(layer_.d) = layer_.WQ[h];
+      stacked.row(layer_.d).setZero();
+      if (!layer_.bQ.empty()) stacked.row(layer_.d) = layer_.bQ[h].transpose();
+      bool loose = false;
+      S value = spectral_product<S>(stacked, layer_.WK[h], &loose) / root;
+      if constexpr (scalar_traits<S>::is_interval) {
+        // ‖[A; cᵀ]v‖² = ‖Av‖² + (cᵀv)² ≤ (‖A‖² + ‖c‖²)‖v‖²: a second certified upper end (helps when the
+        // stacked product's certificate is loose).
+        const S a = score_two()[h], c = query_bias_two()[h];
+        const S cap = sqrt_of(S(::regatta::detail::square(a) + ::regatta::detail::square(c)));
+        if (upper_bound(cap) < upper_bound(value)) {
+          const auto lo = lower_bound(value) < upper_bound(cap) ? lower_bound(value) : lower_bound(cap);
+          value = make_interval(lo, upper_bound(cap));
+          loose = score_two_->loose;
+        }
+      }
+      augmented_score_two_->values.push_back(value);
+      augmented_score_two_->loose = augmented_score_two_->loose || loose;
+    }
+  }
+  return use(*augmented_score_two_);
+}
+
 // ---- shared ingredients ----
 
 template <class S>
@@ -269,6 +316,22 @@ S BoundEvaluator<S>::castin_sqrt_n() {
   S sum(0);
   for (int h = 0; h < layer_.heads; ++h) {
     const S a = score_two()[h];
+    sum += sqrt_of(S(3)) * values_two()[h] * sqrt_of(S(a * a * R4 * (S(4) * n + S(1)) + n));
+  }
+  return compose(sum, Norm::two);
+}
+
+template <class S>
+S BoundEvaluator<S>::castin_sqrt_n_augmented() {
+  // docs/bounds.md, "Biased layers": castin.sqrt_n for the augmented tokens (x, 1) on B_√(R²+1), with the
+  // score matrix [[A_h, 0], [c_hᵀ, 0]] (norm ‖[A_h; c_hᵀ]‖₂) and unchanged ‖V_h‖₂.
+  const S R = attention_radius();
+  const S R2 = R * R + S(1);
+  const S R4 = R2 * R2;
+  const S n(double(*setting_.n));
+  S sum(0);
+  for (int h = 0; h < layer_.heads; ++h) {
+    const S a = augmented_score_two()[h];
     sum += sqrt_of(S(3)) * values_two()[h] * sqrt_of(S(a * a * R4 * (S(4) * n + S(1)) + n));
   }
   return compose(sum, Norm::two);
