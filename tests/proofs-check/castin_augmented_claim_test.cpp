@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/SVD>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <regatta/proofs/detail/attention_map.hpp>
@@ -117,11 +119,17 @@ TEST(CastinAugmentedClaim, SidesMatchTheAugmentedBiasFreeMapAndTheSvdFormula) {
     const Evaluation<double> e = claim().evaluate_double(p);
     ASSERT_EQ(e.size(), 1u);
     EXPECT_NEAR(e[0].lhs, svd_norm(J), tolerance * svd_norm(J));
-    // Right side: √3|wv·wo|(‖[a; c]‖²(R² + 1)²(4n + 1) + n)^{1/2}, a = wq·wk, c = wk·bq (d_h = 1).
-    Matrix<double> M(2, 1);
-    M << wq * wk, wk * bq;
-    const double a = svd_norm(M), rr = R * R + 1;
-    const double rhs = std::sqrt(3.0) * std::abs(wv * wo) * std::sqrt(a * a * rr * rr * (4.0 * n + 1) + n);
+    // Right side: √3|wv·wo|((a² + c²/t²)(R² + t²)²(4n + 1) + n)^{1/2}, a = wq·wk, c = wk·bq (d_h = 1), the
+    // smallest over t = 2^k, |k| ≤ 8 (docs/bounds.md, Remark).
+    double rhs = std::numeric_limits<double>::infinity();
+    for (int k = -8; k <= 8; ++k) {
+      const double t = std::pow(2.0, k), rr = R * R + t * t;
+      Matrix<double> M(2, 1);
+      M << wq * wk, wk * bq / t;
+      const double a = svd_norm(M);
+      rhs =
+          std::min(rhs, std::sqrt(3.0) * std::abs(wv * wo) * std::sqrt(a * a * rr * rr * (4.0 * n + 1) + n));
+    }
     EXPECT_NEAR(e[0].rhs, rhs, tolerance * rhs);
     EXPECT_LE(e[0].lhs, e[0].rhs);
     ++checked;

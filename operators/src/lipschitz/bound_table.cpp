@@ -97,7 +97,7 @@ std::optional<std::string> castin_augmented_reason(const BoundContext& c) {
     return "L2 layer: this bound is for dot-product scores x^T A y with values V y (see kim.*)";
   if (!has_query_bias(c.layer))
     return "no query bias: castin.sqrt_n applies and is tighter (the augmented form is castin.sqrt_n at "
-           "radius sqrt(R^2 + 1))";
+           "radius sqrt(R^2 + t^2))";
   if (!c.setting.n) return "needs the sequence length n (--n)";
   return radius_reason(c);
 }
@@ -146,7 +146,8 @@ std::string castin_sqrt_n_note(const BoundContext& c) {
   return "n = " + std::to_string(*c.setting.n) + ", " + radius_text(c);
 }
 std::string castin_augmented_note(const BoundContext& c) {
-  return castin_sqrt_n_note(c) + ", augmented tokens (x, 1) in the ball of radius sqrt(R^2 + 1)";
+  return castin_sqrt_n_note(c) +
+         ", augmented tokens (x, t_h) in the ball of radius sqrt(R^2 + t_h^2), t_h = 2^k per head (|k| <= 8)";
 }
 std::string castin_local_note(const BoundContext& c) {
   return "at the input, n = " + std::to_string(c.setting.input.rows()) +
@@ -213,7 +214,7 @@ constexpr std::array rows{
              Covers::two, true, castin_sqrt_n_reason, castin_sqrt_n_note,
              [](auto& e) { return e.castin_sqrt_n(); }},
     BoundRow{Bound::castin_sqrt_n_augmented, "castin.sqrt_n_augmented",
-             "dot-product attention with biases on B_R^n (sqrt(n) bound on the augmented tokens (x, 1))", "2",
+             "dot-product attention with biases on B_R^n (sqrt(n) bound on the augmented tokens (x, t))", "2",
              "derived",
              "dot-product softmax attention with a query bias (any key, value and output biases), every "
              "token in B_R (or a pre-norm); masks allowed; c_h = W^K_h b_Q,h / sqrt(d_h)",

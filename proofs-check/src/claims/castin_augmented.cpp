@@ -1,6 +1,7 @@
 // Claim castin.sqrt_n_augmented (docs/bounds.md, "Biased layers: the augmented castin.sqrt_n"): for a
 // dot-product multi-head layer with query, key, value and output biases and every token in B_R,
-//   ‖DF(X)‖₂ ≤ Σ_h √3‖V_h‖₂(‖[A_h; c_hᵀ]‖₂²(R² + 1)²(4n + 1) + n)^{1/2},  c_h = W^K_h b_Q,h/√d_h.
+//   ‖DF(X)‖₂ ≤ Σ_h min_t √3‖V_h‖₂(‖[A_h; c_hᵀ/t]‖₂²(R² + t²)²(4n + 1) + n)^{1/2},  c_h = W^K_h b_Q,h/√d_h,
+// t = 2^k (|k| ≤ 8, chosen per head by the row).
 // The left side is the spectral norm of the dense Jacobian of the library's biased block
 // (operators::Block<S>, the layer's own forward map with its biases, not the augmented form), the right side
 // the bound table's row lip::evaluate<S>(Bound::castin_sqrt_n_augmented), so the check is of the row as
@@ -126,10 +127,10 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
     info_.id = "castin.sqrt_n_augmented";
     info_.statement =
         "Dot-product multi-head attention with biases, every token in B_R: ||DF(X)||_2 <= sum_h sqrt(3) "
-        "||V_h|| (||[A_h; c_h^T]||^2 (R^2 + 1)^2 (4n + 1) + n)^(1/2), c_h = W^K_h b_Q,h / sqrt(d_h); causal "
-        "mask allowed.";
+        "||V_h|| (||[A_h; c_h^T/t_h]||^2 (R^2 + t_h^2)^2 (4n + 1) + n)^(1/2), c_h = W^K_h b_Q,h / sqrt(d_h), "
+        "any t_h > 0 (the row takes t_h = 2^k, |k| <= 8, the smallest term); causal mask allowed.";
     info_.latex =
-        "$\\|DF(X)\\|_2\\le\\sum_h\\sqrt3\\|V_h\\|(\\|[A_h;c_h^\\top]\\|^2(R^2+1)^2(4n+1)+n)^{1/2}$, "
+        "$\\|DF(X)\\|_2\\le\\sum_h\\sqrt3\\|V_h\\|(\\|[A_h;c_h^\\top/t_h]\\|^2(R^2+t_h^2)^2(4n+1)+n)^{1/2}$, "
         "$X\\in B_R^n$";
     info_.source = "derived (docs/bounds.md, Biased layers)";
     info_.hypotheses = {"dot-product multi-head attention with query, key, value and output biases",

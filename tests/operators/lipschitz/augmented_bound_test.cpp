@@ -1,6 +1,6 @@
 // castin.sqrt_n_augmented (docs/bounds.md, "Biased layers: the augmented castin.sqrt_n") checked against
-//   * the formula computed here from the full matrices (Eigen's JacobiSVD of [A_h; c_hᵀ] and of V_h, the
-//     radius of the pre-norm written out), for random biased layers;
+//   * the formula computed here from the full matrices (Eigen's JacobiSVD of [A_h; c_hᵀ/t] and of V_h, the
+//     smallest term over t = 2^k, the radius of the pre-norm written out), for random biased layers;
 //   * the scalar types: the interval enclosure (128 bits) contains the mpfr value at 256 bits, and its upper
 //     end is at least the double estimate;
 //   * the truth: the certified lower end of ‖J(X)‖₂ (lip::certify_witness at the top singular vector of the
@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/SVD>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -55,20 +57,28 @@ BoundSetting setting_with(std::optional<std::int64_t> n, std::optional<double> r
 
 double svd_norm(const Matrix<double>& M) { return Eigen::JacobiSVD<Matrix<double>>(M).singularValues()(0); }
 
-/// The bare multi-head sum of the derivation's result, written from the full matrices: with `with_bias`
-/// false, c_h is dropped (the formula a derivation that forgot the query bias would give).
+/// The bare multi-head sum of the derivation's result, written from the full matrices, with the Remark's
+/// appended coordinate t = 2^k per head (|k| ≤ 8, the smallest term): √3‖V_h‖(‖[A_h; c_hᵀ/t]‖²(R² +
+/// t²)²(4n+1)
+/// + n)^{1/2}. With `with_bias` false, c_h is dropped (the formula a derivation that forgot the query bias
+/// would give).
 double independent_sum(const AttentionLayer& L, std::int64_t n, double R, bool with_bias) {
-  const double rr = R * R + 1, nn = double(n);
+  const double nn = double(n);
   double sum = 0;
   for (int h = 0; h < L.heads; ++h) {
     const double root = std::sqrt(double(L.head_dim));
-    Matrix<double> M(L.d + 1, L.d);
-    M.topRows(L.d) = L.WQ[h] * L.WK[h].transpose() / root;
     const Vector<double> c = with_bias ? Vector<double>(L.WK[h] * L.bQ[h] / root) : Vector<double>::Zero(L.d);
-    M.row(L.d) = c.transpose();
     const Matrix<double> V = L.WV[h] * L.WO.middleRows(h * L.value_dim, L.value_dim);
-    const double a = svd_norm(M);
-    sum += std::sqrt(3.0) * svd_norm(V) * std::sqrt(a * a * rr * rr * (4 * nn + 1) + nn);
+    double best = std::numeric_limits<double>::infinity();
+    for (int k = -8; k <= 8; ++k) {
+      const double t = std::pow(2.0, k), rr = R * R + t * t;
+      Matrix<double> M(L.d + 1, L.d);
+      M.topRows(L.d) = L.WQ[h] * L.WK[h].transpose() / root;
+      M.row(L.d) = c.transpose() / t;
+      const double a = svd_norm(M);
+      best = std::min(best, std::sqrt(3.0) * svd_norm(V) * std::sqrt(a * a * rr * rr * (4 * nn + 1) + nn));
+    }
+    sum += best;
   }
   return sum;
 }
@@ -146,7 +156,7 @@ std::pair<double, Matrix<double>> jacobian_top(const operators::Block<double>& b
 
 TEST(AugmentedBound, CertifiedUpperEndIsAboveCertifiedJacobianNormsInTheBall) {
   // A layer (d = 2) whose query bias dominates the scores (bQ scaled by 100): the bias-free formula at radius
-  // √(R² + 1) is then below ‖J‖₂ at the ascended inputs, while the augmented bound stays above.
+  // √(R² + t²) is then below ‖J‖₂ at the ascended inputs, while the augmented bound stays above.
   const double R = 1.0;
   const std::int64_t n = 4;
   AttentionLayer L = biased_layer(2, 1, 7, 1.0);
