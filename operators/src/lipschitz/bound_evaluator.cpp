@@ -2,6 +2,7 @@
 #include "bound_evaluator.hpp"
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include <regatta/core/detail/scalar_math.hpp>
@@ -197,6 +198,100 @@ S BoundEvaluator<S>::bias_norm() {
   return euclidean(b);
 }
 
+template <class S>
+const std::vector<S>& BoundEvaluator<S>::query_bias_two() {
+  if (!query_bias_two_) {
+    query_bias_two_.emplace();
+    const S root = sqrt_of(S(double(layer_.head_dim)));
+    for (int h = 0; h < layer_.heads; ++h) {
+      Vector<S> c = Vector<S>::Zero(layer_.d);
+      if (!layer_.bQ.empty())
+        for (Index a = 0; a < layer_.d; ++a)
+          for (Index k = 0; k < layer_.head_dim; ++k) c(a) += S(layer_.WK[h](a, k)) * S(layer_.bQ[h](k));
+      query_bias_two_->push_back(euclidean(c) / root);
+    }
+  }
+  return *query_bias_two_;
+}
+
+namespace {
+
+/// [W^Q_h; β_hᵀ] with β_h = 2^{-k} b_Q,h ((d+1)×d_h); zero last row without a query bias.
+Matrix<double> stacked_query(const operators::AttentionLayer& layer, int h, int k) {
+  Matrix<double> stacked(layer.d + 1, layer.head_dim);
+  stacked.topRows(layer.d) = layer.WQ[h];
+  stacked.row(layer.d).setZero();
+  if (!layer.bQ.empty())
+    for (Index j = 0; j < layer.head_dim; ++j) stacked(layer.d, j) = std::ldexp(layer.bQ[h](j), -k);
+  return stacked;
+}
+
+/// 2^{-k} b is exact for every entry (no underflow), so the stacked matrix is exactly [W^Q_h; b_Q,hᵀ/t].
+bool exact_scaling(const Vector<double>& b, int k) {
+  for (Index j = 0; j < b.size(); ++j)
+    if (std::ldexp(std::ldexp(b(j), -k), k) != b(j)) return false;
+  return true;
+}
+
+}  // namespace
+
+template <class S>
+const std::vector<int>& BoundEvaluator<S>::augmentation_exponents() {
+  if (!augmentation_exponents_) {
+    augmentation_exponents_.emplace();
+    // The Remark of docs/bounds.md, "Biased layers": tokens (x, t) with t = 2^k give a valid bound for every
+    // k, with ‖[A_h; c_hᵀ/t]‖₂²(R² + t²)² in place of ‖[A_h; c_hᵀ]‖₂²(R² + 1)² (per head: each head is its
+    // own bias-free map on its own augmented tokens). k is chosen in double (the same k for every scalar
+    // type); powers of two keep b_Q,h/t exact.
+    const double R = options_.prenorm != Prenorm::none ? prenorm_radius<double>(layer_, options_.prenorm)
+                                                       : *setting_.radius;
+    for (int h = 0; h < layer_.heads; ++h) {
+      int best = 0;
+      double best_value = std::numeric_limits<double>::infinity();
+      for (int k = -augmentation_exponent_limit; k <= augmentation_exponent_limit; ++k) {
+        if (!layer_.bQ.empty() && !exact_scaling(layer_.bQ[h], k)) continue;
+        const double a = spectral_product<double>(stacked_query(layer_, h, k), layer_.WK[h]);
+        const double rr = R * R + std::ldexp(1.0, 2 * k);
+        const double value = a * a * rr * rr;
+        if (value < best_value) {
+          best_value = value;
+          best = k;
+        }
+      }
+      augmentation_exponents_->push_back(best);
+    }
+  }
+  return *augmentation_exponents_;
+}
+
+template <class S>
+const std::vector<S>& BoundEvaluator<S>::augmented_score_two() {
+  if (!augmented_score_two_) {
+    augmented_score_two_.emplace();
+    const S root = sqrt_of(S(double(layer_.head_dim)));
+    for (int h = 0; h < layer_.heads; ++h) {
+      const int k = augmentation_exponents()[h];
+      // [A_h; c_hᵀ/t] = X Yᵀ/√d_h with X = [W^Q_h; b_Q,hᵀ/t] ((d+1)×d_h, exact) and Y = W^K_h (d×d_h).
+      bool loose = false;
+      S value = spectral_product<S>(stacked_query(layer_, h, k), layer_.WK[h], &loose) / root;
+      if constexpr (scalar_traits<S>::is_interval) {
+        // ‖[A; cᵀ/t]v‖² = ‖Av‖² + (cᵀv)²/t² ≤ (‖A‖² + ‖c‖²/t²)‖v‖²: a second certified upper end (helps when
+        // the stacked product's certificate is loose). c/t is exact (t a power of two).
+        const S a = score_two()[h], c = query_bias_two()[h] / S(std::ldexp(1.0, k));
+        const S cap = sqrt_of(S(::regatta::detail::square(a) + ::regatta::detail::square(c)));
+        if (upper_bound(cap) < upper_bound(value)) {
+          const auto lo = lower_bound(value) < upper_bound(cap) ? lower_bound(value) : lower_bound(cap);
+          value = make_interval(lo, upper_bound(cap));
+          loose = score_two_->loose;
+        }
+      }
+      augmented_score_two_->values.push_back(value);
+      augmented_score_two_->loose = augmented_score_two_->loose || loose;
+    }
+  }
+  return use(*augmented_score_two_);
+}
+
 // ---- shared ingredients ----
 
 template <class S>
@@ -269,6 +364,23 @@ S BoundEvaluator<S>::castin_sqrt_n() {
   S sum(0);
   for (int h = 0; h < layer_.heads; ++h) {
     const S a = score_two()[h];
+    sum += sqrt_of(S(3)) * values_two()[h] * sqrt_of(S(a * a * R4 * (S(4) * n + S(1)) + n));
+  }
+  return compose(sum, Norm::two);
+}
+
+template <class S>
+S BoundEvaluator<S>::castin_sqrt_n_augmented() {
+  // docs/bounds.md, "Biased layers": castin.sqrt_n for the augmented tokens (x, 1) on B_√(R²+1), with the
+  // score matrix [[A_h, 0], [c_hᵀ, 0]] (norm ‖[A_h; c_hᵀ]‖₂) and unchanged ‖V_h‖₂; with the Remark's t_h =
+  // 2^k (augmentation_exponents) in place of 1.
+  const S R = attention_radius();
+  const S n(double(*setting_.n));
+  S sum(0);
+  for (int h = 0; h < layer_.heads; ++h) {
+    const S a = augmented_score_two()[h];
+    const S R2 = R * R + S(std::ldexp(1.0, 2 * augmentation_exponents()[h]));  // R² + t_h², t_h = 2^k
+    const S R4 = R2 * R2;
     sum += sqrt_of(S(3)) * values_two()[h] * sqrt_of(S(a * a * R4 * (S(4) * n + S(1)) + n));
   }
   return compose(sum, Norm::two);

@@ -40,6 +40,15 @@ class BoundEvaluator {
   const std::vector<S>& score_two();   // ‖A_h‖₂ = ‖W^Q_h W^K_hᵀ‖₂/√d_h
   const std::vector<S>& values_two();  // ‖V_h‖₂ = ‖W^V_h W^O_h‖₂
   S bias_norm();                       // ‖Σ_h W^O_hᵀ b_V,h + b_O‖₂
+  // The query-bias score term of a biased head (docs/bounds.md, "Biased layers"): c_h = W^K_h b_Q,h/√d_h.
+  const std::vector<S>& query_bias_two();  // ‖c_h‖₂ (0 without a query bias)
+  // Per head the exponent k of the appended coordinate t_h = 2^k of the augmented tokens (x, t_h), |k| ≤
+  // augmentation_exponent_limit, minimising ‖[A_h; c_hᵀ/t]‖₂²(R² + t²)² in double (the same k for every S).
+  const std::vector<int>& augmentation_exponents();
+  // ‖[A_h; c_hᵀ/t_h]‖₂ = ‖[W^Q_h; b_Q,hᵀ/t_h] W^K_hᵀ‖₂/√d_h, the score matrix of the augmented tokens; for
+  // interval the upper end is also capped by (‖A_h‖₂² + ‖c_h‖²/t_h²)^{1/2}, which bounds it.
+  const std::vector<S>& augmented_score_two();
+  static constexpr int augmentation_exponent_limit = 8;
 
   S half() { return S(1) / S(2); }  // softmax.half
   S lambda();                       // Λ_n
@@ -51,6 +60,7 @@ class BoundEvaluator {
   S kim_inf();
   S kim_two(int query_power);
   S castin_sqrt_n();
+  S castin_sqrt_n_augmented();
   S castin_local(bool code_form);
   S mf_query();
   S mf_context();
@@ -72,7 +82,9 @@ class BoundEvaluator {
   }
 
   std::optional<std::vector<S>> query_inf_, query_one_, value_one_;
-  std::optional<Spectral> query_two_, value_two_, output_two_, score_two_, values_two_;
+  std::optional<Spectral> query_two_, value_two_, output_two_, score_two_, values_two_, augmented_score_two_;
+  std::optional<std::vector<S>> query_bias_two_;
+  std::optional<std::vector<int>> augmentation_exponents_;
   std::optional<S> output_one_;
   bool last_loose_ = false;
 };

@@ -81,7 +81,23 @@ std::optional<std::string> radius_reason(const BoundContext& c) {
 }
 
 std::optional<std::string> castin_sqrt_n_reason(const BoundContext& c) {
-  if (auto r = dot_reason(c, false)) return r;
+  if (auto r = dot_reason(c, false)) {
+    if (!attention_reason(c) && c.layer.kind == AttentionKind::dot && has_query_bias(c.layer))
+      return *r + " (castin.sqrt_n_augmented covers biased layers)";
+    return r;
+  }
+  if (!c.setting.n) return "needs the sequence length n (--n)";
+  return radius_reason(c);
+}
+
+/// The augmented castin.sqrt_n (docs/bounds.md, "Biased layers"): dot-product with a query bias.
+std::optional<std::string> castin_augmented_reason(const BoundContext& c) {
+  if (auto r = attention_reason(c)) return r;
+  if (c.layer.kind != AttentionKind::dot)
+    return "L2 layer: this bound is for dot-product scores x^T A y with values V y (see kim.*)";
+  if (!has_query_bias(c.layer))
+    return "no query bias: castin.sqrt_n applies and is tighter (the augmented form is castin.sqrt_n at "
+           "radius sqrt(R^2 + t^2))";
   if (!c.setting.n) return "needs the sequence length n (--n)";
   return radius_reason(c);
 }
@@ -128,6 +144,10 @@ std::string kim_note(const BoundContext& c) {
 }
 std::string castin_sqrt_n_note(const BoundContext& c) {
   return "n = " + std::to_string(*c.setting.n) + ", " + radius_text(c);
+}
+std::string castin_augmented_note(const BoundContext& c) {
+  return castin_sqrt_n_note(c) +
+         ", augmented tokens (x, t_h) in the ball of radius sqrt(R^2 + t_h^2), t_h = 2^k per head (|k| <= 8)";
 }
 std::string castin_local_note(const BoundContext& c) {
   return "at the input, n = " + std::to_string(c.setting.input.rows()) +
@@ -193,6 +213,15 @@ constexpr std::array rows{
              "bounds.md §4.1; constant coincides with Castin, Ablin, Peyre 2024 as recalled (quoted)",
              Covers::two, true, castin_sqrt_n_reason, castin_sqrt_n_note,
              [](auto& e) { return e.castin_sqrt_n(); }},
+    BoundRow{Bound::castin_sqrt_n_augmented, "castin.sqrt_n_augmented",
+             "dot-product attention with biases on B_R^n (sqrt(n) bound on the augmented tokens (x, t))", "2",
+             "derived",
+             "dot-product softmax attention with a query bias (any key, value and output biases), every "
+             "token in B_R (or a pre-norm); masks allowed; c_h = W^K_h b_Q,h / sqrt(d_h)",
+             "docs/bounds.md, 'Biased layers: the augmented castin.sqrt_n' (castin.sqrt_n, bounds.md §4.1, "
+             "on the augmented tokens)",
+             Covers::two, true, castin_augmented_reason, castin_augmented_note,
+             [](auto& e) { return e.castin_sqrt_n_augmented(); }},
     BoundRow{Bound::castin_local, "castin.local",
              "dot-product attention: bound on ||DF(X)||_2 at the input X", "2", "derived",
              REGATTA_DOT_HYPOTHESES "; a bound at the given input only, not a Lipschitz constant over a set; "

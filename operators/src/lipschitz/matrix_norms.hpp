@@ -31,7 +31,8 @@ S norm_one(const Matrix<double>& M);
 template <class S>
 S spectral(const Matrix<double>& M, bool* loose = nullptr);
 
-/// ‖X Yᵀ‖₂ for X, Y of equal shape d×k. double/mpfr: ‖R_X R_Yᵀ‖₂ from thin QR factors when k < d (the
+/// ‖X Yᵀ‖₂ for X (m×k) and Y (d×k), m ≥ d (equal shapes, or X with extra rows such as [W^Q_h; b_Q,hᵀ]);
+/// below, d is the number of rows of X. double/mpfr: ‖R_X R_Yᵀ‖₂ from thin QR factors when k < d (the
 /// orthonormal factors do not change the norm), else the product itself. interval: when k < d, the k×k
 /// matrix L_Xᵀ L_Y from enclosures of the Cholesky factors of the Gram matrices XᵀX = L_X L_Xᵀ, YᵀY =
 /// L_Y L_Yᵀ (X = Q_X L_Xᵀ with orthonormal Q_X, so ‖XYᵀ‖₂ = ‖L_Xᵀ L_Y‖₂; the Grams are formed in double and

@@ -44,7 +44,7 @@ Norm parse_norm(const std::string& text, const std::string& subject = "--norm");
 
 /// Where a bound is evaluated, besides the layer and its options.
 struct BoundSetting {
-  std::optional<std::int64_t> n;  ///< sequence length (kim.*, castin.sqrt_n); 1 ≤ n ≤ 2^53
+  std::optional<std::int64_t> n;  ///< sequence length (kim.*, castin.sqrt_n*); 1 ≤ n ≤ 2^53
   /// R: every token (every atom of a context measure) lies in the closed ball B_R. Needed by the
   /// bounded-domain and measure-level bounds unless a pre-norm fixes it.
   std::optional<double> radius;
@@ -69,12 +69,13 @@ enum class Bound {
   kim_inf,        ///< kim.thm32_inf
   kim_two,        ///< kim.thm32_2 (scaling-consistent form)
   castin_sqrt_n,  ///< castin.sqrt_n
-  castin_local,   ///< castin.local
-  mf_query,       ///< mf.query_lipschitz (Theorem A)
-  mf_context,     ///< mf.context_lipschitz (Theorem B)
-  mf_self,        ///< mf.self_lipschitz (Theorem C)
-  mf_depth,       ///< mf.depth (weight-shared stack)
-  count,          ///< not a bound: the number of bounds (the table's completeness check)
+  castin_sqrt_n_augmented,  ///< castin.sqrt_n_augmented (biased dot-product layers, docs/bounds.md)
+  castin_local,             ///< castin.local
+  mf_query,                 ///< mf.query_lipschitz (Theorem A)
+  mf_context,               ///< mf.context_lipschitz (Theorem B)
+  mf_self,                  ///< mf.self_lipschitz (Theorem C)
+  mf_depth,                 ///< mf.depth (weight-shared stack)
+  count,                    ///< not a bound: the number of bounds (the table's completeness check)
 };
 
 /// Every Bound, in the order of bounds.md (each one row of the bound table, operators/src/lipschitz/
@@ -113,6 +114,10 @@ std::optional<std::string> refusal(Bound bound, const operators::AttentionLayer&
 ///   kim_two        √(n/d_h)·(4Λ_n + 1)·(Σ_h ‖W^Q_h‖₂⁴‖W^V_h‖₂²)^{1/2}·‖W^O‖₂
 ///                  (tied L2, diagonal kept, causal allowed, n ≥ 2)
 ///   castin_sqrt_n  Σ_h √3‖V_h‖(‖A_h‖²R⁴(4n+1) + n)^{1/2}          (dot, tokens in B_R, Frobenius)
+///   castin_sqrt_n_augmented
+///                  Σ_h min_t √3‖V_h‖(‖[A_h; c_hᵀ/t]‖²(R² + t²)²(4n+1) + n)^{1/2}, c_h = W^K_h b_Q,h/√d_h, t = 2^k,
+///                  |k| ≤ 8 chosen in double (dot with a query bias, tokens in B_R, Frobenius; docs/bounds.md,
+///                  "Biased layers")
 ///   castin_local   Σ_h √3‖V_h‖(c_max(1 + r²ρ′²) + r²ρ²)^{1/2} ≥ ‖DF(X)‖₂ at X = setting.input, with
 ///                  r = max‖x_i − x_j‖, ρ = max‖A_h x_i‖, ρ′ = max‖A_hᵀx_i‖, c_max = max_j Σ_i P_h,ij
 ///   mf_query       Σ_h ‖V_h‖‖A_h‖R²                                   (W_p, context in P(B_R))

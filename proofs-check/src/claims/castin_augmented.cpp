@@ -1,0 +1,207 @@
+// Claim castin.sqrt_n_augmented (docs/bounds.md, "Biased layers: the augmented castin.sqrt_n"): for a
+// dot-product multi-head layer with query, key, value and output biases and every token in B_R,
+//   ‖DF(X)‖₂ ≤ Σ_h min_t √3‖V_h‖₂(‖[A_h; c_hᵀ/t]‖₂²(R² + t²)²(4n + 1) + n)^{1/2},  c_h = W^K_h b_Q,h/√d_h,
+// t = 2^k (|k| ≤ 8, chosen per head by the row).
+// The left side is the spectral norm of the dense Jacobian of the library's biased block
+// (operators::Block<S>, the layer's own forward map with its biases, not the augmented form), the right side
+// the bound table's row lip::evaluate<S>(Bound::castin_sqrt_n_augmented), so the check is of the row as
+// offered. Both sides are enclosures in interval arithmetic.
+#include <algorithm>
+#include <cmath>
+
+#include <regatta/operators/differentiable.hpp>
+#include <regatta/operators/lipschitz/bounds.hpp>
+#include "common.hpp"
+
+namespace regatta::proofs::claims {
+
+namespace {
+
+using operators::AttentionLayer;
+using operators::AttentionOptions;
+using operators::Block;
+
+/// Tokens are kept at norm ≤ (1 − token_margin)·R, so that the double check ‖x_i‖² ≤ R² (relative rounding
+/// error ≤ (d + 2)·2^-53 for d ≤ 3) proves the exact token in B_R.
+constexpr double token_margin = 0x1.0p-30;
+constexpr double radius_min = 0.1, radius_max = 4.0;
+
+/// Point: k = {n, d, heads, head_dim, causal}; x = (R, X (n×d), per head W^Q, W^K, W^V (d×d_h each, d_v =
+/// d_h), b_Q, b_K, b_V (d_h each), then W^O ((H·d_h)×d) and b_O (d)).
+struct Shape {
+  long n, d, H, dh;
+  bool causal;
+  std::size_t size() const {
+    return static_cast<std::size_t>(1 + n * d + H * (3 * d * dh + 3 * dh) + H * dh * d + d);
+  }
+};
+
+Shape shape_of(const Point& p) {
+  if (p.k.size() != 5) throw InputError("point", "wrong discrete size");
+  const Shape s{p.k[0], p.k[1], p.k[2], p.k[3], p.k[4] != 0};
+  if (s.n < 1 || s.d < 1 || s.H < 1 || s.dh < 1 || p.x.size() != s.size())
+    throw InputError("point", "wrong size");
+  return s;
+}
+
+struct Setup {
+  Shape shape;
+  double R;
+  Matrix<double> X;
+  AttentionLayer layer;
+  AttentionOptions options;
+};
+
+Setup setup_of(const Point& p) {
+  const Shape s = shape_of(p);
+  Reader r(p);
+  Setup out{s, r.raw(), {}, {}, {}};
+  if (!(out.R > 0)) throw InputError("point", "radius not positive");
+  out.X = r.matrix<double>(s.n, s.d);
+  for (long i = 0; i < s.n; ++i)
+    if (out.X.row(i).squaredNorm() > out.R * out.R * (1 - token_margin))
+      throw InputError("point", "token outside B_R");
+  AttentionLayer& L = out.layer;
+  L.d = static_cast<int>(s.d);
+  L.heads = static_cast<int>(s.H);
+  L.head_dim = L.value_dim = static_cast<int>(s.dh);
+  for (long h = 0; h < s.H; ++h) {
+    L.WQ.push_back(r.matrix<double>(s.d, s.dh));
+    L.WK.push_back(r.matrix<double>(s.d, s.dh));
+    L.WV.push_back(r.matrix<double>(s.d, s.dh));
+    L.bQ.push_back(r.vector<double>(s.dh));
+    L.bK.push_back(r.vector<double>(s.dh));
+    L.bV.push_back(r.vector<double>(s.dh));
+  }
+  L.WO = r.matrix<double>(s.H * s.dh, s.d);
+  L.bO = r.vector<double>(s.d);
+  L.validate();
+  out.options.causal = s.causal;
+  return out;
+}
+
+/// Pulls every token into the ball of radius (1 − 2·token_margin)·R, R into [radius_min, radius_max].
+void repair_point(Point& p) {
+  const Shape s = shape_of(p);
+  double& R = p.x[0];
+  R = std::clamp(std::isfinite(R) ? std::abs(R) : 1.0, radius_min, radius_max);
+  const double limit = R * (1 - 2 * token_margin);
+  const auto at = [&](long i, long a) -> double& { return p.x[static_cast<std::size_t>(1 + i * s.d + a)]; };
+  for (long i = 0; i < s.n; ++i) {
+    double norm2 = 0;
+    for (long a = 0; a < s.d; ++a) norm2 += at(i, a) * at(i, a);
+    const double norm = std::sqrt(norm2);
+    if (norm > limit)
+      for (long a = 0; a < s.d; ++a) at(i, a) *= limit / norm * (1 - token_margin);
+  }
+  for (std::size_t i = 1 + static_cast<std::size_t>(s.n * s.d); i < p.x.size(); ++i)
+    p.x[i] = std::clamp(std::isfinite(p.x[i]) ? p.x[i] : 0.0, -20.0, 20.0);
+}
+
+/// Single head, d = d_h = 1: scores a·x_i x_j + b·x_j (query bias b·1 on W^K = 1), V = 1; tokens alternate
+/// between −R and R, or one at −R and the others at R (the construction of bounds.md §4.3 with the bias).
+std::vector<Point> adversarial_points() {
+  std::vector<Point> out;
+  for (long n : {4L, 16L})
+    for (double bias : {2.0, 8.0})
+      for (int causal = 0; causal <= 1; ++causal)
+        for (int pattern = 0; pattern <= 1; ++pattern) {
+          const double R = 1.0;
+          Point p;
+          p.family = "adversarial";
+          p.k = {n, 1, 1, 1, causal};
+          p.x.push_back(R);
+          for (long i = 0; i < n; ++i) {
+            const double x = pattern == 0 ? (i % 2 == 0 ? -R : R) : (i == 0 ? -R : R);
+            p.x.push_back(x * (1 - 4 * token_margin));
+          }
+          p.x.insert(p.x.end(), {-1.0, 1.0, 1.0, bias, 0.5, 0.25, 1.0, 0.1});  // WQ WK WV bQ bK bV WO bO
+          out.push_back(p);
+        }
+  return out;
+}
+
+class CastinAugmented final : public ClaimBase<CastinAugmented> {
+ public:
+  CastinAugmented() {
+    info_.id = "castin.sqrt_n_augmented";
+    info_.statement =
+        "Dot-product multi-head attention with biases, every token in B_R: ||DF(X)||_2 <= sum_h sqrt(3) "
+        "||V_h|| (||[A_h; c_h^T/t_h]||^2 (R^2 + t_h^2)^2 (4n + 1) + n)^(1/2), c_h = W^K_h b_Q,h / sqrt(d_h), "
+        "any t_h > 0 (the row takes t_h = 2^k, |k| <= 8, the smallest term); causal mask allowed.";
+    info_.latex =
+        "$\\|DF(X)\\|_2\\le\\sum_h\\sqrt3\\|V_h\\|(\\|[A_h;c_h^\\top/t_h]\\|^2(R^2+t_h^2)^2(4n+1)+n)^{1/2}$, "
+        "$X\\in B_R^n$";
+    info_.source = "derived (docs/bounds.md, Biased layers)";
+    info_.hypotheses = {"dot-product multi-head attention with query, key, value and output biases",
+                        "every token in B_R", "causal mask allowed"};
+    info_.expected = Expected::holds;
+    info_.kind = StatementKind::inequality;
+    info_.parts = {at_most("||DF(X)||_2 <= castin.sqrt_n_augmented (the bound table's row)")};
+    info_.families = {"adversarial"};
+    info_.notes =
+        "Left side: the Jacobian of the library's biased block (operators::Block, biases included, not the "
+        "augmented form); right side: the bound table's row castin.sqrt_n_augmented at the point's n and R. "
+        "Family: d = d_h = 1 with a query bias of 2 or 8, tokens at ±R (n = 4, 16; with and without causal "
+        "mask).";
+  }
+  const ClaimInfo& info() const override { return info_; }
+  Point sample(Rng& rng) const override {
+    Point p;
+    const long n = rng.coin(0.3) ? rng.integer(1, 3) : rng.integer(2, 6), d = rng.integer(1, 3),
+               H = rng.coin(0.6) ? 1 : 2, dh = rng.integer(1, 2);
+    p.k = {n, d, H, dh, rng.coin(0.4) ? 1L : 0L};
+    const Shape s{n, d, H, dh, false};
+    p.x.push_back(std::pow(10.0, rng.uniform(-0.5, 0.5)));
+    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(p.x[0]));
+    const double bias = rng.coin(0.4) ? 5.0 : 1.0;
+    while (p.x.size() < s.size()) p.x.push_back(rng.normal() * (rng.coin(0.2) ? 3.0 : 1.0));
+    // Query biases larger on some points (they carry the c_h term).
+    for (long h = 0; h < H; ++h)
+      for (long k = 0; k < dh; ++k)
+        p.x[static_cast<std::size_t>(1 + n * d + h * (3 * d * dh + 3 * dh) + 3 * d * dh + k)] *= bias;
+    repair_point(p);
+    return p;
+  }
+  std::vector<Point> family(const std::string& name) const override {
+    return name == "adversarial" ? adversarial_points() : std::vector<Point>{};
+  }
+  void repair(Point& p) const override { repair_point(p); }
+  nlohmann::json describe(const Point& p) const override {
+    const Shape s = shape_of(p);
+    return {{"family", p.family},
+            {"n", s.n},
+            {"d", s.d},
+            {"heads", s.H},
+            {"head_dim", s.dh},
+            {"causal", s.causal},
+            {"R", p.x[0]},
+            {"X", rows_json(p.x, 1, s.n, s.d)},
+            {"weights", std::vector<double>(p.x.begin() + 1 + s.n * s.d, p.x.end())}};
+  }
+
+  template <class S>
+  Evaluation<S> evaluate(const Point& pt) const {
+    const Setup s = setup_of(pt);
+    lip::BoundSetting setting;
+    setting.n = s.shape.n;
+    setting.radius = s.R;
+    // Refused configurations (no query bias) throw InputError: outside the claim's domain.
+    const S rhs = lip::evaluate<S>(lip::Bound::castin_sqrt_n_augmented, s.layer, s.options, setting);
+    const Block<S> block(s.layer, s.options);
+    Matrix<S> X(s.shape.n, s.shape.d);
+    for (long i = 0; i < s.shape.n; ++i)
+      for (long a = 0; a < s.shape.d; ++a) X(i, a) = lift<S>(s.X(i, a));
+    const S lhs = num::norm_2(Matrix<S>(operators::dense_jacobian(block.linearize(X))));
+    return {le<S>(lhs, rhs)};
+  }
+
+ private:
+  ClaimInfo info_;
+};
+
+}  // namespace
+
+REGATTA_REGISTER_CLAIM(CastinAugmented);
+
+}  // namespace regatta::proofs::claims
