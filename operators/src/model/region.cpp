@@ -145,10 +145,22 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
   return out;
 }
 
-bool certify_ball(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y, double r) {
+namespace {
+
+/// The region test at radius r, and min_c M_c/G_c (the radius at which the test must fail with this G; used
+/// only to start the search).
+struct BallTest {
+  bool certified = false;
+  double linear_cap = 0;
+};
+
+BallTest ball_test(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y, double r) {
+  BallTest out;
   const ModelPass<interval64> pass = propagate(cm, x, r);
-  if (pass.logits.size() == 0) return false;
+  if (pass.logits.size() == 0) return out;
   const interval64 radius(r);
+  out.certified = true;
+  out.linear_cap = INFINITY;
   for (Eigen::Index c = 0; c < pass.logits.size(); ++c) {
     if (c == y) continue;
     const double margin = (pass.logits(y) - pass.logits(c)).lower();
@@ -157,38 +169,55 @@ bool certify_ball(const ConvertedModel<interval64>& cm, const Vector<double>& x,
       const interval64 g(magnitude(pass.jacobian(y, j) - pass.jacobian(c, j)));
       sum += g * g;
     }
-    if (!(margin > (radius * sqrt(sum)).upper())) return false;
+    const double G = sqrt(sum).upper();
+    if (!(margin > (radius * interval64(G)).upper())) out.certified = false;
+    out.linear_cap = std::min(out.linear_cap, margin > 0 ? margin / G : 0.0);
   }
-  return true;
+  return out;
+}
+
+}  // namespace
+
+bool certify_ball(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y, double r) {
+  return ball_test(cm, x, y, r).certified;
 }
 
 CertifiedRadius certified_radius(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y,
                                  double upper, double tolerance, int max_halvings) {
   CertifiedRadius out;
-  auto passes = [&](double r) {
+  auto test = [&](double r) {
     ++out.checks;
-    return certify_ball(cm, x, y, r);
+    return ball_test(cm, x, y, r);
   };
-  if (!passes(0.0)) return out;  // y is not even the certified prediction at x
-  if (passes(upper)) {
-    out.radius = out.refuted = upper;
-    return out;
-  }
-  double lo = 0, hi = upper;
+  const BallTest at_centre = test(0.0);
+  if (!at_centre.certified) return out;  // y is not even the certified prediction at x
+  // Candidates below the attack radius: a failed test at r with gradient bound G(r) (which grows with r)
+  // suggests 0.9·min_c M_c/G_c(r), below which the test is likely to pass; halve when G(r) is unbounded.
+  // These only choose where to test: every reported radius passed its own test.
+  double hi = std::min(upper, std::isfinite(at_centre.linear_cap) ? at_centre.linear_cap : upper);
+  double lo = 0, failed = 0;
   for (int k = 0; k < max_halvings && lo == 0; ++k) {
-    const double r = hi / 2;
-    if (passes(r))
-      lo = r;
-    else
-      hi = r;
+    const BallTest t = test(hi);
+    if (t.certified) {
+      lo = hi;
+    } else {
+      failed = hi;
+      const double suggested = 0.9 * t.linear_cap;
+      hi = std::isfinite(suggested) && suggested > 0 ? std::min(hi / 2, suggested) : hi / 8;
+    }
   }
   if (lo == 0) {
-    out.refuted = hi;
+    out.refuted = failed;
     return out;
   }
+  if (failed == 0) {  // the first candidate passed
+    out.radius = out.refuted = lo;
+    return out;
+  }
+  hi = failed;
   while (hi / lo > 1 + tolerance) {
     const double mid = std::sqrt(lo * hi);
-    if (passes(mid))
+    if (test(mid).certified)
       lo = mid;
     else
       hi = mid;

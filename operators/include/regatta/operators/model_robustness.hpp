@@ -60,10 +60,11 @@ struct CertifiedRadius {
   int checks = 0;      ///< region passes run
 };
 
-/// The largest radius in (0, upper] certified by certify_ball, found by halving from `upper` until a
-/// radius passes (at most max_halvings), then geometric bisection until refuted/radius ≤ 1 + tolerance.
-/// Returns radius 0 when y is not the certified prediction at x itself. `upper` > 0 (the attack radius,
-/// above which nothing can be certified).
+/// A radius in (0, upper] certified by certify_ball, within a factor 1 + tolerance of the largest one the
+/// test passes at along the search: candidates start at min(upper, min_c M_c/G_c at radius 0), and after a
+/// failure at r move to min(r/2, 0.9·min_c M_c/G_c(r)) (r/8 when G is unbounded), at most max_halvings
+/// times; then geometric bisection between the passing and the failing radius. Returns radius 0 when y is
+/// not the certified prediction at x itself. `upper` > 0 (the attack radius: nothing above it can pass).
 CertifiedRadius certified_radius(const ConvertedModel<interval64>& model, const Vector<double>& x, int y,
                                  double upper, double tolerance = 0.01, int max_halvings = 60);
 
