@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/io/safetensors.hpp>
+#include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/model.hpp>
+#include <regatta/operators/model_robustness.hpp>
 #include <string>
 
 #include "support/tolerance.hpp"
@@ -138,6 +141,111 @@ TEST(Model, GeluDerivativeEnclosuresContainSampledValues) {
         EXPECT_NEAR(fd, v, 1e-9);
       }
     }
+}
+
+/// Central differences of the binary64 forward with step h: error ≲ h²·|z‴|/6 + eps·|z|/h; with h = 1e-5 and
+/// logits of size ~10, third derivatives of order 10³ (LayerNorm ε = 1e-6 amplifies), both terms stay below
+/// ~1e-6 relative to the Jacobian's scale.
+constexpr double kFiniteDifferenceStep = 1e-5;
+constexpr double kFiniteDifferenceTolerance = 1e-5;
+
+TEST(ModelRegion, DoubleJacobianMatchesFiniteDifferences) {
+  const Model m = load_model(fixture() / "vit_digits.safetensors");
+  const TestSet t = read_test_set();
+  const ConvertedModel<double> md(m);
+  const Vector<double> x = image(t, 3);
+  const ModelPass<double> pass = propagate(md, x, 0.0);
+  ASSERT_EQ(pass.jacobian.rows(), 10);
+  ASSERT_EQ(pass.jacobian.cols(), 64);
+  const double scale = pass.jacobian.cwiseAbs().maxCoeff();
+  EXPECT_LE((pass.logits - forward(m, x)).cwiseAbs().maxCoeff(), kTorchTolerance);
+  for (int j = 0; j < 64; ++j) {
+    Vector<double> e = Vector<double>::Zero(64);
+    e(j) = kFiniteDifferenceStep;
+    const Vector<double> fd =
+        (forward(m, Vector<double>(x + e)) - forward(m, Vector<double>(x - e))) / (2 * kFiniteDifferenceStep);
+    EXPECT_LE((fd - pass.jacobian.col(j)).cwiseAbs().maxCoeff(), kFiniteDifferenceTolerance * scale) << j;
+  }
+}
+
+TEST(ModelRegion, IntervalJacobianOverTheBallHoldsSampledJacobians) {
+  // Independent check of the region pass: the double Jacobian at random points of the ball (and the logits
+  // at the centre) lie in the interval64 enclosures, up to the double evaluation's own rounding.
+  const Model m = load_model(fixture() / "vit_digits.safetensors");
+  const TestSet t = read_test_set();
+  const ConvertedModel<double> md(m);
+  const ConvertedModel<interval64> mi(m);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  for (std::size_t i : {0u, 5u}) {
+    const Vector<double> x = image(t, i);
+    const double r = 1e-5;
+    const ModelPass<interval64> region = propagate(mi, x, r);
+    ASSERT_EQ(region.jacobian.rows(), 10);
+    const ModelPass<double> centre = propagate(md, x, 0.0);
+    const double slack = 1e-9 * centre.jacobian.cwiseAbs().maxCoeff();  // double rounding vs exact
+    for (Eigen::Index c = 0; c < 10; ++c)
+      EXPECT_TRUE(region.logits(c).lower() <= centre.logits(c) + kTorchTolerance &&
+                  centre.logits(c) - kTorchTolerance <= region.logits(c).upper());
+    for (int s = 0; s < 8; ++s) {
+      Vector<double> d(64);
+      for (auto& v : d) v = normal(rng);
+      const Vector<double> p = x + (r * (s + 1) / 8.0 / d.norm()) * d;  // inside the ball
+      const ModelPass<double> at = propagate(md, p, 0.0);
+      for (Eigen::Index k = 0; k < at.jacobian.size(); ++k) {
+        EXPECT_LE(region.jacobian(k).lower(), at.jacobian(k) + slack);
+        EXPECT_GE(region.jacobian(k).upper(), at.jacobian(k) - slack);
+      }
+    }
+  }
+}
+
+TEST(ModelRegion, CertifiedBallsHoldUnderSamplingAndBelowTheAttack) {
+  const Model m = load_model(fixture() / "vit_digits.safetensors");
+  const TestSet t = read_test_set();
+  const ConvertedModel<double> md(m);
+  const ConvertedModel<interval64> mi(m);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  const std::size_t i = 1;
+  const Vector<double> x = image(t, i);
+  const int y = int(t.labels.data[i]);
+  const AttackResult a = attack(md, x, y);
+  ASSERT_TRUE(a.found);
+  Eigen::Index flipped = 0;
+  forward(m, a.point).maxCoeff(&flipped);
+  EXPECT_NE(int(flipped), y);
+  EXPECT_NEAR((a.point - x).norm(), a.radius, testing::rounding_bound<double>(64, 64) * a.radius);
+  const CertifiedRadius c = certified_radius(mi, x, y, a.radius, 0.5);
+  EXPECT_GT(c.radius, 0);
+  EXPECT_LE(c.radius, a.radius);
+  EXPECT_TRUE(certify_ball(mi, x, y, c.radius));
+  for (int s = 0; s < 64; ++s) {  // points on the certified sphere keep the label
+    Vector<double> d(64);
+    for (auto& v : d) v = normal(rng);
+    Eigen::Index pred = 0;
+    forward(m, Vector<double>(x + (c.radius / d.norm()) * d)).maxCoeff(&pred);
+    EXPECT_EQ(int(pred), y);
+  }
+}
+
+TEST(ModelRegion, NaiveFactorsAreCertifiedUpperBoundsOfSampledSlopes) {
+  // Each factor bounds its stage's Lipschitz constant: compare the product with the slope of the whole
+  // network between nearby points (a lower estimate), which it must exceed.
+  const Model m = load_model(fixture() / "vit_digits.safetensors");
+  std::string why;
+  const auto factors = global_lipschitz_factors(m, why);
+  ASSERT_TRUE(factors.has_value()) << why;
+  EXPECT_EQ(factors->size(), 1 + 2 * m.blocks.size() + 2);
+  double product = 1;
+  for (const auto& f : *factors) {
+    EXPECT_GT(f.upper, 0) << f.stage;
+    product *= f.upper;
+  }
+  const TestSet t = read_test_set();
+  const ConvertedModel<double> md(m);
+  const ModelPass<double> pass = propagate(md, image(t, 2), 0.0);
+  EXPECT_GE(product, spectral_norm_upper_certified(pass.jacobian).lower);
 }
 
 class ModelFiles : public ::testing::Test {
