@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -136,38 +137,45 @@ void run(const CertifyArgs& args, int& result) {
   std::vector<Row> rows(static_cast<std::size_t>(count));
   {
     report::Progress progress("certify", count, true);
+    std::exception_ptr failure;  // the first exception of any thread, rethrown after the loop
 #pragma omp parallel for schedule(dynamic, 1)
     for (long i = 0; i < count; ++i) {
-      const Vector<double>& x = data.images[std::size_t(i)];
-      Row& row = rows[std::size_t(i)];
-      row.label = data.labels[std::size_t(i)];
-      const Vector<double> z = operators::forward<double>(m, x);
-      Eigen::Index pred = 0;
-      z.maxCoeff(&pred);
-      row.prediction = int(pred);
-      double runner = -INFINITY;
-      for (Eigen::Index c = 0; c < z.size(); ++c)
-        if (c != row.label) runner = std::max(runner, z(c));
-      row.margin = z(row.label) - runner;
-      const Vector<interval64> zi = operators::forward<interval64>(m, x.cast<interval64>());
-      double lower = INFINITY;
-      for (Eigen::Index c = 0; c < zi.size(); ++c)
-        if (c != row.label) lower = std::min(lower, (zi(row.label) - zi(c)).lower());
-      row.margin_lower = std::max(lower, 0.0);
-      if (factors && row.margin_lower > 0)
-        row.naive = (interval64(row.margin_lower) / interval64(product)).lower();
-      const operators::AttackResult a = operators::attack(md, x, row.label);
-      row.attack = a.found ? a.radius : INFINITY;
-      if (row.prediction == row.label && row.margin_lower > 0) {
-        const auto c =
-            operators::certified_radius(mi, x, row.label, a.found ? a.radius : 100.0, args.tolerance);
-        row.certified = c.radius;
-        row.refuted = c.refuted;
-        row.checks = c.checks;
+      try {
+        const Vector<double>& x = data.images[std::size_t(i)];
+        Row& row = rows[std::size_t(i)];
+        row.label = data.labels[std::size_t(i)];
+        const Vector<double> z = operators::forward<double>(m, x);
+        Eigen::Index pred = 0;
+        z.maxCoeff(&pred);
+        row.prediction = int(pred);
+        double runner = -INFINITY;
+        for (Eigen::Index c = 0; c < z.size(); ++c)
+          if (c != row.label) runner = std::max(runner, z(c));
+        row.margin = z(row.label) - runner;
+        const Vector<interval64> zi = operators::forward<interval64>(m, x.cast<interval64>());
+        double lower = INFINITY;
+        for (Eigen::Index c = 0; c < zi.size(); ++c)
+          if (c != row.label) lower = std::min(lower, (zi(row.label) - zi(c)).lower());
+        row.margin_lower = std::max(lower, 0.0);
+        if (factors && row.margin_lower > 0)
+          row.naive = (interval64(row.margin_lower) / interval64(product)).lower();
+        const operators::AttackResult a = operators::attack(md, x, row.label);
+        row.attack = a.found ? a.radius : INFINITY;
+        if (row.prediction == row.label && row.margin_lower > 0) {
+          const auto c =
+              operators::certified_radius(mi, x, row.label, a.found ? a.radius : 100.0, args.tolerance);
+          row.certified = c.radius;
+          row.refuted = c.refuted;
+          row.checks = c.checks;
+        }
+      } catch (...) {
+#pragma omp critical(regatta_certify_failure)
+        if (!failure) failure = std::current_exception();
       }
 #pragma omp critical(regatta_certify_progress)
       progress.advance();
     }
+    if (failure) std::rethrow_exception(failure);
   }
 
   std::vector<double> cert, att, naive;
