@@ -117,6 +117,11 @@ TEST(Model, IntervalForwardEnclosesTorch) {
   }
 }
 
+/// GELU′ by central differences with step h = 1e-5: error h²/6·max|GELU‴| ≤ 1e-10 (|GELU‴| < 1) plus the
+/// cancellation eps·|GELU|/h ≈ 2e-11·|x|; 1e-9 covers both on |x| ≤ 7 with a factor ~5.
+constexpr double kGeluStep = 1e-5;
+constexpr double kGeluDifferenceTolerance = 1e-9;
+
 TEST(Model, GeluDerivativeEnclosuresContainSampledValues) {
   // The interval GELU′ (piecewise monotone endpoints) against the binary64 derivative at points inside,
   // and against a central difference of the binary64 GELU.
@@ -133,12 +138,11 @@ TEST(Model, GeluDerivativeEnclosuresContainSampledValues) {
         EXPECT_TRUE(contains(d, v) || std::abs(v - d.lower()) < testing::rounding_bound<double>(8) ||
                     std::abs(v - d.upper()) < testing::rounding_bound<double>(8))
             << p(0, 0) << " in " << d;
-        const double h = 1e-5;
+        const double h = kGeluStep;
         Matrix<double> lo = p.array() - h, hi = p.array() + h;
         const double fd =
             (activate(Activation::gelu_erf, hi)(0, 0) - activate(Activation::gelu_erf, lo)(0, 0)) / (2 * h);
-        // central difference error: h²/6·|GELU‴| ≤ 1e-10 plus cancellation eps/h ≈ 2e-11
-        EXPECT_NEAR(fd, v, 1e-9);
+        EXPECT_NEAR(fd, v, kGeluDifferenceTolerance);
       }
     }
 }
@@ -168,6 +172,13 @@ TEST(ModelRegion, DoubleJacobianMatchesFiniteDifferences) {
   }
 }
 
+/// A radius the region pass certifies for these inputs (so the enclosures are finite), and the slack of the
+/// sampled double Jacobians against the exact ones they stand for: the double forward-mode chain loses at
+/// most ~1e-14 relative per stage over five stages amplified by ≲ 10² each (the widths of the r = 0 pass,
+/// ~1e-8 of the Jacobian's scale at the head, measure that amplification): 1e-9 is that bound with room.
+constexpr double kSampledBallRadius = 1e-5;
+constexpr double kJacobianRoundingSlack = 1e-9;
+
 TEST(ModelRegion, IntervalJacobianOverTheBallHoldsSampledJacobians) {
   // Independent check of the region pass: the double Jacobian at random points of the ball (and the logits
   // at the centre) lie in the interval64 enclosures, up to the double evaluation's own rounding.
@@ -179,11 +190,11 @@ TEST(ModelRegion, IntervalJacobianOverTheBallHoldsSampledJacobians) {
   std::normal_distribution<double> normal;
   for (std::size_t i : {0u, 5u}) {
     const Vector<double> x = image(t, i);
-    const double r = 1e-5;
+    const double r = kSampledBallRadius;
     const ModelPass<interval64> region = propagate(mi, x, r);
     ASSERT_EQ(region.jacobian.rows(), 10);
     const ModelPass<double> centre = propagate(md, x, 0.0);
-    const double slack = 1e-9 * centre.jacobian.cwiseAbs().maxCoeff();  // double rounding vs exact
+    const double slack = kJacobianRoundingSlack * centre.jacobian.cwiseAbs().maxCoeff();
     for (Eigen::Index c = 0; c < 10; ++c)
       EXPECT_TRUE(region.logits(c).lower() <= centre.logits(c) + kTorchTolerance &&
                   centre.logits(c) - kTorchTolerance <= region.logits(c).upper());
