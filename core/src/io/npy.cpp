@@ -25,9 +25,9 @@ constexpr std::string_view supported = "only float16, float32 and float64 arrays
 
 struct Header {
   DType dtype = DType::f64;
-  std::string other;     // numpy's name of an integer or boolean dtype listed without conversion
+  std::string other;              // numpy's name of an integer or boolean dtype listed without conversion
   bool other_big_endian = false;  // its byte order (irrelevant for 1-byte types)
-  std::size_t item = 0;  // bytes per element
+  std::size_t item = 0;           // bytes per element
   bool fortran_order = false;
   std::vector<std::size_t> shape;
   std::size_t data_offset = 0;  // first byte after the header
