@@ -6,7 +6,6 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/safetensors.hpp>
 #include <regatta/operators/model.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -31,7 +30,6 @@ class Tensors {
       throw InputError(a.source, "shape " + io::shape_repr(a.shape) + " does not match the expected " +
                                      io::shape_repr(shape) + " (" + why + ")");
     io::require_finite(a);
-    used_.insert(name);
     return a;
   }
   const io::Array& find(const std::string& name) const {
@@ -55,7 +53,6 @@ class Tensors {
  private:
   std::map<std::string, io::Array> arrays_;
   std::string file_;
-  mutable std::set<std::string> used_;
 };
 
 int config_int(const nlohmann::json& config, const std::string& key, const std::string& source) {

@@ -7,8 +7,6 @@
 namespace regatta::operators {
 namespace {
 
-using Tangents = std::vector<Matrix<double>>;
-
 double magnitude(const interval64& v) { return std::max(std::fabs(v.lower()), std::fabs(v.upper())); }
 
 interval64 intersect(const interval64& a, const interval64& b) {
