@@ -105,7 +105,9 @@ void run(const BracketArgs& args, int& result) {
         {"stopped_by_evaluations", b.stopped_by_evaluations},
         {"seed", args.search.seed},
         {"precision_bits", args.search.precision},
-        {"note", b.note}};
+        {"note", b.note},
+        {"region_upper_certified", optional_number(b.region_upper)},
+        {"region_note", b.region_note}};
     std::cout << json_text(out) << "\n";
   } else {
     const std::string norm = lip::to_string(b.norm);
@@ -131,6 +133,7 @@ void run(const BracketArgs& args, int& result) {
                 << "\n";
     for (const auto& r : b.refused) std::cout << "refused    " << r << "\n";
     if (!b.note.empty()) std::cout << "note       " << b.note << "\n";
+    if (!b.region_note.empty()) std::cout << "region     " << b.region_note << "\n";
     if (b.stopped_by_budget) std::cout << "search     stopped by --budget\n";
     if (b.stopped_by_evaluations) std::cout << "search     stopped by --evaluations\n";
   }

@@ -1,6 +1,8 @@
 // Shared layer options (see layer_options.hpp).
 #include "layer_options.hpp"
 
+#include <cmath>
+
 #include <sstream>
 
 #include <regatta/core/error.hpp>
@@ -58,6 +60,10 @@ void add_layer_options(CLI::App* cmd, LayerArgs& args) {
   cmd->add_option("--sinkhorn", args.sinkhorn,
                   "Sinkhorn attention: T alternating normalisation half-steps, rows first (1 = softmax)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option_function<double>(
+      "--norm-eps", [&args](double v) { args.norm_eps = v; },
+      "Epsilon of --prenorm (default 1e-5, PyTorch's; timm ViT uses 1e-6); gamma and beta come from the "
+      "layer file when it has them");
   cmd->add_flag("--allow-untied-l2", args.allow_untied_l2,
                 "Run --kind l2 with WK != WQ (outside the hypotheses of the L2 theorem)");
 }
@@ -87,6 +93,11 @@ ResolvedLayer resolve_layer(const LayerArgs& args) {
   r.options.allow_untied_l2 = args.allow_untied_l2;
   r.options.prenorm = operators::parse_prenorm(args.prenorm);
   r.options.sinkhorn_iterations = args.sinkhorn;
+  if (args.norm_eps) {
+    if (!(std::isfinite(*args.norm_eps) && *args.norm_eps > 0))
+      throw InputError("--norm-eps", "must be finite and > 0");
+    r.layer.norm_eps = *args.norm_eps;
+  }
   return r;
 }
 
@@ -120,8 +131,15 @@ std::string describe(const ResolvedLayer& r) {
      << ", value_dim=" << r.layer.value_dim << ")";
   if (r.options.causal) os << ", causal";
   if (r.options.residual) os << ", residual";
-  if (r.options.prenorm != operators::Prenorm::none)
-    os << ", prenorm " << operators::to_string(r.options.prenorm);
+  if (r.options.prenorm != operators::Prenorm::none) {
+    os << ", prenorm " << operators::to_string(r.options.prenorm) << " (eps " << r.layer.norm_eps << ", "
+       << (r.layer.norm_gamma.size() != 0
+               ? std::string("learned gamma") + (r.layer.norm_beta.size() != 0 ? " and beta" : ", beta = 0")
+               : std::string("gamma = 1, beta = 0: no norm weights in the layer"))
+       << ")";
+  } else if (r.layer.norm_gamma.size() != 0) {
+    os << ", norm weights in the file unused (--prenorm none)";
+  }
   if (r.options.sinkhorn_iterations != 1) os << ", sinkhorn " << r.options.sinkhorn_iterations;
   return os.str();
 }

@@ -2,6 +2,7 @@
 // The layer options shared by every subcommand that takes an attention layer (attend, bound, local,
 // bracket, measure-lipschitz, report): --layer/--random, --heads, --kind, --prefix, --causal, --residual,
 // --prenorm, --sinkhorn, --allow-untied-l2. One definition, so they mean the same everywhere.
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@ struct LayerArgs {
   std::string prenorm = "none";
   int sinkhorn = 1;
   bool allow_untied_l2 = false;
+  std::optional<double> norm_eps;  ///< --norm-eps (unset: the layer's default, PyTorch's 1e-5)
 };
 
 /// The layer and its options after parsing and loading; `source` describes where it came from.

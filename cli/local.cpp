@@ -23,6 +23,7 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
+#include <regatta/operators/lipschitz/region.hpp>
 #include "command.hpp"
 #include "json_output.hpp"
 #include "layer_options.hpp"
@@ -46,6 +47,8 @@ struct LocalArgs {
   long long dense_limit = lip::dense_certification_limit;
   std::optional<double> margin;
   double readout_lipschitz = 1;
+  std::optional<double> ball, box;
+  long long region_limit = 4096;
   bool json = false;
 };
 
@@ -138,6 +141,75 @@ Sensitivity sensitivity(const ResolvedLayer& r, const Matrix<double>& X, const L
   return s;
 }
 
+/// The certified sup of ‖J‖ over --ball / --box, and the region robustness radius (--certify --margin).
+struct RegionResults {
+  std::optional<std::string> refusal;
+  std::optional<lip::RegionNormReport> norms;
+  std::optional<lip::RegionRadiusResult> radius;
+};
+
+RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
+                             const lip::LocalNormReport& local, const lip::Progress& progress) {
+  RegionResults out;
+  const bool wanted = args.ball || args.box || (args.certify && args.margin);
+  if (!wanted) return out;
+  out.refusal = lip::region_refusal(r.layer, r.options);
+  if (out.refusal) return out;
+  lip::RegionOptions options;
+  options.dense_limit = args.region_limit;
+  options.progress = progress;
+  if (args.ball || args.box) {
+    const lip::Region region{args.ball ? lip::RegionShape::ball : lip::RegionShape::box,
+                             args.ball ? *args.ball : *args.box};
+    out.norms = lip::region_jacobian_norms(r.layer, r.options, X, region, options);
+  }
+  if (args.certify && args.margin) {
+    lip::MarginSetting margin;
+    margin.margin = *args.margin;
+    margin.readout_lipschitz = args.readout_lipschitz;
+    lip::RegionRadiusOptions radius;
+    radius.region = options;
+    radius.region.progress = {};
+    progress("region robustness radius (bisection)", 0, 1);
+    out.radius = lip::region_certified_radius(r.layer, r.options, X, margin, local.two.estimate, radius);
+    progress("region robustness radius (bisection)", 1, 1);
+  }
+  return out;
+}
+
+nlohmann::json closed_form_json(const std::optional<lip::ClosedFormBound>& b) {
+  if (!b) return nullptr;
+  return {{"id", b->id}, {"certified_upper", number_or_null(b->upper)}, {"token_radius", b->radius}};
+}
+
+nlohmann::json region_json(const RegionResults& g, const lip::LocalNormReport& local) {
+  nlohmann::json out{{"refused", g.refusal ? nlohmann::json(*g.refusal) : nlohmann::json(nullptr)}};
+  if (g.norms) {
+    const lip::RegionNormReport& n = *g.norms;
+    out["shape"] = lip::to_string(n.region.shape);
+    out["radius"] = n.region.radius;
+    out["status"] = n.status;
+    out["sup_jacobian_norm_2_certified_upper"] =
+        n.certified ? number_or_null(n.two_upper) : nlohmann::json(nullptr);
+    out["sup_jacobian_norm_2_certified_lower"] =
+        local.has_two_lower ? number_or_null(local.two_lower) : nlohmann::json(nullptr);
+    out["sup_jacobian_norm_2_method"] = n.two_upper_method;
+    out["sup_jacobian_norm_inf_certified_upper"] =
+        n.certified ? number_or_null(n.inf_upper) : nlohmann::json(nullptr);
+    out["enclosure_relative_width"] = number_or_null(n.relative_width);
+    out["closed_form_2"] = closed_form_json(n.closed_form_two);
+    out["closed_form_inf"] = closed_form_json(n.closed_form_inf);
+  }
+  if (g.radius) {
+    out["robustness_radius_certified"] = number_or_null(g.radius->radius);
+    out["robustness_radius_sup_jacobian_norm_2_certified_upper"] =
+        g.radius->radius > 0 ? number_or_null(g.radius->sup_two_at_radius) : nullptr;
+    out["robustness_radius_first_order_limit_estimate"] = number_or_null(g.radius->first_order_limit);
+    out["robustness_radius_steps"] = g.radius->steps;
+  }
+  return out;
+}
+
 nlohmann::json vector_json(const std::vector<double>& v) {
   nlohmann::json a = nlohmann::json::array();
   for (double x : v) a.push_back(number_or_null(x));
@@ -145,7 +217,7 @@ nlohmann::json vector_json(const std::vector<double>& v) {
 }
 
 void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
-                const lip::LocalNormReport& norms, const Sensitivity& s,
+                const lip::LocalNormReport& norms, const Sensitivity& s, const RegionResults& g,
                 const std::map<std::string, double>& seconds) {
   const Eigen::Index d = X.cols();
   nlohmann::json out{
@@ -218,6 +290,7 @@ void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs
       out["certified_radius"] = nullptr;
     }
   }
+  out["region"] = region_json(g, norms);
   out["stage_seconds"] = seconds;
   std::cout << json_text(out) << "\n";
 }
@@ -225,6 +298,40 @@ void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs
 /// One labelled line: label padded to a column, value, and what the value is.
 void line(const std::string& label, const std::string& value, const std::string& note) {
   std::cout << "  " << std::left << std::setw(26) << label << std::setw(18) << value << note << "\n";
+}
+
+void print_region(const RegionResults& g, const lip::LocalNormReport& local) {
+  if (!g.norms && !g.radius && !g.refusal) return;
+  std::cout << "\nregion (certified over every input of the region; region enclosure of the Jacobian)\n";
+  if (g.refusal) {
+    std::cout << "  refused: " << *g.refusal << "\n";
+    return;
+  }
+  if (g.norms) {
+    const lip::RegionNormReport& n = *g.norms;
+    const std::string where = n.region.shape == lip::RegionShape::ball
+                                  ? "Frobenius ball B(X, " + number(n.region.radius) + ")"
+                                  : "box |X' - X|_max <= " + number(n.region.radius);
+    std::cout << "  " << where << ": " << n.status << "\n";
+    if (n.certified) {
+      line("sup ||J||_2 certified",
+           "[" + (local.has_two_lower ? lower_number(local.two_lower) : std::string("0")) + ", " +
+               upper_number(n.two_upper) + "] ",
+           "(lower: the centre; upper: " + n.two_upper_method + " of the interval64 enclosure)");
+      line("sup ||J||_inf certified", upper_number(n.inf_upper), "(upper: max row sum of the enclosure)");
+    }
+    for (const auto* b : {&n.closed_form_two, &n.closed_form_inf})
+      if (*b)
+        line("closed form " + std::string(b == &n.closed_form_two ? "(2)" : "(inf)"),
+             upper_number((*b)->upper),
+             "(" + (*b)->id + ", certified upper, tokens in B_R with R = " + number((*b)->radius) + ")");
+  }
+  if (g.radius) {
+    line("radius certified", lower_number(g.radius->radius),
+         "(sqrt(2) L r sup_{B(X,r)} ||J||_2 < m; " + std::to_string(g.radius->steps) + " bisection steps)");
+    line("first-order limit", number(g.radius->first_order_limit),
+         "(estimate m / (sqrt(2) L ||J(X)||_2): no certificate of this kind can exceed it)");
+  }
 }
 
 void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
@@ -289,6 +396,8 @@ void run(const LocalArgs& args, int& result) {
   if (!(args.tolerance > 0 && args.tolerance < 1))
     throw InputError("--tolerance", "must lie in (0, 1), got " + number(args.tolerance));
   if (args.margin) check_positive("--margin", *args.margin);
+  if (args.ball) check_positive("--ball", *args.ball);
+  if (args.box) check_positive("--box", *args.box);
   if (args.estimate_only && args.certify)
     throw InputError("--estimate-only", "cannot be combined with --certify");
   if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz > 0))
@@ -321,10 +430,12 @@ void run(const LocalArgs& args, int& result) {
                      "the Jacobian norms of the layer at these tokens are not finite doubles "
                      "(the scores leave the double range): rescale the tokens or the layer");
   const Sensitivity s = sensitivity(resolved, X, args, options.spectral, progress);
+  const RegionResults g = region_results(resolved, X, args, norms, progress);
   if (args.json) {
-    print_json(resolved, X, args, norms, s, progress_state->seconds());
+    print_json(resolved, X, args, norms, s, g, progress_state->seconds());
   } else {
     print_human(resolved, X, args, norms, s);
+    print_region(g, norms);
   }
   result = exit_ok;
 }
@@ -367,6 +478,18 @@ void add_local_command(CLI::App& app, int& result) {
                   "(default 1)")
       ->check(positive())
       ->needs(margin);
+  CLI::Option* ball = cmd->add_option_function<double>(
+                             "--ball", [args](double v) { args->ball = v; },
+                             "Certified sup of ||J||_2 and ||J||_inf over the Frobenius ball B(X, EPS)")
+                          ->check(positive());
+  cmd->add_option_function<double>(
+         "--box", [args](double v) { args->box = v; },
+         "Certified sup of ||J||_2 and ||J||_inf over the box |X' - X| <= R (every entry)")
+      ->check(positive())
+      ->excludes(ball);
+  cmd->add_option("--region-limit", args->region_limit,
+                  "Largest n*d for the region enclosure (dense interval64 Jacobian; default 4096)")
+      ->check(CLI::Range(1LL, 1LL << 16));
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &result] { run(*args, result); });
 }

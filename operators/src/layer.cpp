@@ -241,24 +241,46 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
   Matrix<double> Wq, Wk, Wv, Wo;  // PyTorch orientation: out×in
   std::optional<Vector<double>> bq, bk, bv, bo;
 
-  if (const io::Array* in_proj = set.find("in_proj_weight")) {
-    const Eigen::Index rows = rows_of_2d(*in_proj);
-    if (rows % 3 != 0)
-      throw InputError(in_proj->source, "has " + std::to_string(rows) + " rows, expected 3·embed_dim");
-    const Eigen::Index e = rows / 3, d = Eigen::Index(in_proj->shape[1]);
-    const Matrix<double> W = matrix_of(*in_proj, 3 * e, d);
+  // Fused q|k|v projections: PyTorch nn.MultiheadAttention, timm ViT (attn.qkv, same out×in layout) and
+  // GPT-2 (Conv1D: weights stored in×out, so c_attn is d×3E and c_proj is E×d, both transposed here).
+  struct Fused {
+    const char *weight, *bias, *out, *out_bias;
+    bool conv1d;
+  };
+  const Fused fused_layouts[] = {{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", false},
+                                 {"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", false},
+                                 {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+                                  "attn.c_proj.bias", true}};
+  const Fused* fused = nullptr;
+  const io::Array* in_proj = nullptr;
+  for (const Fused& f : fused_layouts)
+    if ((in_proj = set.find(f.weight))) {
+      fused = &f;
+      break;
+    }
+  if (fused) {
+    const bool t = fused->conv1d;
+    if (in_proj->shape.size() != 2)
+      throw InputError(in_proj->source, "has shape " + io::shape_repr(in_proj->shape) + ", expected a matrix");
+    const Eigen::Index rows = Eigen::Index(in_proj->shape[t ? 1 : 0]);
+    if (rows % 3 != 0 || rows == 0)
+      throw InputError(in_proj->source, "has shape " + io::shape_repr(in_proj->shape) + ", expected " +
+                                            (t ? "(embed_dim, 3·embed_dim) (Conv1D)" : "(3·embed_dim, embed_dim)"));
+    const Eigen::Index e = rows / 3, d = Eigen::Index(in_proj->shape[t ? 0 : 1]);
+    const Matrix<double> W = t ? Matrix<double>(matrix_of(*in_proj, d, 3 * e).transpose())
+                               : matrix_of(*in_proj, 3 * e, d);
     Wq = W.topRows(e);
     Wk = W.middleRows(e, e);
     Wv = W.bottomRows(e);
-    if (const io::Array* b = set.find("in_proj_bias")) {
+    if (const io::Array* b = set.find(fused->bias)) {
       const Vector<double> bias = vector_of(*b, 3 * e);
       bq = bias.head(e);
       bk = bias.segment(e, e);
       bv = bias.tail(e);
     }
-    const io::Array& out = set.require("out_proj.weight");
-    Wo = matrix_of(out, d, e);
-    if (const io::Array* b = set.find("out_proj.bias")) bo = vector_of(*b, d);
+    const io::Array& out = set.require(fused->out);
+    Wo = t ? Matrix<double>(matrix_of(out, e, d).transpose()) : matrix_of(out, d, e);
+    if (const io::Array* b = set.find(fused->out_bias)) bo = vector_of(*b, d);
   } else {
     Naming naming;
     if (set.find("q_proj_weight"))
@@ -272,7 +294,8 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
                 "q_proj.bias",   "k_proj.bias",   "v_proj.bias",   "o_proj.bias"};
     else
       throw InputError(file + ":" + prefix + "in_proj_weight",
-                       "missing tensor (no in_proj_weight, q_proj_weight, query.weight or q_proj.weight)");
+                       "missing tensor (no in_proj_weight, attn.qkv.weight, attn.c_attn.weight, q_proj_weight, "
+                       "query.weight or q_proj.weight)");
     const io::Array& q = set.require(naming.q);
     const Eigen::Index e = rows_of_2d(q), d = Eigen::Index(q.shape[1]);
     Wq = matrix_of(q, e, d);
@@ -325,6 +348,17 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
   }
   layer.WO = Wo.transpose();
   if (bo) layer.bO = *bo;
+  // The learned pre-normalisation weights, when the file has them under the prefix (PyTorch / timm
+  // `norm.*`, timm `norm1.*`, GPT-2 `ln_1.*`, LLaMA `input_layernorm.*` / `attention_norm.*`); used only
+  // with a pre-norm, never replaced by γ = 1, β = 0 silently (describe() in the CLI says which).
+  for (const char* stem : {"norm", "norm1", "ln_1", "input_layernorm", "attention_norm"}) {
+    const io::Array* g = set.find(std::string(stem) + ".weight");
+    if (!g) continue;
+    if (layer.norm_gamma.size() != 0)
+      throw InputError(g->source, "a second pre-norm weight (select one with a prefix)");
+    layer.norm_gamma = vector_of(*g, d);
+    if (const io::Array* b = set.find(std::string(stem) + ".bias")) layer.norm_beta = vector_of(*b, d);
+  }
   layer.validate();
   return layer;
 }

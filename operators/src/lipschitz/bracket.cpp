@@ -1,5 +1,6 @@
 // Brackets, witness certification, the Kim et al. tightness family and the Theorem 3.1 growth (bracket.hpp).
 #include <regatta/operators/lipschitz/bracket.hpp>
+#include <regatta/operators/lipschitz/region.hpp>
 
 #include <cmath>
 #include <limits>
@@ -88,6 +89,51 @@ WitnessCertificate certify_witness(const AttentionLayer& layer, const AttentionO
   return c;
 }
 
+namespace {
+
+/// The region enclosure over the box [−R, R]^{n×d} ⊇ (B_R)^n as a candidate upper end (see Bracket).
+void region_upper_end(const AttentionLayer& layer, const AttentionOptions& options,
+                      const BracketOptions& bracket, Bracket& b) {
+  if (!bracket.radius) {
+    b.region_note = "no region enclosure: the domain is unbounded (no radius)";
+    return;
+  }
+  if (const auto why = region_refusal(layer, options)) {
+    b.region_note = "no region enclosure: " + *why;
+    return;
+  }
+  const std::int64_t nd = bracket.n * std::int64_t(layer.d);
+  if (nd > bracket.region_limit) {
+    b.region_note = "no region enclosure: n*d = " + std::to_string(nd) + " exceeds the region limit " +
+                    std::to_string(bracket.region_limit);
+    return;
+  }
+  RegionOptions region_options;
+  region_options.closed_form = false;
+  const RegionNormReport r = region_jacobian_norms(layer, options, Matrix<double>::Zero(bracket.n, layer.d),
+                                                   Region{RegionShape::box, *bracket.radius}, region_options);
+  if (!r.certified) {
+    b.region_note = "region enclosure over the box [-R, R]^(n x d): " + r.status;
+    return;
+  }
+  b.region_upper = bracket.norm == Norm::two ? r.two_upper : r.inf_upper;
+  if (b.upper_certified && *b.upper_certified <= *b.region_upper) {
+    b.region_note = "the region enclosure over the box [-R, R]^(n x d) is not below " + b.bound_name;
+    return;
+  }
+  b.region_note = b.upper_certified ? "the region enclosure over the box [-R, R]^(n x d) is below " +
+                                          b.bound_name + " (" + std::to_string(*b.upper_certified) + ")"
+                                    : "no formula bound applies; the region enclosure gives the upper end";
+  b.upper_certified = b.region_upper;
+  b.upper = *b.region_upper;
+  b.bound_name = "region.box_enclosure";
+  b.bound_description =
+      "interval64 enclosure of the Jacobian over the box [-R, R]^(n x d), which contains every input with "
+      "tokens in B_R (not a published bound; region.hpp)";
+}
+
+}  // namespace
+
 Bracket compute_bracket(const AttentionLayer& layer, const AttentionOptions& options,
                         const BracketOptions& bracket) {
   layer.validate();
@@ -144,9 +190,10 @@ Bracket compute_bracket(const AttentionLayer& layer, const AttentionOptions& opt
       b.upper_certified = best->certified_upper;
       b.upper = best->certified_upper;
     }
+    region_upper_end(layer, options, bracket, b);
     b.certified = b.lower_certified.has_value() && b.upper_certified.has_value();
     if (!c.lower) b.note = "lower end not certified: " + c.reason;
-    if (!best)
+    if (!best && !b.region_upper)
       b.note += std::string(b.note.empty() ? "" : "; ") + "no applicable bound, so no certified upper end";
     else if (!b.upper_certified)
       b.note += std::string(b.note.empty() ? "" : "; ") + "the certified bound exceeds the double range";

@@ -371,11 +371,12 @@ namespace {
 template <class S>
 class StructuredRows {
  public:
-  StructuredRows(const AttentionLayer& layer, const AttentionOptions& options, const Matrix<double>& X)
-      : options_(options), kind_(layer.kind), n_(X.rows()), d_(layer.d) {
+  /// The rows of J at Xs; for an interval matrix Xs each entry of a row encloses that entry of J(X') for
+  /// every X' in Xs (inclusion isotonicity of the formulas below).
+  StructuredRows(const AttentionLayer& layer, const AttentionOptions& options, const Matrix<S>& Xs)
+      : options_(options), kind_(layer.kind), n_(Xs.rows()), d_(layer.d) {
     if (const auto why = structured_rows_refusal(layer, options)) throw InputError("structured rows", *why);
     const Block<S> block(layer, options);
-    const Matrix<S> Xs = cast<S>(X);
     const std::vector<Matrix<S>> kernels = block.kernels(Xs);  // validates X
     using std::sqrt;
     const S inv_sqrt_dh = S(1) / sqrt(scalar_cast<S>(double(layer.head_dim)));
@@ -503,7 +504,7 @@ std::optional<std::string> structured_rows_refusal(const AttentionLayer& layer,
 template <class S>
 InducedNorm<S> block_jacobian_norm_inf(const AttentionLayer& layer, const AttentionOptions& options,
                                        const Matrix<double>& X, const Progress& progress) {
-  StructuredRows<S> rows(layer, options, X);
+  StructuredRows<S> rows(layer, options, cast<S>(X));
   RunningMax<S> best;
   Matrix<S> G;
   const Index total = rows.n() * rows.d();
@@ -522,6 +523,12 @@ InducedNorm<S> block_jacobian_norm_inf(const AttentionLayer& layer, const Attent
 template <class S>
 Matrix<S> block_dense_jacobian(const AttentionLayer& layer, const AttentionOptions& options,
                                const Matrix<double>& X, const Progress& progress) {
+  return block_dense_jacobian_on_box<S>(layer, options, cast<S>(X), progress);
+}
+
+template <class S>
+Matrix<S> block_dense_jacobian_on_box(const AttentionLayer& layer, const AttentionOptions& options,
+                                      const Matrix<S>& X, const Progress& progress) {
   StructuredRows<S> rows(layer, options, X);
   const Index nd = rows.n() * rows.d();
   Matrix<S> J(nd, nd);
@@ -1034,5 +1041,11 @@ REGATTA_FOR_EACH_EXACT64_SCALAR(REGATTA_LOCAL_GENERIC)
   template RadiusResult havens_certified_radius<S>(const HavensIngredients<S>&, const MarginSetting&);
 REGATTA_FOR_EACH_CERTIFYING_SCALAR(REGATTA_LOCAL_CERTIFIABLE)
 #undef REGATTA_LOCAL_CERTIFIABLE
+
+#define REGATTA_LOCAL_BOX(S)                                                                        \
+  template Matrix<S> block_dense_jacobian_on_box<S>(const AttentionLayer&, const AttentionOptions&, \
+                                                    const Matrix<S>&, const Progress&);
+REGATTA_FOR_EACH_INTERVAL_SCALAR(REGATTA_LOCAL_BOX)
+#undef REGATTA_LOCAL_BOX
 
 }  // namespace regatta::lip

@@ -13,9 +13,14 @@
 #include <limits>
 #include <vector>
 
+#include <Eigen/SVD>
+#include <random>
+
 #include <regatta/core/error.hpp>
+#include <regatta/core/random_matrix.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
+#include "../../support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {
@@ -228,6 +233,54 @@ TEST(Theorem31, RandomMultiHeadLayerExceedsAnyLevel) {
     // Quadratic growth: ×16 in c² between consecutive scales, so 10, 100, 1000 are passed.
     EXPECT_GT(*g.back().certified_lower, 1000) << to_string(norm);
   }
+}
+
+// On a small domain the region enclosure over [−R, R]^{n×d} is the upper end: it is below the formula
+// bound, at least the certified lower end, and at least ‖J(X)‖ at sampled inputs with tokens in B_R
+// (JacobiSVD / row sums of the double Jacobian, an independent computation; the slack covers their rounding
+// at n·d = 6, 64 rounded operations with a factor 16).
+TEST(Bracket, RegionEnclosureGivesTheUpperEndOnASmallDomain) {
+  operators::RandomLayerSpec spec;
+  spec.d = 2;
+  spec.heads = 1;
+  spec.seed = 3;
+  const AttentionLayer layer = operators::random_layer(spec);
+  const AttentionOptions options;
+  const double slack = testing::rounding_bound<double>(16, 64);
+  for (Norm norm : {Norm::two, Norm::inf}) {
+    BracketOptions o;
+    o.n = 3;
+    o.radius = 0.05;
+    o.norm = norm;
+    o.certify = true;
+    o.search.max_evaluations = 500;
+    const Bracket b = compute_bracket(layer, options, o);
+    ASSERT_TRUE(b.region_upper.has_value()) << b.region_note;
+    EXPECT_EQ(b.bound_name, "region.box_enclosure");
+    ASSERT_TRUE(b.upper_certified && b.lower_certified);
+    EXPECT_EQ(*b.upper_certified, *b.region_upper);
+    EXPECT_LT(*b.region_upper, b.upper_estimate);  // the formula bound in double
+    EXPECT_LE(*b.lower_certified, *b.upper_certified);
+    std::mt19937_64 gen(7);
+    for (int sample = 0; sample < 40; ++sample) {
+      Matrix<double> X = Eigen::Map<const Matrix<double>>(standard_normal(6, 100 + sample).data(), 3, 2);
+      for (Eigen::Index i = 0; i < 3; ++i)
+        X.row(i) *= 0.05 * std::uniform_real_distribution<double>(0, 1)(gen) / X.row(i).norm();
+      const Matrix<double> J =
+          operators::dense_jacobian(operators::Block<double>(layer, options).linearize(X));
+      const double value = norm == Norm::two ? Eigen::JacobiSVD<Eigen::MatrixXd>(J).singularValues()(0)
+                                             : J.cwiseAbs().rowwise().sum().maxCoeff();
+      EXPECT_LE(value, *b.region_upper * (1 + slack));
+    }
+  }
+  // Without a radius there is no region, and the note says why.
+  BracketOptions unbounded;
+  unbounded.n = 3;
+  unbounded.certify = true;
+  unbounded.search.max_evaluations = 200;
+  const Bracket u = compute_bracket(layer, options, unbounded);
+  EXPECT_FALSE(u.region_upper.has_value());
+  EXPECT_NE(u.region_note.find("unbounded"), std::string::npos);
 }
 
 }  // namespace

@@ -67,6 +67,9 @@ AttentionLayer random_layer(const RandomLayerSpec& spec);
 ///   Hugging Face BERT: query|key|value.weight [+ .bias], output.dense.weight [+ .bias]
 ///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]
 /// Linear weights are out×in, so WQ[h] = (W_q[h·d_h:(h+1)·d_h, :])ᵀ, WO = out_proj.weightᵀ.
+/// Pre-norm weights, when present under the prefix, fill norm_gamma / norm_beta: norm.weight|bias
+/// (PyTorch), norm1.* (timm), ln_1.* (GPT-2), input_layernorm.* / attention_norm.* (LLaMA); two of them
+/// throw (ambiguous). norm_eps stays at its default (the file does not say it).
 /// Every missing, ambiguous, ill-shaped or non-finite tensor, heads not dividing the projection width, and
 /// an unknown extension throw InputError naming the file and the tensor.
 AttentionLayer load_layer(const std::filesystem::path& path, int heads,

@@ -39,6 +39,8 @@ struct BracketOptions {
   bool certify = false;
   unsigned precision_bits = 128;  ///< interval precision of the certification and of the bounds (>= 53)
   SearchOptions search;           ///< search settings; its norm and radius are replaced by the ones above
+  /// Largest n·d for the region enclosure of the upper end (certify with a radius); 0 switches it off.
+  std::int64_t region_limit = 512;
 };
 
 struct Bracket {
@@ -61,6 +63,12 @@ struct Bracket {
   bool stopped_by_budget = false;       ///< the time budget ended the search early
   bool stopped_by_evaluations = false;  ///< the evaluation cap ended the search early
   std::string note;                     ///< what limited the certification, if anything
+  /// With certify and a radius: the CERTIFIED sup of ‖J‖ (this norm) over the box [−R, R]^{n×d}, which
+  /// contains every input with tokens in B_R (region.hpp); it becomes the upper end (bound_name
+  /// "region.box_enclosure") when it is below the best formula bound. Unset when the enclosure was not
+  /// computed (no radius, n·d above region_limit, a refused configuration) or was too wide.
+  std::optional<double> region_upper;
+  std::string region_note;  ///< why region_upper is unset, or what it was compared with
 };
 
 /// The bracket for (layer, options) (see the file comment). Throws InputError for bad input (an invalid

@@ -148,6 +148,14 @@ Matrix<S> block_dense_jacobian(const operators::AttentionLayer& layer,
                                const operators::AttentionOptions& options, const Matrix<double>& X,
                                const Progress& progress = {});
 
+/// The same rows evaluated on a box: X is an interval matrix (S = interval or interval64) and entry (r, c)
+/// of the result encloses J(X')_rc for EVERY X' in X (a CERTIFIED enclosure of the Jacobian over the box;
+/// see region.hpp for the norms over balls and boxes). For a point X it is block_dense_jacobian.
+template <class S>
+Matrix<S> block_dense_jacobian_on_box(const operators::AttentionLayer& layer,
+                                      const operators::AttentionOptions& options, const Matrix<S>& X,
+                                      const Progress& progress = {});
+
 // ---- everything about ‖J(X)‖ for one block (what `regatta local` reports) ----
 
 /// Largest n·d for which the certified upper bound on ‖J‖₂ is computed by default: the dense interval

@@ -1,0 +1,123 @@
+#pragma once
+// Certified Jacobian norms of one self-attention block over a region of inputs, and the robustness radius
+// that follows from them.
+//
+// Regions around tokens X (n×d):
+//   ball  B(X, ε) = {X' : ‖X' − X‖_F ≤ ε}            (the perturbation set of a robustness certificate)
+//   box   {X' : |X'_ia − X_ia| ≤ r for every i, a}   (a bounded domain; it contains B(X, r))
+//
+// Method. The box of half-width r (r = ε for the ball, which it contains) is an interval64 matrix; the
+// structured rows of the Jacobian (local.hpp, block_dense_jacobian_on_box) evaluated on it give an interval
+// matrix [J] with J(X') ∈ [J] for every X' in the box: every operation is an outward-rounded interval
+// operation on enclosures of its arguments, so by inclusion isotonicity each entry encloses its range over
+// the box. The softmax rows use a point shift, exp(s − c)/Σ exp(s − c) (exact for every c), so no interval is
+// subtracted from itself there. The width of [J] is first order in r (each entry is a composition of
+// Lipschitz functions of the box), which is what the tightness benchmark measures. Then
+//   sup over the region of ‖J(X')‖∞ ≤ max_row Σ_col mag([J]_rc)   (rounded up; equal to the maximum over
+//                                                                    the interval matrix itself)
+//   sup over the region of ‖J(X')‖₂ ≤ certified upper bound on ‖·‖₂ for every matrix in [J]
+//                                     (core/spectral_norm.hpp on the interval64 matrix)
+// and the centre gives the lower ends: sup ≥ ‖J(X)‖ (certified lower bounds from local_jacobian_norms).
+//
+// Honest outcomes: an enclosure with a non-finite entry, or an upper end no smaller than the best certified
+// closed-form bound that applies on the region (bounds.hpp; tokens in B_R with R = max‖x_i‖ + ε for the
+// ball, + r√d for the box), is reported as "not certified: enclosure too wide" with that closed-form bound
+// beside it — never as a certified region constant.
+#include <optional>
+#include <string>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/operators/differentiable.hpp>
+#include <regatta/operators/layer.hpp>
+#include <regatta/operators/lipschitz/local.hpp>
+
+namespace regatta::lip {
+
+enum class RegionShape { ball, box };
+
+std::string to_string(RegionShape shape);
+
+struct Region {
+  RegionShape shape = RegionShape::ball;
+  double radius = 0;  ///< ε of the Frobenius ball, or the half-width r of the box; finite, > 0
+};
+
+/// A certified closed-form upper bound on the Lipschitz constant that holds on the region (every token in
+/// B_R), for comparison with the enclosure.
+struct ClosedFormBound {
+  std::string id;     ///< the claim ID of the bound (bounds.hpp, info(bound).id)
+  double upper = 0;   ///< CERTIFIED upper bound, rounded up
+  double radius = 0;  ///< R used (every token of every X' in the region lies in B_R)
+};
+
+struct RegionNormReport {
+  Region region;
+  /// "certified", or "not certified: enclosure too wide (...)" with the reason.
+  std::string status;
+  bool certified = false;
+  double two_upper = 0;  ///< CERTIFIED (when certified): sup over the region of ‖J(X')‖₂ ≤ two_upper
+  std::string two_upper_method;  ///< the spectral-norm certificate used on [J]
+  double inf_upper = 0;  ///< CERTIFIED (when certified): sup over the region of ‖J(X')‖∞ ≤ inf_upper
+  /// Largest entry width of [J] relative to the largest entry magnitude (a diagnostic of the enclosure).
+  double relative_width = 0;
+  std::optional<ClosedFormBound> closed_form_two, closed_form_inf;  ///< best certified bound, if any applies
+};
+
+struct RegionOptions {
+  /// Largest n·d for the dense enclosure (n·d × n·d interval64 entries, 16 bytes each).
+  Eigen::Index dense_limit = 4096;
+  /// Compare with the closed-form bounds of bounds.hpp (their certified evaluation costs a few spectral
+  /// norms per head); false skips them (the bisection of region_certified_radius does not need them).
+  bool closed_form = true;
+  Progress progress{};
+};
+
+/// The box of half-width r around X as an interval64 matrix: entry (i, a) contains [X_ia − r, X_ia + r]
+/// (endpoints rounded outward).
+Matrix<interval64> region_box(const Matrix<double>& X, double r);
+
+/// Why the region enclosure does not apply to (layer, options) (it needs the structured rows: softmax
+/// attention), or nullopt.
+std::optional<std::string> region_refusal(const operators::AttentionLayer& layer,
+                                          const operators::AttentionOptions& options);
+
+/// Certified sup over the region of ‖J‖₂ and ‖J‖∞ for one self-attention block (see the file comment).
+/// Throws InputError for a refused configuration, a radius that is not finite and > 0, n·d above
+/// options.dense_limit, or a bad X.
+RegionNormReport region_jacobian_norms(const operators::AttentionLayer& layer,
+                                       const operators::AttentionOptions& options, const Matrix<double>& X,
+                                       const Region& region, const RegionOptions& options_region = {});
+
+/// The certified robustness radius from the region enclosure: with logits g = readout ∘ F, a readout of
+/// Lipschitz constant L_out (in ℓ₂) and margin m = g_y − max_{j≠y} g_j at X, for X' in B(X, ρ):
+///   |g(X') − g(X)|₂ ≤ L_out·‖F(X') − F(X)‖_F ≤ L_out·ρ·sup over B(X, ρ) of ‖J‖₂   (mean-value inequality on
+///   the segment, which lies in the ball),
+/// and the argmax cannot change when m > √2·L_out·ρ·sup ‖J‖₂ (the √2 of Tsuzuku et al. 2018: a logit
+/// difference moves by at most √2 times the ℓ₂ change). The radius is the largest ρ found by bisection with
+/// that inequality CERTIFIED (outward-rounded) by region_jacobian_norms on B(X, L_in·ρ) (embedding_lipschitz
+/// L_in maps the input ball into the token ball). Bisection runs on [0, ρ₀], ρ₀ = m/(√2·L_out·‖J(X)‖₂
+/// estimate) (no larger radius can pass, since the sup is ≥ ‖J(X)‖₂), until hi − lo ≤ relative_tolerance·ρ₀.
+/// Every accepted ρ is certified by its own evaluation (the sup bound need not be monotone in ρ).
+struct RegionRadiusOptions {
+  double relative_tolerance = 1e-3;
+  int max_steps = 40;
+  RegionOptions region{};
+};
+
+struct RegionRadiusResult {
+  double radius = 0;             ///< CERTIFIED: the largest ρ whose check passed (0: none)
+  double sup_two_at_radius = 0;  ///< the certified sup ‖J‖₂ over B(X, L_in·radius) used by that check
+  double first_order_limit = 0;  ///< ρ₀ (an ESTIMATE: no radius above it can be certified this way)
+  double first_failure = 0;      ///< smallest ρ tested that failed (+inf: none failed)
+  int steps = 0;                 ///< region evaluations
+};
+
+/// Throws InputError for margin ≤ 0, non-finite or negative Lipschitz constants, and what
+/// region_jacobian_norms refuses.
+RegionRadiusResult region_certified_radius(const operators::AttentionLayer& layer,
+                                           const operators::AttentionOptions& options,
+                                           const Matrix<double>& X, const MarginSetting& setting,
+                                           double jacobian_norm_estimate,
+                                           const RegionRadiusOptions& options_radius = {});
+
+}  // namespace regatta::lip

@@ -1,0 +1,232 @@
+// Certified Jacobian norms over balls and boxes of inputs, and the robustness radius (see region.hpp).
+#include <regatta/operators/lipschitz/region.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <regatta/core/checks.hpp>
+#include <regatta/core/error.hpp>
+#include <regatta/core/spectral_norm.hpp>
+#include <regatta/operators/lipschitz/bounds.hpp>
+
+namespace regatta::lip {
+
+namespace {
+
+using Eigen::Index;
+using operators::AttentionLayer;
+using operators::AttentionOptions;
+
+constexpr double infinity = std::numeric_limits<double>::infinity();
+
+double magnitude(const interval64& x) { return std::max(std::fabs(x.lower()), std::fabs(x.upper())); }
+
+void check_radius(const std::string& subject, double r) {
+  if (!(std::isfinite(r) && r > 0)) throw InputError(subject, "must be finite and > 0");
+}
+
+/// R with ‖x'_i‖ ≤ R for every token of every X' in the region: max_i ‖x_i‖ + ε (ball: ‖x'_i − x_i‖ ≤
+/// ‖X' − X‖_F ≤ ε) or + r√d (box), rounded up.
+double token_radius(const Matrix<double>& X, const Region& region) {
+  interval64 widest(0.0);
+  for (Index i = 0; i < X.rows(); ++i) {
+    interval64 sq(0.0);
+    for (Index a = 0; a < X.cols(); ++a) sq = sq + interval64(X(i, a)) * interval64(X(i, a));
+    const interval64 norm = sqrt(sq);
+    if (norm.upper() > widest.upper()) widest = norm;
+  }
+  const interval64 step = region.shape == RegionShape::ball
+                              ? interval64(region.radius)
+                              : interval64(region.radius) * sqrt(interval64(double(X.cols())));
+  return (interval64(widest.upper()) + step).upper();
+}
+
+std::optional<ClosedFormBound> best_closed_form(const AttentionLayer& layer, const AttentionOptions& options,
+                                                const Matrix<double>& X, const Region& region, Norm norm) {
+  BoundSetting setting;
+  setting.n = X.rows();
+  setting.radius = token_radius(X, region);
+  std::optional<ClosedFormBound> best;
+  for (const BoundReport& r : theoretical_bounds(layer, options, setting, norm)) {
+    if (!r.applies || !is_sequence_bound(r.bound) || !std::isfinite(r.certified_upper)) continue;
+    if (!best || r.certified_upper < best->upper)
+      best = ClosedFormBound{info(r.bound).id, r.certified_upper, *setting.radius};
+  }
+  return best;
+}
+
+/// Certified upper bound on ‖M'‖₂ for every M' in the interval matrix M: with mid = the midpoints and rad ≥
+/// the half-widths (rounded up), M' = mid + E with |E| ≤ rad entrywise, so ‖M'‖₂ ≤ ‖mid‖₂ + ‖E‖₂ ≤ ‖mid‖₂ +
+/// ‖rad‖₂ (‖E‖₂ ≤ ‖|E|‖₂ ≤ ‖rad‖₂ for non-negative matrices, by monotonicity of the Perron root of EᵀE).
+///   ‖mid‖₂: spectral_norm_upper_certified on the point matrix (the interval Cholesky of θ²I − midᵀmid);
+///   ‖rad‖₂: Collatz–Wielandt, ρ(radᵀrad) ≤ max_i (radᵀ rad x)_i / x_i for any x > 0, with x from a few
+///           power steps floored at 10⁻⁶·max x, evaluated in interval64 (upper ends), square root rounded up.
+/// The bound's excess over max ‖M'‖₂ is at most 2‖rad‖₂, first order in the widths.
+CertifiedNormBound interval_matrix_norm_2(const Matrix<interval64>& M) {
+  const Index rows = M.rows(), cols = M.cols();
+  Matrix<double> mid(rows, cols), rad(rows, cols);
+  for (Index i = 0; i < rows; ++i)
+    for (Index j = 0; j < cols; ++j) {
+      const double lo = M(i, j).lower(), hi = M(i, j).upper();
+      mid(i, j) = lo + (hi - lo) / 2;
+      if (!(mid(i, j) >= lo && mid(i, j) <= hi)) mid(i, j) = lo;  // overflowing widths
+      rad(i, j) = std::max((interval64(hi) - interval64(mid(i, j))).upper(),
+                           (interval64(mid(i, j)) - interval64(lo)).upper());
+    }
+  CertifiedNormBound out = spectral_norm_upper_certified<double>(mid);
+  if (rad.maxCoeff() == 0) return out;
+  Vector<double> x = Vector<double>::Ones(cols);
+  for (int step = 0; step < 30; ++step) {
+    Vector<double> next = rad.transpose() * (rad * x);
+    const double top = next.maxCoeff();
+    if (!(top > 0 && std::isfinite(top))) break;
+    x = next / top;
+  }
+  const double floor = 1e-6 * x.maxCoeff();
+  for (Index j = 0; j < cols; ++j) x(j) = std::max(x(j), floor > 0 ? floor : 1.0);
+  std::vector<interval64> y(static_cast<std::size_t>(rows), interval64(0.0));
+  for (Index i = 0; i < rows; ++i)
+    for (Index j = 0; j < cols; ++j) y[i] = y[i] + interval64(rad(i, j)) * interval64(x(j));
+  double rho = 0;
+  for (Index j = 0; j < cols; ++j) {
+    interval64 z(0.0);
+    for (Index i = 0; i < rows; ++i) z = z + interval64(rad(i, j)) * interval64(y[i].upper());
+    rho = std::max(rho, (interval64(z.upper()) / interval64(x(j))).upper());
+  }
+  const double rad_norm = sqrt(interval64(rho)).upper();
+  out.upper = (interval64(out.upper) + interval64(rad_norm)).upper();
+  out.method = out.method + " of the midpoints + Collatz-Wielandt bound of the radii";
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(RegionShape shape) { return shape == RegionShape::ball ? "ball" : "box"; }
+
+Matrix<interval64> region_box(const Matrix<double>& X, double r) {
+  check_radius("region radius", r);
+  const interval64 step = interval64::hull(-r, r);
+  Matrix<interval64> box(X.rows(), X.cols());
+  for (Index i = 0; i < X.rows(); ++i)
+    for (Index a = 0; a < X.cols(); ++a) box(i, a) = interval64(X(i, a)) + step;
+  return box;
+}
+
+std::optional<std::string> region_refusal(const AttentionLayer& layer, const AttentionOptions& options) {
+  if (const auto why = structured_rows_refusal(layer, options))
+    return "the region enclosure is built on the structured rows: " + *why;
+  return std::nullopt;
+}
+
+RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const AttentionOptions& options,
+                                       const Matrix<double>& X, const Region& region,
+                                       const RegionOptions& options_region) {
+  layer.validate();
+  check_radius(region.shape == RegionShape::ball ? "ball radius" : "box radius", region.radius);
+  if (const auto why = region_refusal(layer, options)) throw InputError("region", *why);
+  check_finite("tokens", X);
+  const Index nd = X.rows() * X.cols();
+  if (nd > options_region.dense_limit)
+    throw InputError("region", "n*d = " + std::to_string(nd) + " exceeds the dense enclosure limit " +
+                                   std::to_string(options_region.dense_limit));
+  RegionNormReport out;
+  out.region = region;
+  if (options_region.closed_form) {
+    out.closed_form_two = best_closed_form(layer, options, X, region, Norm::two);
+    out.closed_form_inf = best_closed_form(layer, options, X, region, Norm::inf);
+  }
+  const Matrix<interval64> J = block_dense_jacobian_on_box<interval64>(
+      layer, options, region_box(X, region.radius), options_region.progress);
+
+  bool finite = true;
+  double scale = 0, width = 0;
+  interval64 inf_norm(0.0);
+  for (Index r = 0; r < J.rows(); ++r) {
+    interval64 row(0.0);
+    for (Index c = 0; c < J.cols(); ++c) {
+      const interval64& e = J(r, c);
+      finite = finite && std::isfinite(e.lower()) && std::isfinite(e.upper());
+      scale = std::max(scale, magnitude(e));
+      width = std::max(width, e.upper() - e.lower());
+      row = row + interval64(magnitude(e));
+    }
+    if (row.upper() > inf_norm.upper()) inf_norm = row;
+  }
+  out.relative_width = scale > 0 ? width / scale : (width > 0 ? infinity : 0.0);
+  if (!finite) {
+    out.status = "not certified: enclosure too wide (an entry of the Jacobian enclosure is not finite)";
+    return out;
+  }
+  out.inf_upper = inf_norm.upper();
+  const CertifiedNormBound two = interval_matrix_norm_2(J);
+  out.two_upper = two.upper;
+  out.two_upper_method = two.method;
+
+  std::string wider;
+  if (out.closed_form_two && out.two_upper >= out.closed_form_two->upper)
+    wider = "sup ||J||_2 <= " + std::to_string(out.two_upper) + " is not below " + out.closed_form_two->id;
+  if (out.closed_form_inf && out.inf_upper >= out.closed_form_inf->upper)
+    wider += (wider.empty() ? "" : "; ") + ("sup ||J||_inf <= " + std::to_string(out.inf_upper) +
+                                            " is not below " + out.closed_form_inf->id);
+  if (!wider.empty()) {
+    out.status = "not certified: enclosure too wide (" + wider + ")";
+    return out;
+  }
+  out.certified = true;
+  out.status = "certified";
+  return out;
+}
+
+RegionRadiusResult region_certified_radius(const AttentionLayer& layer, const AttentionOptions& options,
+                                           const Matrix<double>& X, const MarginSetting& setting,
+                                           double jacobian_norm_estimate,
+                                           const RegionRadiusOptions& options_radius) {
+  check_positive("margin", setting.margin);
+  for (const auto& [name, value] : {std::pair{"readout_lipschitz", setting.readout_lipschitz},
+                                    std::pair{"embedding_lipschitz", setting.embedding_lipschitz}})
+    if (!(std::isfinite(value) && value > 0)) throw InputError(name, "must be finite and > 0");
+  if (!(std::isfinite(jacobian_norm_estimate) && jacobian_norm_estimate > 0))
+    throw InputError("jacobian norm estimate", "must be finite and > 0");
+  if (!(options_radius.relative_tolerance > 0 && options_radius.relative_tolerance < 1))
+    throw InputError("relative_tolerance", "must lie in (0, 1)");
+  if (const auto why = region_refusal(layer, options)) throw InputError("region", *why);
+
+  RegionOptions region_options = options_radius.region;
+  region_options.closed_form = false;
+  RegionRadiusResult out;
+  out.first_failure = infinity;
+  // ρ₀ = m / (√2 L_out L_in ‖J(X)‖₂): an estimate, only the end of the search interval.
+  out.first_order_limit = setting.margin / (std::sqrt(2.0) * setting.readout_lipschitz *
+                                            setting.embedding_lipschitz * jacobian_norm_estimate);
+  // The certified check at input radius ρ: √2·L_out·ρ·sup_{B(X, L_in ρ)} ‖J‖₂ < m, outward-rounded.
+  const auto safe = [&](double rho, double& sup) {
+    ++out.steps;
+    const double token_rho = (interval64(setting.embedding_lipschitz) * interval64(rho)).upper();
+    const RegionNormReport r =
+        region_jacobian_norms(layer, options, X, Region{RegionShape::ball, token_rho}, region_options);
+    if (!std::isfinite(r.two_upper) || r.status.rfind("not certified", 0) == 0) return false;
+    sup = r.two_upper;
+    const interval64 change = sqrt(interval64(2.0)) * interval64(setting.readout_lipschitz) *
+                              interval64(rho) * interval64(r.two_upper);
+    return change.upper() < setting.margin;
+  };
+  double lo = 0, hi = out.first_order_limit;
+  const double tolerance = options_radius.relative_tolerance * out.first_order_limit;
+  while (hi - lo > tolerance && out.steps < options_radius.max_steps) {
+    const double mid = lo + (hi - lo) / 2;
+    if (!(mid > lo && mid < hi)) break;
+    double sup = 0;
+    if (safe(mid, sup)) {
+      lo = mid;
+      out.radius = mid;
+      out.sup_two_at_radius = sup;
+    } else {
+      hi = mid;
+      out.first_failure = mid;
+    }
+  }
+  return out;
+}
+
+}  // namespace regatta::lip

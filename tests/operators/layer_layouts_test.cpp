@@ -1,0 +1,62 @@
+// load_layer on the fused-projection layouts of real checkpoints (timm ViT attn.qkv, GPT-2 Conv1D c_attn)
+// with their learned pre-norm weights: attend() on the loaded layer against the outputs torch computed in
+// tests/data/layouts/generate.py from the published model code (an independent implementation of the same
+// sublayer, y = x + Attn(Norm(x))).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/npz.hpp>
+#include <regatta/operators/attention.hpp>
+#include <regatta/operators/layer.hpp>
+#include "../support/tolerance.hpp"
+
+namespace regatta::operators {
+namespace {
+
+const std::string data = std::string(REGATTA_TEST_DATA_DIR) + "/layouts/";
+/// The sublayer is ~100 rounded operations deep (LayerNorm, projections of width 8, a softmax over 5 keys);
+/// float64 torch and regatta round differently, so 16 × 100 u covers both.
+const double forward_tolerance = testing::rounding_bound<double>(16, 100);
+
+void expect_matches_torch(const std::string& file, const std::string& prefix, double eps, bool causal) {
+  const auto arrays = io::read_npz(data + file);
+  const Matrix<double> X = arrays.at("input").matrix(), Y = arrays.at("output").matrix();
+  AttentionLayer layer = load_layer(data + file, 2, AttentionKind::dot, prefix);
+  ASSERT_EQ(layer.norm_gamma.size(), 8) << "the pre-norm weight must be read from the file";
+  ASSERT_EQ(layer.norm_beta.size(), 8);
+  layer.norm_eps = eps;
+  AttentionOptions options;
+  options.prenorm = Prenorm::layernorm;
+  options.residual = true;
+  options.causal = causal;
+  const Matrix<double> F = attend(layer, X, options);
+  EXPECT_LE((F - Y).cwiseAbs().maxCoeff(), forward_tolerance * (1 + Y.cwiseAbs().maxCoeff()));
+  // Without the learned weights the output differs: they are not silently replaced by γ = 1, β = 0.
+  layer.norm_gamma.resize(0);
+  layer.norm_beta.resize(0);
+  EXPECT_GT((attend(layer, X, options) - Y).cwiseAbs().maxCoeff(), 1e3 * forward_tolerance);
+}
+
+TEST(LayerLayouts, TimmVitBlockMatchesTorch) {
+  expect_matches_torch("timm_vit_block.npz", "blocks.0.", 1e-6, false);
+}
+
+TEST(LayerLayouts, Gpt2Conv1dBlockMatchesTorch) {
+  expect_matches_torch("gpt2_block.npz", "h.0.", 1e-5, true);
+}
+
+TEST(LayerLayouts, AmbiguousOrMissingTensorsNameTheFile) {
+  // Heads that do not divide the width, and a prefix with no tensors, are one-line errors naming the file.
+  try {
+    load_layer(data + "timm_vit_block.npz", 3, AttentionKind::dot, "blocks.0.");
+    FAIL() << "3 heads do not divide 8";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("timm_vit_block.npz"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_layer(data + "gpt2_block.npz", 2, AttentionKind::dot, "h.1."), InputError);
+}
+
+}  // namespace
+}  // namespace regatta::operators
