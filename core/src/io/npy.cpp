@@ -25,8 +25,9 @@ constexpr std::string_view supported = "only float16, float32 and float64 arrays
 
 struct Header {
   DType dtype = DType::f64;
-  std::string other;     // numpy's name of an integer or boolean dtype listed without conversion
-  std::size_t item = 0;  // bytes per element
+  std::string other;              // numpy's name of an integer or boolean dtype listed without conversion
+  bool other_big_endian = false;  // its byte order (irrelevant for 1-byte types)
+  std::size_t item = 0;           // bytes per element
   bool fortran_order = false;
   std::vector<std::size_t> shape;
   std::size_t data_offset = 0;  // first byte after the header
@@ -35,7 +36,7 @@ struct Header {
 // Maps a 'descr' value to a DType, or explains why it is not supported. With `list_others`, an integer or
 // boolean dtype instead sets `other` (numpy's name) and `other_size` (bytes per element).
 DType dtype_from_descr(const PyLiteral& descr, const std::string& source, bool list_others,
-                       std::string& other, std::size_t& other_size) {
+                       std::string& other, std::size_t& other_size, bool& other_big_endian) {
   if (descr.kind == PyLiteral::Kind::list)
     throw InputError(source, "structured dtype " + descr.repr() +
                                  " (a record with named fields) is not supported; " + std::string(supported));
@@ -93,6 +94,7 @@ DType dtype_from_descr(const PyLiteral& descr, const std::string& source, bool l
   }
   if (list_others && (what == "integer" || what == "boolean") && !numpy_name.empty()) {
     other = numpy_name;
+    other_big_endian = order == '>';
     other_size = what == "boolean" ? 1 : static_cast<std::size_t>(size[0] - '0');
     return DType::f64;
   }
@@ -175,7 +177,7 @@ Header parse_header(std::span<const std::byte> bytes, const std::string& source,
     throw InputError(source, "header 'fortran_order' is " + fortran->repr() + ", not True or False");
 
   Header h;
-  h.dtype = dtype_from_descr(*descr, source, list_others, h.other, h.item);
+  h.dtype = dtype_from_descr(*descr, source, list_others, h.other, h.item, h.other_big_endian);
   if (h.other.empty()) h.item = dtype_size(h.dtype);
   h.fortran_order = fortran->flag;
   h.shape = shape_from_literal(*shape, source);
@@ -210,11 +212,39 @@ std::vector<double> fortran_to_c(const std::vector<double>& f, const std::vector
   return c;
 }
 
+// The values of an integer array as doubles: exact, or InputError at the first entry of magnitude above 2^53.
+std::vector<double> integers_exactly(std::span<const std::byte> data, const Header& h, std::size_t count,
+                                     const std::string& source) {
+  const bool is_signed = h.other.rfind("int", 0) == 0;
+  detail::require_memory(count * sizeof(double), source, "the array as float64");
+  std::vector<double> out(count);
+  constexpr std::uint64_t exact_limit = std::uint64_t{1} << 53;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t raw = 0;
+    for (std::size_t b = 0; b < h.item; ++b) {
+      const std::size_t at = i * h.item + (h.other_big_endian ? h.item - 1 - b : b);
+      raw |= std::uint64_t(std::to_integer<unsigned char>(data[at])) << (8 * b);
+    }
+    bool negative = false;
+    std::uint64_t magnitude = raw;
+    if (is_signed && h.item < 8 && (raw >> (8 * h.item - 1)) != 0) raw |= ~std::uint64_t{0} << (8 * h.item);
+    if (is_signed && (raw >> 63) != 0) {
+      negative = true;
+      magnitude = ~raw + 1;
+    }
+    if (magnitude > exact_limit)
+      throw InputError(source, "entry " + std::to_string(i) + " (" + h.other +
+                                   ") exceeds 2^53 in magnitude and has no exact float64 value");
+    out[i] = negative ? -double(magnitude) : double(magnitude);
+  }
+  return out;
+}
+
 }  // namespace
 
 Array parse_npy(std::span<const std::byte> bytes, std::string_view source_view, NonFloat non_float) {
   const std::string source(source_view);
-  const Header h = parse_header(bytes, source, non_float == NonFloat::list);
+  const Header h = parse_header(bytes, source, non_float != NonFloat::reject);
   const std::size_t item = h.item;
   const std::string type_name = h.other.empty() ? std::string(dtype_name(h.dtype)) : h.other;
   const auto count = detail::checked_product(h.shape);
@@ -232,6 +262,11 @@ Array parse_npy(std::span<const std::byte> bytes, std::string_view source_view, 
   a.source_dtype = h.dtype;
   a.source = source;
   if (!h.other.empty()) {
+    if (non_float == NonFloat::integers && h.other != "bool") {
+      a.data = integers_exactly(bytes.subspan(h.data_offset), h, *count, source);
+      if (h.fortran_order) a.data = fortran_to_c(a.data, a.shape);
+      return a;
+    }
     a.unconverted_dtype = h.other;  // listed with its shape; not converted
     return a;
   }

@@ -53,7 +53,7 @@ class NpzArchive {
   const std::string& source() const { return source_; }
 
   /// Decompresses `m` and parses it as .npy with source "file.npz:name".
-  Array read(const Member& m) {
+  Array read(const Member& m, NonFloat non_float = NonFloat::list) {
     const std::string member_source = source_ + ":" + detail::printable(m.name);
     // The member's bytes, then its values as float64 (as many bytes again for float64 data, four times as
     // many for float16): refused before decompressing when that cannot fit.
@@ -92,7 +92,7 @@ class NpzArchive {
                                           " bytes but the archive records " + std::to_string(m.size) +
                                           " (corrupt archive)");
     data.resize(filled);
-    return parse_npy(data, member_source, NonFloat::list);
+    return parse_npy(data, member_source, non_float);
   }
 
  private:
@@ -177,11 +177,11 @@ std::map<std::string, Array> parse_npz(std::span<const std::byte> bytes, std::st
   return arrays;
 }
 
-Array read_npz_member(const std::filesystem::path& path, std::string_view name,
-                      std::size_t max_member_bytes) {
+Array read_npz_member(const std::filesystem::path& path, std::string_view name, std::size_t max_member_bytes,
+                      NonFloat non_float) {
   NpzArchive archive(path, max_member_bytes);
   for (const auto& m : archive.members())
-    if (m.name == name) return archive.read(m);
+    if (m.name == name) return archive.read(m, non_float == NonFloat::reject ? NonFloat::list : non_float);
   std::string available;
   constexpr std::size_t max_listed = 20;
   for (std::size_t i = 0; i < archive.members().size() && i < max_listed; ++i)

@@ -202,6 +202,30 @@ TEST(ioNpy, MessagesSayWhatIsWrong) {
   EXPECT_EQ(error_of({}), "x.npy: file is empty; expected an .npy array");
 }
 
+TEST(ioNpy, IntegersConvertExactlyWhenAsked) {
+  // int8 [−128, −1, 0, 127] little-endian, and big-endian int16 [−2, 300]: the values numpy would print.
+  std::vector<std::byte> i8 = with_header("{'descr': '|i1', 'fortran_order': False, 'shape': (4,), }", 4);
+  const unsigned char v8[] = {0x80, 0xFF, 0x00, 0x7F};
+  for (int k = 0; k < 4; ++k) i8[i8.size() - 4 + std::size_t(k)] = std::byte(v8[k]);
+  const Array a = parse_npy(i8, "x.npy", NonFloat::integers);
+  EXPECT_EQ(a.data, (std::vector<double>{-128, -1, 0, 127}));
+  EXPECT_FALSE(parse_npy(i8, "x.npy", NonFloat::list).converted());
+  std::vector<std::byte> i16 = with_header("{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }", 4);
+  const unsigned char v16[] = {0xFF, 0xFE, 0x01, 0x2C};
+  for (int k = 0; k < 4; ++k) i16[i16.size() - 4 + std::size_t(k)] = std::byte(v16[k]);
+  EXPECT_EQ(parse_npy(i16, "x.npy", NonFloat::integers).data, (std::vector<double>{-2, 300}));
+  // 2^53 + 1 has no float64: refused, naming the entry.
+  std::vector<std::byte> big = with_header("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", 8);
+  const std::uint64_t v = (std::uint64_t{1} << 53) + 1;
+  for (int k = 0; k < 8; ++k) big[big.size() - 8 + std::size_t(k)] = std::byte((v >> (8 * k)) & 0xFF);
+  try {
+    parse_npy(big, "x.npy", NonFloat::integers);
+    ADD_FAILURE() << "2^53 + 1 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("entry 0"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ioNpy, NeverReadsPastTheBufferForAnyTruncation) {
   // Every prefix of a valid file is rejected (ASan checks that no byte beyond the prefix is touched).
   const auto file = encode_npy(make({2, 3}, arange(6)));

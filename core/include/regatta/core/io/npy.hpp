@@ -21,8 +21,10 @@ namespace regatta::io {
 
 /// What parse_npy does with an integer or boolean array: reject it (a lone .npy file is the array asked
 /// for), or return it unconverted (Array::unconverted_dtype, no data) once its size is checked, as the .npz
-/// reader does so that an archive's other arrays stay readable.
-enum class NonFloat { reject, list };
+/// reader does so that an archive's other arrays stay readable; or (`integers`) convert an integer array
+/// (int8–int64, uint8–uint64, either byte order) to double exactly — InputError naming the first entry above
+/// 2^53 in magnitude — while booleans stay listed (class labels, indices).
+enum class NonFloat { reject, list, integers };
 
 /// Parses the complete contents of an .npy file. `source` names it in messages and becomes Array::source.
 Array parse_npy(std::span<const std::byte> bytes, std::string_view source,

@@ -22,6 +22,7 @@
 
 #include <regatta/core/io/array.hpp>
 #include <regatta/core/io/file_bytes.hpp>
+#include <regatta/core/io/npy.hpp>
 
 namespace regatta::io {
 
@@ -42,7 +43,9 @@ std::map<std::string, Array> parse_npz(std::span<const std::byte> bytes, std::st
 
 /// The array called `name` (without ".npy"). The archive's member list is validated as for read_npz but
 /// only this member is decompressed. When it is missing, the InputError lists the names available.
+/// With NonFloat::integers an integer member is converted exactly (npy.hpp); otherwise it is listed.
 Array read_npz_member(const std::filesystem::path& path, std::string_view name,
-                      std::size_t max_member_bytes = default_max_file_bytes);
+                      std::size_t max_member_bytes = default_max_file_bytes,
+                      NonFloat non_float = NonFloat::list);
 
 }  // namespace regatta::io

@@ -1,0 +1,310 @@
+// regatta certify: ℓ₂ robustness of a whole trained model on a labelled test set (docs/models.md): per input
+// the certified radius from region enclosures, the attack radius (an estimate), the naive product
+// certificate; certified and attack accuracy at a list of radii.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <regatta/core/error.hpp>
+#include <regatta/core/interval64.hpp>
+#include <regatta/core/io/file_bytes.hpp>
+#include <regatta/core/io/json_file.hpp>
+#include <regatta/core/io/npz.hpp>
+#include <regatta/operators/model.hpp>
+#include <regatta/operators/model_robustness.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "numbers.hpp"
+#include "report/progress.hpp"
+#include "validate.hpp"
+
+namespace regatta::cli {
+namespace {
+
+using operators::Model;
+
+struct CertifyArgs {
+  std::string model, data, config, out;
+  std::vector<double> radii;
+  long limit = 0;
+  double tolerance = 0.01;
+};
+
+struct Row {
+  int label = 0, prediction = 0;
+  double margin = 0;        // estimate (double forward)
+  double margin_lower = 0;  // certified lower end of z_y − max_c z_c (0 when ≤ 0)
+  double naive = 0;         // certified
+  double attack = 0;        // estimate (upper bound on the true radius); inf when no attack succeeded
+  double certified = 0;     // certified
+  double refuted = 0;       // the test's own limit (smallest failing radius tried)
+  int checks = 0;
+};
+
+struct TestData {
+  std::vector<Vector<double>> images;
+  std::vector<int> labels;
+};
+
+TestData read_data(const std::string& path, const Model& m, long limit) {
+  const io::Array images = io::read_npz_member(path, "images");
+  const io::Array labels =
+      io::read_npz_member(path, "labels", io::default_max_file_bytes, io::NonFloat::integers);
+  io::require_converted(images);
+  io::require_converted(labels);
+  const std::size_t n = images.shape.empty() ? 0 : images.shape[0];
+  const std::vector<std::size_t> per(images.shape.begin() + (images.shape.empty() ? 0 : 1),
+                                     images.shape.end());
+  const std::size_t S = std::size_t(m.image_size), C = std::size_t(m.channels);
+  const bool ok = (per.size() == 2 && C == 1 && per[0] == S && per[1] == S) ||
+                  (per.size() == 3 && per[0] == C && per[1] == S && per[2] == S);
+  if (!ok)
+    throw InputError(images.source, "shape " + io::shape_repr(images.shape) + " is not a batch of " +
+                                        (C == 1 ? "(N, " : "(N, " + std::to_string(C) + ", ") +
+                                        std::to_string(S) + ", " + std::to_string(S) +
+                                        ") images for this model");
+  if (n == 0) throw InputError(images.source, "the batch is empty");
+  io::require_finite(images);
+  if (labels.shape != std::vector<std::size_t>{n})
+    throw InputError(labels.source, "shape " + io::shape_repr(labels.shape) + " does not match the " +
+                                        std::to_string(n) + " images");
+  TestData t;
+  const std::size_t count = limit > 0 ? std::min<std::size_t>(n, std::size_t(limit)) : n;
+  const std::size_t size = std::size_t(m.input_size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double y = labels.data[i];
+    if (!(y >= 0 && y < m.classes && y == std::floor(y)))
+      throw InputError(labels.source, "label " + number(y) + " at index " + std::to_string(i) +
+                                          " is not a class of the model (0.." +
+                                          std::to_string(m.classes - 1) + ")");
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    t.images.emplace_back(
+        Eigen::Map<const Vector<double>>(images.data.data() + i * size, Eigen::Index(size)));
+    t.labels.push_back(int(labels.data[i]));
+  }
+  return t;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string csv_number(double v, const char* kind) {
+  if (std::isinf(v)) return "inf";
+  if (std::string(kind) == "lower") return lower_number(v, 10);
+  return number(v, 10);
+}
+
+void run(const CertifyArgs& args, int& result) {
+  for (double r : args.radii)
+    if (!(std::isfinite(r) && r >= 0)) throw InputError("--radii", "every radius must be finite and >= 0");
+  const bool json_out = !args.out.empty() && std::filesystem::path(args.out).extension() == ".json";
+  if (!args.out.empty()) {
+    const auto ext = std::filesystem::path(args.out).extension();
+    if (ext != ".json" && ext != ".csv") throw InputError("--out", "must end in .json or .csv");
+    check_output_folder("--out", args.out);
+  }
+  if (!std::filesystem::exists(args.model)) throw InputError("--model", "no such file: " + args.model);
+  if (!std::filesystem::exists(args.data)) throw InputError("--data", "no such file: " + args.data);
+  const Model m = operators::load_model(args.model, args.config);
+  const TestData data = read_data(args.data, m, args.limit);
+
+  std::string why_naive;
+  const auto factors = operators::global_lipschitz_factors(m, why_naive);
+  double product = NAN;
+  if (factors) {
+    interval64 p(std::sqrt(2.0));
+    p = sqrt(interval64(2.0));
+    for (const auto& f : *factors) p = p * interval64(f.upper);
+    product = p.upper();  // √2·Π L_k rounded up
+  }
+
+  const operators::ConvertedModel<double> md(m);
+  const operators::ConvertedModel<interval64> mi(m);
+  const long count = long(data.images.size());
+  std::vector<Row> rows(static_cast<std::size_t>(count));
+  {
+    report::Progress progress("certify", count, true);
+    std::exception_ptr failure;  // the first exception of any thread, rethrown after the loop
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long i = 0; i < count; ++i) {
+      try {
+        const Vector<double>& x = data.images[std::size_t(i)];
+        Row& row = rows[std::size_t(i)];
+        row.label = data.labels[std::size_t(i)];
+        const Vector<double> z = operators::forward<double>(m, x);
+        Eigen::Index pred = 0;
+        z.maxCoeff(&pred);
+        row.prediction = int(pred);
+        double runner = -INFINITY;
+        for (Eigen::Index c = 0; c < z.size(); ++c)
+          if (c != row.label) runner = std::max(runner, z(c));
+        row.margin = z(row.label) - runner;
+        const Vector<interval64> zi = operators::forward<interval64>(m, x.cast<interval64>());
+        double lower = INFINITY;
+        for (Eigen::Index c = 0; c < zi.size(); ++c)
+          if (c != row.label) lower = std::min(lower, (zi(row.label) - zi(c)).lower());
+        row.margin_lower = std::max(lower, 0.0);
+        if (factors && row.margin_lower > 0)
+          row.naive = (interval64(row.margin_lower) / interval64(product)).lower();
+        const operators::AttackResult a = operators::attack(md, x, row.label);
+        row.attack = a.found ? a.radius : INFINITY;
+        if (row.prediction == row.label && row.margin_lower > 0) {
+          const auto c =
+              operators::certified_radius(mi, x, row.label, a.found ? a.radius : 100.0, args.tolerance);
+          row.certified = c.radius;
+          row.refuted = c.refuted;
+          row.checks = c.checks;
+        }
+      } catch (...) {
+#pragma omp critical(regatta_certify_failure)
+        if (!failure) failure = std::current_exception();
+      }
+#pragma omp critical(regatta_certify_progress)
+      progress.advance();
+    }
+    if (failure) std::rethrow_exception(failure);
+  }
+
+  std::vector<double> cert, att, naive;
+  long correct = 0;
+  for (const Row& r : rows) {
+    cert.push_back(r.certified);
+    att.push_back(r.attack);
+    naive.push_back(r.naive);
+    correct += r.prediction == r.label;
+  }
+  const double med_c = median(cert), med_a = median(att), med_n = median(naive);
+  auto accuracy_at = [&](double radius, bool certified) {
+    long k = 0;
+    for (const Row& r : rows)
+      k += r.prediction == r.label && (certified ? r.certified >= radius : r.attack > radius);
+    return double(k) / double(rows.size());
+  };
+
+  std::cout << "regatta certify: " << args.model << " on " << args.data << " (" << count << " inputs)\n";
+  std::cout << "clean accuracy (estimate): " << number(double(correct) / double(count), 6) << "\n";
+  if (factors) {
+    std::cout << "naive certificate margin/(sqrt2 * prod L_k), certified per-stage global bounds:\n";
+    for (const auto& f : *factors)
+      std::cout << "  " << f.stage << "  <= " << upper_number(f.upper, 6) << "  (" << f.how << ")\n";
+  } else {
+    std::cout << "naive certificate: not available (" << why_naive << ")\n";
+  }
+  std::cout << "\n  index label pred  margin(est)  naive(cert)      attack(est)  certified(cert)\n";
+  for (long i = 0; i < count; ++i) {
+    const Row& r = rows[std::size_t(i)];
+    std::cout << "  " << i << "  " << r.label << "  " << r.prediction << "  " << number(r.margin, 6) << "  "
+              << lower_number(r.naive, 4) << "  " << number(r.attack, 6) << "  "
+              << lower_number(r.certified, 6) << "\n";
+  }
+  std::cout << "\nmedian certified radius (certified, rounded down): " << lower_number(med_c, 6) << "\n";
+  std::cout << "median attack radius (estimate, upper bound on the true radius): " << number(med_a, 6)
+            << "\n";
+  std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
+  if (med_a > 0) std::cout << "median certified / median attack: " << number(med_c / med_a, 4) << "\n";
+  if (med_n > 0) std::cout << "median certified / median naive: " << number(med_c / med_n, 4) << "\n";
+  std::cout << "bisection: relative tolerance " << number(args.tolerance) << " on the certified radius\n";
+  if (!args.radii.empty()) {
+    std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)\n";
+    for (double r : args.radii)
+      std::cout << "  " << number(r) << "  " << number(accuracy_at(r, true), 6) << "  "
+                << number(accuracy_at(r, false), 6) << "\n";
+  }
+
+  if (!args.out.empty()) {
+    if (json_out) {
+      nlohmann::json j;
+      j["model"] = args.model;
+      j["data"] = args.data;
+      j["kinds"] = {{"margin", "estimate"},
+                    {"margin_lower", "certified lower bound"},
+                    {"naive_radius", "certified lower bound on the robustness radius"},
+                    {"attack_radius", "estimate (upper bound on the true radius; null: no attack succeeded)"},
+                    {"certified_radius", "certified lower bound on the robustness radius"},
+                    {"refuted_radius", "smallest radius the region test failed at (a limit of the test)"},
+                    {"certified_accuracy", "certified"},
+                    {"attack_accuracy", "estimate (upper bound on the robust accuracy)"}};
+      j["bisection_relative_tolerance"] = args.tolerance;
+      if (factors) {
+        for (const auto& f : *factors)
+          j["naive_factors"].push_back({{"stage", f.stage}, {"upper", f.upper}, {"how", f.how}});
+      } else {
+        j["naive_factors"] = nullptr;
+        j["naive_unavailable"] = why_naive;
+      }
+      for (long i = 0; i < count; ++i) {
+        const Row& r = rows[std::size_t(i)];
+        j["inputs"].push_back({{"index", i},
+                               {"label", r.label},
+                               {"prediction", r.prediction},
+                               {"margin", r.margin},
+                               {"margin_lower", r.margin_lower},
+                               {"naive_radius", r.naive},
+                               {"attack_radius", number_or_null(r.attack)},
+                               {"certified_radius", r.certified},
+                               {"refuted_radius", r.refuted},
+                               {"region_checks", r.checks}});
+      }
+      j["summary"] = {{"clean_accuracy", double(correct) / double(count)},
+                      {"median_certified_radius", med_c},
+                      {"median_attack_radius", number_or_null(med_a)},
+                      {"median_naive_radius", med_n}};
+      for (double r : args.radii)
+        j["accuracy"].push_back({{"radius", r},
+                                 {"certified_accuracy", accuracy_at(r, true)},
+                                 {"attack_accuracy", accuracy_at(r, false)}});
+      io::write_json(args.out, j);
+    } else {
+      std::ostringstream os;
+      os << "index,label,prediction,margin_estimate,margin_lower_certified,naive_radius_certified,"
+            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks\n";
+      for (long i = 0; i < count; ++i) {
+        const Row& r = rows[std::size_t(i)];
+        os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
+           << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
+           << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
+           << csv_number(r.refuted, "") << "," << r.checks << "\n";
+      }
+      const std::string text = os.str();
+      io::write_file_atomic(args.out, std::as_bytes(std::span(text.data(), text.size())));
+    }
+  }
+  result = exit_ok;
+}
+
+}  // namespace
+
+void add_certify_command(CLI::App& app, int& result) {
+  auto args = std::make_shared<CertifyArgs>();
+  auto* cmd = app.add_subcommand(
+      "certify", "Certified l2 robustness radius of a whole trained model (timm ViT) on a labelled test set");
+  cmd->add_option("--model", args->model, "Model weights (.safetensors, timm ViT naming)")->required();
+  cmd->add_option("--data", args->data, "Test set .npz: images (N, H, W) or (N, C, H, W), labels (N,)")
+      ->required();
+  cmd->add_option("--config", args->config, "Model config JSON (default: config.json next to the model)");
+  cmd->add_option("--radii", args->radii, "Radii for certified / attack accuracy, comma separated")
+      ->delimiter(',')
+      ->check(nonnegative());
+  cmd->add_option("--out", args->out,
+                  "Write every number, labelled certified / estimate: FILE.json or FILE.csv");
+  cmd->add_option("--limit", args->limit, "Only the first N inputs")->check(CLI::Range(1L, 1L << 40));
+  cmd->add_option("--tolerance", args->tolerance,
+                  "Relative tolerance of the bisection on the certified radius (default 0.01)")
+      ->check(finite_in(0, 1, Ends::open));
+  cmd->callback([args, &result] { run(*args, result); });
+}
+
+}  // namespace regatta::cli

@@ -1,0 +1,109 @@
+#pragma once
+// ℓ₂ robustness of a whole Model (model.hpp) around one input x with label y: a certified radius from
+// region enclosures, an attack radius (an estimate, an upper bound on the true radius), and the naive
+// certificate from a product of per-layer global Lipschitz bounds. docs/models.md has the argument.
+//
+// Region pass (propagate, S = interval64). For the ball B = {x′ : ‖x′ − x‖₂ ≤ r}, the network is a chain of
+// stages (embedding; per block the attention sub-block, the MLP sub-block, and for post-norm the two
+// LayerNorms; final norm with pooling; head). Forward mode carries, per stage k, the value enclosure
+// V_k ∋ f_k(x) at the centre and the tangent enclosure T_k ∋ Df_k(ξ) for every ξ ∈ B (f_k: input ↦ stage-k
+// activations; T_k has one n×d matrix per input coordinate). The region of stage k is the centred form
+//     R_k = V_k ± r·‖|T_k|‖₂ (entrywise: the ℓ₂ norm over input coordinates of the magnitudes),
+// which holds f_k(B) by the mean-value theorem applied to each entry along the segment [x, x′] ⊆ B. The next
+// tangent is T_{k+1} = J_{k+1}(R_k)·T_k with J_{k+1}(R_k) the interval derivative of stage k+1 over R_k
+// (Block<interval64>::linearize(R_k).jvp for attention; normalize_rows_jvp; σ′ over the hidden region,
+// itself the centred form of the hidden pre-activations intersected with their direct evaluation), which
+// encloses Df_{k+1}(ξ) by the chain rule and inclusion isotonicity. The last stage gives the logits z and the
+// Jacobian enclosure J over B.
+//
+// Certificate. With M_c the lower end of z_y(x) − z_c(x) and G_c the upper end of ‖|J_y − J_c|‖₂ (the sup of
+// ‖∇(z_y − z_c)‖₂ over B), z_y − z_c ≥ M_c − r·G_c > 0 on B for every c ≠ y when M_c > r·G_c: the ball is
+// certified (no input within ℓ₂ distance r changes the prediction, whatever its pixel range).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/core/interval64.hpp>
+#include <regatta/operators/differentiable.hpp>
+#include <regatta/operators/model.hpp>
+
+namespace regatta::operators {
+
+/// The attention sub-blocks of a model converted to S once (Block construction converts every weight).
+template <class S>
+struct ConvertedModel {
+  explicit ConvertedModel(const Model& model);
+  const Model& model;
+  std::vector<Block<S>> attention;
+};
+
+/// Logits and their Jacobian (classes × input_size) from one forward-mode pass. S = double: at x (radius
+/// ignored; an estimate). S = interval64: z encloses the logits at x, J encloses Dz(ξ) for every ξ in the
+/// ℓ₂ ball of `radius` around x (see the file comment). Empty logits and Jacobian when a region (or, for
+/// double, a value) is not finite: the pass encloses nothing.
+template <class S>
+struct ModelPass {
+  Vector<S> logits;
+  Matrix<S> jacobian;
+};
+template <class S>
+ModelPass<S> propagate(const ConvertedModel<S>& model, const Vector<double>& x, double radius);
+
+/// Whether the ℓ₂ ball of radius r ≥ 0 around x is certified to keep label y (CERTIFIED when true).
+bool certify_ball(const ConvertedModel<interval64>& model, const Vector<double>& x, int y, double r);
+
+struct CertifiedRadius {
+  double radius = 0;  ///< CERTIFIED: every x′ with ‖x′ − x‖₂ ≤ radius keeps label y (0 when none is)
+  double refuted = 0;  ///< the smallest radius tried that failed the test (the test's own limit, not a
+                       ///< property of the network); equal to `upper` when every radius tried passed
+  int checks = 0;      ///< region passes run
+};
+
+/// A radius in (0, upper] certified by certify_ball, within a factor 1 + tolerance of the largest one the
+/// test passes at along the search: candidates start at min(upper, min_c M_c/G_c at radius 0), and after a
+/// failure at r move to min(r/2, 0.9·min_c M_c/G_c(r)) (r/8 when G is unbounded), at most max_halvings
+/// times; then geometric bisection between the passing and the failing radius. Returns radius 0 when y is
+/// not the certified prediction at x itself. `upper` > 0 (the attack radius: nothing above it can pass).
+CertifiedRadius certified_radius(const ConvertedModel<interval64>& model, const Vector<double>& x, int y,
+                                 double upper, double tolerance = 0.01, int max_halvings = 60);
+
+struct AttackResult {
+  bool found = false;    ///< an adversarial point was found and verified by a double forward pass
+  double radius = 0;     ///< ESTIMATE: ‖x_adv − x‖₂ (an upper bound on the true robustness radius)
+  Vector<double> point;  ///< x_adv (empty when !found)
+  int predicted = -1;    ///< argmax of the logits at x_adv
+  int gradient_passes = 0;
+};
+
+struct AttackOptions {
+  int deepfool_steps = 50;  ///< linearised minimal steps towards the nearest boundary (DeepFool)
+  double overshoot = 0.02;  ///< relative overshoot of each DeepFool step
+  int pgd_rounds = 8;       ///< shrink rounds: PGD on the sphere at 0.9× the best radius so far
+  int pgd_steps = 30;       ///< projected ascent steps per round on max_{c≠y} z_c − z_y
+  double pgd_step = 0.1;    ///< step length relative to the radius
+  int line_bisection = 40;  ///< bisection steps along x → x_adv for the boundary point
+};
+
+/// The smallest ℓ₂ perturbation found that flips the prediction away from y (unconstrained pixel range):
+/// DeepFool to reach the other side, bisection along the segment to the boundary, then rounds of ℓ₂ PGD at
+/// a smaller radius, each success shrunk again by bisection. Every accepted point is verified by forward().
+AttackResult attack(const ConvertedModel<double>& model, const Vector<double>& x, int y,
+                    const AttackOptions& options = {});
+
+/// One factor of the naive certificate: a CERTIFIED upper bound on a stage's global ℓ₂ Lipschitz constant.
+struct LipschitzFactor {
+  std::string stage;  ///< "patch_embed", "blocks.0.attn", ...
+  double upper = 0;
+  std::string how;  ///< the bound used
+};
+
+/// Per-stage certified global Lipschitz upper bounds (Frobenius norm on token matrices, ℓ₂ on images and
+/// logits): patch embedding ‖W_E‖₂; attention sub-block 1 + Lip(MHA on B_R)·Lip(LN₁) with castin.sqrt_n on
+/// the bias-augmented layer (tokens [N(x), 1] ∈ B_√(R²+1), docs/models.md) and Lip(LN) ≤ max|γ|/√ε
+/// (layernorm.lip2); MLP sub-block 1 + ‖W₁‖₂‖W₂‖₂·max|σ′|·Lip(LN₂); final LayerNorm; head ‖W_H‖₂. Pre-norm
+/// models only; a post-norm model or a refused bound gives std::nullopt with the reason in `why_not`.
+std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model& model,
+                                                                     std::string& why_not);
+
+}  // namespace regatta::operators

@@ -1,0 +1,243 @@
+// The forward pass of a Model and the MLP activations (model.hpp).
+#include <mpfr.h>
+
+#include <cassert>
+#include <cmath>
+#include <numbers>
+#include <regatta/core/error.hpp>
+#include <regatta/core/interval64.hpp>
+#include <regatta/operators/differentiable.hpp>
+#include <regatta/operators/model.hpp>
+
+namespace regatta::operators {
+
+std::string to_string(Activation activation) {
+  switch (activation) {
+    case Activation::gelu_erf:
+      return "gelu_erf";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
+    case Activation::relu:
+      return "relu";
+  }
+  return "?";
+}
+
+std::string to_string(Pooling pooling) { return pooling == Pooling::cls ? "cls" : "mean"; }
+
+int Model::pixel_of(int patch, int k) const {
+  const int p = patch_size, pi = patch / grid(), pj = patch % grid();
+  const int c = k / (p * p), ky = (k / p) % p, kx = k % p;
+  return (c * image_size + pi * p + ky) * image_size + pj * p + kx;
+}
+
+AttentionOptions Model::attention_options() const {
+  AttentionOptions o;
+  o.residual = true;
+  o.prenorm = prenorm ? Prenorm::layernorm : Prenorm::none;
+  return o;
+}
+
+void Model::validate() const {
+  auto need = [](bool ok, const std::string& member, const std::string& problem) {
+    if (!ok) throw InputError("model." + member, problem);
+  };
+  need(width > 0 && heads > 0 && width % heads == 0, "heads", "must divide the width");
+  need(patch_size > 0 && image_size % patch_size == 0, "patch_size", "must divide the image size");
+  const Eigen::Index K = Eigen::Index(channels) * patch_size * patch_size;
+  need(patch.W.rows() == K && patch.W.cols() == width && patch.b.size() == width, "patch", "wrong shape");
+  need(!class_token || cls_token.size() == width, "cls_token", "wrong length");
+  need(pos_embed.rows() == tokens() && pos_embed.cols() == width, "pos_embed", "wrong shape");
+  need(head.W.rows() == width && head.W.cols() == classes && head.b.size() == classes && classes >= 2, "head",
+       "wrong shape (or fewer than 2 classes)");
+  need(final_norm.gamma.size() == width && final_norm.beta.size() == width, "norm", "wrong length");
+  need(eps > 0, "eps", "must be positive");
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const TransformerBlock& blk = blocks[b];
+    const std::string name = "blocks." + std::to_string(b);
+    blk.attention.validate();
+    need(blk.attention.d == width, name + ".attn", "wrong width");
+    need(blk.fc1.W.rows() == width && blk.fc1.W.cols() == mlp_width && blk.fc1.b.size() == mlp_width,
+         name + ".mlp.fc1", "wrong shape");
+    need(blk.fc2.W.rows() == mlp_width && blk.fc2.W.cols() == width && blk.fc2.b.size() == width,
+         name + ".mlp.fc2", "wrong shape");
+  }
+}
+
+namespace {
+
+// erf at a binary64 point rounded down or up (MPFR rounds correctly in the requested direction at 53 bits).
+struct MpfrPair {
+  mpfr_t x, y;
+  MpfrPair() {
+    mpfr_init2(x, 53);
+    mpfr_init2(y, 53);
+  }
+  ~MpfrPair() {
+    mpfr_clear(x);
+    mpfr_clear(y);
+  }
+};
+
+double erf_directed(double v, bool up) {
+  thread_local MpfrPair w;
+  mpfr_set_d(w.x, v, MPFR_RNDN);  // exact
+  mpfr_erf(w.y, w.x, up ? MPFR_RNDU : MPFR_RNDD);
+  return mpfr_get_d(w.y, up ? MPFR_RNDU : MPFR_RNDD);
+}
+
+double erf_of(double x) { return std::erf(x); }
+interval64 erf_of(const interval64& x) {  // erf is increasing
+  return interval64::hull(erf_directed(x.lower(), false), erf_directed(x.upper(), true));
+}
+
+double inv_sqrt2(double) { return 1.0 / std::numbers::sqrt2; }
+interval64 inv_sqrt2(const interval64&) { return interval64(1.0) / sqrt(interval64(2.0)); }
+double inv_sqrt_2pi(double) { return 1.0 / std::sqrt(2.0 * std::numbers::pi); }
+interval64 inv_sqrt_2pi(const interval64&) {
+  // π enclosed by the binary64 neighbours of its nearest double.
+  const interval64 pi =
+      interval64::hull(std::nextafter(std::numbers::pi, 0.0), std::nextafter(std::numbers::pi, 4.0));
+  return interval64(1.0) / sqrt(interval64(2.0) * pi);
+}
+double tanh_of(double x) { return std::tanh(x); }
+interval64 tanh_of(const interval64& x) {  // 1 − 2/(e^{2x} + 1), increasing in e^{2x}
+  return interval64(1.0) - interval64(2.0) / (exp(interval64(2.0) * x) + interval64(1.0));
+}
+
+/// Φ(x) = (1 + erf(x/√2))/2, φ(x) = e^{−x²/2}/√(2π).
+template <class S>
+S normal_cdf(const S& x) {
+  return (S(1.0) + erf_of(x * inv_sqrt2(x))) / S(2.0);
+}
+template <class S>
+S normal_pdf(const S& x) {
+  using std::exp;
+  return exp(-(x * x) / S(2.0)) * inv_sqrt_2pi(x);
+}
+
+template <class S>
+S gelu_erf_derivative_naive(const S& x) {
+  return normal_cdf(x) + x * normal_pdf(x);
+}
+
+double gelu_erf_derivative(double x) { return gelu_erf_derivative_naive(x); }
+interval64 gelu_erf_derivative(const interval64& x) {
+  // GELU″(x) = φ(x)(2 − x²): GELU′ decreases on (−∞, −√2], increases on [−√2, √2], decreases on [√2, ∞).
+  // On one piece the range is the hull of the endpoint enclosures; across a boundary the naive formula.
+  constexpr double s_lo = 1.4142135623730949, s_hi = 1.4142135623730951;  // s_lo < √2 < s_hi
+  const double a = x.lower(), b = x.upper();
+  const bool one_piece = b <= -s_hi || (a >= -s_lo && b <= s_lo) || a >= s_hi;
+  if (!one_piece) return gelu_erf_derivative_naive(x);
+  return hull(gelu_erf_derivative_naive(interval64(a)), gelu_erf_derivative_naive(interval64(b)));
+}
+
+template <class S>
+S gelu_tanh(const S& x) {
+  const S c = S(2.0) * inv_sqrt_2pi(x);  // √(2/π) = 2/√(2π)
+  return S(0.5) * x * (S(1.0) + tanh_of(c * (x + S(0.044715) * x * x * x)));
+}
+template <class S>
+S gelu_tanh_derivative(const S& x) {
+  const S c = S(2.0) * inv_sqrt_2pi(x);
+  const S t = tanh_of(c * (x + S(0.044715) * x * x * x));
+  return S(0.5) * (S(1.0) + t) + S(0.5) * x * (S(1.0) - t * t) * c * (S(1.0) + S(3.0 * 0.044715) * x * x);
+}
+
+double relu(double x) { return x > 0 ? x : 0.0; }
+interval64 relu(const interval64& x) { return max(x, interval64(0.0)); }
+double relu_derivative(double x) { return x > 0 ? 1.0 : 0.0; }
+interval64 relu_derivative(const interval64& x) {
+  if (x.lower() > 0) return interval64(1.0);
+  if (x.upper() < 0) return interval64(0.0);
+  return interval64::hull(0.0, 1.0);
+}
+
+template <class S>
+Matrix<S> layer_norm(const Matrix<S>& X, const NormParameters& p, double eps) {
+  return normalize_rows(Prenorm::layernorm, X, Vector<S>(p.gamma.cast<S>()), Vector<S>(p.beta.cast<S>()),
+                        S(eps));
+}
+
+}  // namespace
+
+template <class S>
+Matrix<S> activate(Activation activation, const Matrix<S>& H) {
+  return H.unaryExpr([activation](const S& x) -> S {
+    switch (activation) {
+      case Activation::gelu_erf:
+        return x * normal_cdf(x);
+      case Activation::gelu_tanh:
+        return gelu_tanh(x);
+      case Activation::relu:
+        return relu(x);
+    }
+    return x;
+  });
+}
+
+template <class S>
+Matrix<S> activation_derivative(Activation activation, const Matrix<S>& H) {
+  return H.unaryExpr([activation](const S& x) -> S {
+    switch (activation) {
+      case Activation::gelu_erf:
+        return gelu_erf_derivative(x);
+      case Activation::gelu_tanh:
+        return gelu_tanh_derivative(x);
+      case Activation::relu:
+        return relu_derivative(x);
+    }
+    return x;
+  });
+}
+
+template <class S>
+Matrix<S> embed(const Model& m, const Vector<S>& image) {
+  assert(image.size() == m.input_size());
+  const int K = m.channels * m.patch_size * m.patch_size;
+  Matrix<S> P(m.patch_count(), K);
+  for (int q = 0; q < m.patch_count(); ++q)
+    for (int k = 0; k < K; ++k) P(q, k) = image(m.pixel_of(q, k));
+  Matrix<S> X(m.tokens(), m.width);
+  if (m.class_token) X.row(0) = m.cls_token.cast<S>().transpose();
+  X.bottomRows(m.patch_count()) = P * m.patch.W.cast<S>();
+  X.bottomRows(m.patch_count()).rowwise() += m.patch.b.cast<S>().transpose();
+  return X + m.pos_embed.cast<S>();
+}
+
+template <class S>
+Vector<S> forward(const Model& m, const Vector<S>& image) {
+  Matrix<S> X = embed(m, image);
+  const AttentionOptions options = m.attention_options();
+  for (const TransformerBlock& blk : m.blocks) {
+    X = Block<S>(blk.attention, options).forward(X);
+    if (!m.prenorm) X = layer_norm(X, blk.norm1, m.eps);
+    const Matrix<S> Y = m.prenorm ? layer_norm(X, blk.norm2, m.eps) : X;
+    Matrix<S> H = Y * blk.fc1.W.cast<S>();
+    H.rowwise() += blk.fc1.b.cast<S>().transpose();
+    Matrix<S> O = activate(m.activation, H) * blk.fc2.W.cast<S>();
+    O.rowwise() += blk.fc2.b.cast<S>().transpose();
+    X += O;
+    if (!m.prenorm) X = layer_norm(X, blk.norm2, m.eps);
+  }
+  Matrix<S> pooled;
+  if (m.pooling == Pooling::cls) {
+    pooled = layer_norm(Matrix<S>(X.topRows(1)), m.final_norm, m.eps);
+  } else {
+    const Matrix<S> mean = X.bottomRows(m.patch_count()).colwise().sum() / S(double(m.patch_count()));
+    pooled = layer_norm(mean, m.final_norm, m.eps);
+  }
+  Vector<S> z = (pooled * m.head.W.cast<S>()).transpose();
+  return z + m.head.b.cast<S>();
+}
+
+#define REGATTA_INSTANTIATE(S)                                               \
+  template Matrix<S> activate<S>(Activation, const Matrix<S>&);              \
+  template Matrix<S> activation_derivative<S>(Activation, const Matrix<S>&); \
+  template Matrix<S> embed<S>(const Model&, const Vector<S>&);               \
+  template Vector<S> forward<S>(const Model&, const Vector<S>&);
+REGATTA_INSTANTIATE(double)
+REGATTA_INSTANTIATE(interval64)
+#undef REGATTA_INSTANTIATE
+
+}  // namespace regatta::operators
