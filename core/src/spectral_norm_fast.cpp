@@ -249,7 +249,11 @@ CertifiedNormBound fast_bound(const Matrix<interval64>& box, const CertifiedNorm
       if (std::isfinite(needed)) {
         measured = needed;  // retry with room for the measured error (δ grows if it does not fit)
       } else {
-        delta *= 2;  // the factorisation broke down: θ is too close to σ
+        // The factorisation broke down: θ is below (or too close to) σ. A breakdown is the screen, not a
+        // verification, so it does not use up max_cholesky_attempts (max_margin_steps bounds the loop): with
+        // a small spectral gap the power estimate can sit 1e-5 below σ, ~16 doublings of δ away.
+        --out.cholesky_attempts;
+        delta *= 2;
       }
     }
   }

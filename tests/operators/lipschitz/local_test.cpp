@@ -36,6 +36,7 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
+#include "../../support/random_layers.hpp"
 
 namespace regatta::lip {
 namespace {
@@ -96,10 +97,7 @@ AttentionLayer layer_for(const Config& c, std::uint64_t seed) {
   s.seed = seed;
   s.scale = c.scale;
   AttentionLayer L = operators::random_layer(s);
-  if (c.prenorm != Prenorm::none) {
-    L.norm_gamma = Vector<double>::Constant(c.d, 1.0) + 0.3 * standard_normal(c.d, seed + 7);
-    L.norm_beta = 0.2 * standard_normal(c.d, seed + 8);
-  }
+  if (c.prenorm != Prenorm::none) testing::draw_norm_weights(L, seed);
   return L;
 }
 

@@ -115,9 +115,9 @@ std::optional<std::string> refusal(Bound bound, const operators::AttentionLayer&
 ///                  (tied L2, diagonal kept, causal allowed, n ≥ 2)
 ///   castin_sqrt_n  Σ_h √3‖V_h‖(‖A_h‖²R⁴(4n+1) + n)^{1/2}          (dot, tokens in B_R, Frobenius)
 ///   castin_sqrt_n_augmented
-///                  Σ_h min_t √3‖V_h‖(‖[A_h; c_hᵀ/t]‖²(R² + t²)²(4n+1) + n)^{1/2}, c_h = W^K_h b_Q,h/√d_h, t = 2^k,
-///                  |k| ≤ 8 chosen in double (dot with a query bias, tokens in B_R, Frobenius; docs/bounds.md,
-///                  "Biased layers")
+///                  Σ_h min_t √3‖V_h‖(‖[A_h; c_hᵀ/t]‖²(R² + t²)²(4n+1) + n)^{1/2}, c_h = W^K_h b_Q,h/√d_h,
+///                  t = 2^k, |k| ≤ 8 chosen in double (dot with a query bias, tokens in B_R, Frobenius;
+///                  docs/bounds.md, "Biased layers")
 ///   castin_local   Σ_h √3‖V_h‖(c_max(1 + r²ρ′²) + r²ρ²)^{1/2} ≥ ‖DF(X)‖₂ at X = setting.input, with
 ///                  r = max‖x_i − x_j‖, ρ = max‖A_h x_i‖, ρ′ = max‖A_hᵀx_i‖, c_max = max_j Σ_i P_h,ij
 ///   mf_query       Σ_h ‖V_h‖‖A_h‖R²                                   (W_p, context in P(B_R))
