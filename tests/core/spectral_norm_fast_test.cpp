@@ -100,7 +100,9 @@ TEST_F(SpectralNormFast, PointBracketContainsReferenceAndIsTight) {
       EXPECT_LE(mpfr(b.upper), ref * (1 + mpfr(fast_upper_tightness)));
       EXPECT_GE(mpfr(b.lower), ref * (1 - mpfr(lower_tightness)));
     }
-    if (ref == 0) EXPECT_EQ(b.upper, 0.0);
+    if (ref == 0) {
+      EXPECT_EQ(b.upper, 0.0);
+    }
     std::cout << "  [fast tightness] " << name << ": method " << b.method
               << ", upper/reference - 1 = " << (ref > 0 ? double(mpfr(b.upper) / ref - 1) : 0.0)
               << ", attempts " << b.cholesky_attempts << "\n";

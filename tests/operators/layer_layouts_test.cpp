@@ -26,7 +26,9 @@ void expect_matches_torch(const std::string& file, const std::string& prefix, do
   const Matrix<double> X = arrays.at("input").matrix(), Y = arrays.at("output").matrix();
   AttentionLayer layer = load_layer(data + file, 2, AttentionKind::dot, prefix);
   ASSERT_EQ(layer.norm_gamma.size(), 8) << "the pre-norm weight must be read from the file";
-  if (prenorm == Prenorm::layernorm) ASSERT_EQ(layer.norm_beta.size(), 8);
+  if (prenorm == Prenorm::layernorm) {
+    ASSERT_EQ(layer.norm_beta.size(), 8);
+  }
   layer.norm_eps = eps;
   AttentionOptions options;
   options.prenorm = prenorm;
