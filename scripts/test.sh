@@ -32,7 +32,8 @@ if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
   # which would multiply the run time of the -O1 kernels.
   REGATTA_BUILD_DIR="$build-sanitize" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DEIGEN_NO_DEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF
-  # Four numerically heavy cases run in the Release pass only (20-35 s each at -O0 under ASan); the same code
+  # The operators_lipschitz_* and proofs_check_* unit batteries are not built here (tests/CMakeLists.txt);
+  # four numerically heavy cases run in the Release pass only (20-35 s each at -O0 under ASan); the same code
   # runs here through lighter cases: report_quick (the report), the certify bad-input and ModelRegion
   # Jacobian tests (certify), the other SpectralNormFast cases (the 256-bit reference dominates the first).
   heavy='^(cli\.report_quick_user_layer|cli\.certify_one_input|SpectralNormFast\.PointBracketContainsReferenceAndIsTight|ModelRegion\.CertifiedBallsHoldUnderSamplingAndBelowTheAttack)$'
