@@ -83,7 +83,7 @@ std::string name_list(std::span<const std::string> names, std::size_t max_shown)
   const std::size_t shown = names.size() < max_shown ? names.size() : max_shown;
   for (std::size_t k = 0; k < shown; ++k) {
     if (k > 0) out += ", ";
-    out += quoted(names[k]);
+    out += regatta::quoted(names[k]);  // qualified: std::quoted is found by ADL on std::string
   }
   if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
   return out;
