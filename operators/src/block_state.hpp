@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <regatta/core/detail/product.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/scalar_traits.hpp>
@@ -43,15 +44,10 @@ namespace detail {
 template <class S>
 using Mat = Matrix<S>;
 
-/// A·B: Eigen's product for IEEE types, the plain triple loop for multiprecision (reference order; Eigen's
-/// blocked kernels are not tuned for these types).
+/// A·B (the library's one product, core/detail/product.hpp).
 template <class S, class A, class B>
 Mat<S> mul(const A& a, const B& b) {
-  if constexpr (std::is_floating_point_v<S>) {
-    return Mat<S>(a * b);
-  } else {
-    return regatta::detail::plain_product<S>(Mat<S>(a), Mat<S>(b));
-  }
+  return regatta::detail::product<S>(a, b);
 }
 
 inline bool visible(bool causal, Eigen::Index i, Eigen::Index j) { return !causal || j <= i; }

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include <regatta/core/convert.hpp>
+#include <regatta/core/detail/product.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/scalar_traits.hpp>
@@ -104,14 +105,10 @@ class RunningMax {
   mpfr lo_, hi_;
 };
 
-/// A·B: Eigen's product for double, the plain triple loop for multiprecision types.
+/// A·B (the library's one product, core/detail/product.hpp).
 template <class S>
 Matrix<S> mul(const Matrix<S>& a, const Matrix<S>& b) {
-  if constexpr (std::is_floating_point_v<S>) {
-    return a * b;
-  } else {
-    return regatta::detail::plain_product<S>(a, b);
-  }
+  return regatta::detail::product<S>(a, b);
 }
 
 template <class S>
