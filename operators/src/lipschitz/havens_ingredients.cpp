@@ -1,6 +1,7 @@
 // The ingredients of the Havens et al. local sensitivity at one input: estimates and certified enclosures
 // of ξ, κ_h and the spectral norms (see havens.hpp; shared/math/bounds.md §6).
 #include <regatta/operators/lipschitz/havens.hpp>
+#include <regatta/operators/lipschitz/havens_operators.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -82,28 +83,28 @@ HavensMatrices<S> havens_matrices(const AttentionLayer& layer, const AttentionOp
   return m;
 }
 
-/// ξ's operator M(V) = V W^skip + Σ_h P_h V W^VO_h and its transpose (bounds.md §6.5).
+/// The product the library's Havens operators (havens_operators.hpp) use: Eigen's for double, the plain
+/// triple loop for interval (local_support.hpp).
 template <class S>
-Matrix<S> xi_apply(const HavensMatrices<S>& m, const Matrix<S>& V) {
-  Matrix<S> out = m.residual ? V : Matrix<S>(Matrix<S>::Zero(V.rows(), V.cols()));
-  for (std::size_t h = 0; h < m.P.size(); ++h) out += mul<S>(m.P[h], mul<S>(V, m.WVO[h]));
-  return out;
+struct Product {
+  Matrix<S> operator()(const Matrix<S>& a, const Matrix<S>& b) const { return mul<S>(a, b); }
+};
+
+template <class S>
+Matrix<S> xi_of(const HavensMatrices<S>& m, const Matrix<S>& V) {
+  return xi_apply<S>(m.residual, m.P, m.WVO, V, Product<S>{});
 }
 template <class S>
-Matrix<S> xi_apply_transpose(const HavensMatrices<S>& m, const Matrix<S>& U) {
-  Matrix<S> out = m.residual ? U : Matrix<S>(Matrix<S>::Zero(U.rows(), U.cols()));
-  for (std::size_t h = 0; h < m.P.size(); ++h)
-    out += mul<S>(Matrix<S>(m.P[h].transpose()), mul<S>(U, Matrix<S>(m.WVO[h].transpose())));
-  return out;
-}
-/// κ_h's operator 𝓛(V) = V Cᵀ + B Vᵀ (n×d → n×n) and its transpose G ↦ G C + Gᵀ B.
-template <class S>
-Matrix<S> kappa_apply(const Matrix<S>& C, const Matrix<S>& B, const Matrix<S>& V) {
-  return mul<S>(V, Matrix<S>(C.transpose())) + mul<S>(B, Matrix<S>(V.transpose()));
+Matrix<S> xi_transpose_of(const HavensMatrices<S>& m, const Matrix<S>& U) {
+  return xi_apply_transpose<S>(m.residual, m.P, m.WVO, U, Product<S>{});
 }
 template <class S>
-Matrix<S> kappa_apply_transpose(const Matrix<S>& C, const Matrix<S>& B, const Matrix<S>& G) {
-  return mul<S>(G, C) + mul<S>(Matrix<S>(G.transpose()), B);
+Matrix<S> kappa_of(const Matrix<S>& C, const Matrix<S>& B, const Matrix<S>& V) {
+  return kappa_apply<S>(C, B, V, Product<S>{});
+}
+template <class S>
+Matrix<S> kappa_transpose_of(const Matrix<S>& C, const Matrix<S>& B, const Matrix<S>& G) {
+  return kappa_apply_transpose<S>(C, B, G, Product<S>{});
 }
 
 template <class S>
@@ -160,8 +161,8 @@ HavensIngredients<double> havens_estimates(const AttentionLayer& layer, const At
   q.skip = options.residual ? 1.0 : 0.0;
   const Index n = X.rows(), d = X.cols();
   const SpectralEstimate xi =
-      matrix_free_norm_2([&](const Matrix<double>& V) { return xi_apply(m, V); },
-                         [&](const Matrix<double>& U) { return xi_apply_transpose(m, U); }, n, d, spectral);
+      matrix_free_norm_2([&](const Matrix<double>& V) { return xi_of(m, V); },
+                         [&](const Matrix<double>& U) { return xi_transpose_of(m, U); }, n, d, spectral);
   q.xi = xi.estimate;
   q.xi_estimate = xi;
   q.input_two = spectral_norm_reference<double>(X);
@@ -170,8 +171,8 @@ HavensIngredients<double> havens_estimates(const AttentionLayer& layer, const At
     const Matrix<double>& C = m.C[h];
     const Matrix<double>& B = m.B[h];
     const SpectralEstimate kappa = matrix_free_norm_2(
-        [&](const Matrix<double>& V) { return kappa_apply(C, B, V); },
-        [&](const Matrix<double>& G) { return kappa_apply_transpose(C, B, G); }, n, d, spectral);
+        [&](const Matrix<double>& V) { return kappa_of(C, B, V); },
+        [&](const Matrix<double>& G) { return kappa_transpose_of(C, B, G); }, n, d, spectral);
     q.kappa.push_back(kappa.estimate);
     q.kappa_estimates.push_back(kappa);
     q.score.push_back(spectral_norm_reference<double>(m.A[h]));
@@ -220,7 +221,7 @@ HavensIngredients<interval> havens_certified(const AttentionLayer& layer, const 
   const bool dense_kappa = dense && n * n <= 2 * dense_limit;
   {
     const Matrix<interval> w = cast<interval>(estimates.xi_estimate->witness);
-    const interval lower = frobenius<interval>(xi_apply(m, w)) / frobenius<interval>(w);
+    const interval lower = frobenius<interval>(xi_of(m, w)) / frobenius<interval>(w);
     interval upper = q.skip;
     for (int h = 0; h < layer.heads; ++h) upper += q.kernel[h] * q.values[h];
     q.xi = bracket(lower, upper);
@@ -241,7 +242,7 @@ HavensIngredients<interval> havens_certified(const AttentionLayer& layer, const 
   }
   for (int h = 0; h < layer.heads; ++h) {
     const Matrix<interval> w = cast<interval>(estimates.kappa_estimates[h].witness);
-    const interval lower = frobenius<interval>(kappa_apply(m.C[h], m.B[h], w)) / frobenius<interval>(w);
+    const interval lower = frobenius<interval>(kappa_of(m.C[h], m.B[h], w)) / frobenius<interval>(w);
     interval kappa = bracket(lower, q.kappa_split[h]);
     if (dense_kappa) {
       // 𝓛(V)_ij = Σ_b V_ib C_jb + B_ib V_jb: entry ((i,j),(k,b)) = δ_ik C_jb + δ_jk B_ib.
