@@ -12,9 +12,9 @@
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
+#include <regatta/operators/lipschitz/power_witness.hpp>
 
 #include "common.hpp"
-#include "jacobian.hpp"
 #include "sections.hpp"
 
 namespace regatta::cli::report {
@@ -190,8 +190,8 @@ Section section_castin(const Context& ctx) {
     Series bound{std::string(c.name) + ": √n bound", Kind::certified_upper, {}, {}, true, false, colour};
     for (auto n : ns) {
       const Matrix<double> X = adversarial_input(c, n);
-      const NormWitness w =
-          jacobian_norm_two(layer, options, X, 300, n <= certify_limit, ctx.seed(2, 1), c.radius);
+      const lip::PowerWitness w =
+          lip::power_witness(layer, options, X, 300, n <= certify_limit, ctx.seed(2, 1), c.radius);
       const double b = sqrt_n_bound(layer, options, n, c.radius);
       const double sat = double(n - 1) * std::exp(-c.gamma * c.radius * c.radius);
       t.add_row({std::string(c.name), n, w.estimate, n <= certify_limit ? Cell(w.certified_lower) : Cell{},

@@ -14,9 +14,9 @@
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
+#include <regatta/operators/lipschitz/pgd.hpp>
 
 #include "common.hpp"
-#include "pgd.hpp"
 #include "sections.hpp"
 
 namespace regatta::cli::report {
@@ -84,7 +84,8 @@ void study(const Context& ctx, Section& s, const AttentionLayer& layer, const At
     const double e = eps[k];
     std::vector<double> values;
     for (const auto& b : bounds) values.push_back(b.second(e));
-    const PgdResult p = pgd_lower_bound(layer, options, X, e, direction, steps, restarts, ctx.seed(4, 4) + k);
+    const lip::PgdResult p =
+        lip::pgd_lower_bound(layer, options, X, e, direction, steps, restarts, ctx.seed(4, 4) + k);
     t.add_row({e, values[0], lip::havens_delta(est, e), values[1], values[2], values[3], p.estimate,
                p.certified_lower, e * jac.estimate});
     for (std::size_t v = 0; v < values.size(); ++v) {

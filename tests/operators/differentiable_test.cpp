@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <regatta/core/convert.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
@@ -17,8 +18,48 @@
 #include <string>
 #include <vector>
 
+#include "support/tolerance.hpp"
+
 namespace regatta::operators {
 namespace {
+
+// ---- tolerances (style.md, habit 5), derived from the sizes of these tests ----
+
+/// Rounded operations on the longest dependency chain of one entry of a block's forward pass, JVP or VJP at
+/// these sizes (n <= 7 tokens, d <= 6, d_h <= 6, t <= 5 Sinkhorn steps): pre-norm 2d + 2, queries and keys d
+/// each, the score d_h, t normalisation steps of n terms, the value product n and its map 2d, the heads and
+/// the residual: below 100.
+constexpr double block_chain = 100;
+/// c = 64 for one double evaluation: a score of size up to about 9 (the large-scale configuration) carries
+/// its relative error into the kernel through exp, and every exp / log / sqrt adds up to an ulp.
+constexpr double block_safety = 64;
+/// Two double evaluations of the same block quantity by different code paths (Block against the streamed
+/// attend(), JVP columns against VJP rows, a formula against the dense Jacobian, the stack against the
+/// chain rule): their errors add. About 2.8e-12.
+const double two_paths = testing::rounding_bound<double>(2 * block_safety, block_chain);
+/// <J v, u> = <v, J^T u>: the two paths plus the two inner products of n*d <= 42 terms each. About 5.2e-12.
+const double duality = testing::rounding_bound<double>(2 * block_safety, block_chain + 2 * 42);
+/// The same through a stack of three blocks (each block's chain in sequence). About 1.1e-11.
+const double stack_duality = testing::rounding_bound<double>(2 * block_safety, 3 * block_chain + 2 * 42);
+/// sum_j P_ij - 1 for a kernel row (or column) of n <= 6 entries, each rounded by its exp and its division (2
+/// ulps) and summed (n - 1 more): 3n roundings, c = 1. About 4e-15.
+const double marginal = testing::rounding_bound<double>(1, 3 * 6);
+/// Sinkhorn's marginal error contracts geometrically on a positive kernel (Birkhoff-Hopf); the bound allows
+/// a contraction ratio up to 0.9 per half-step: 0.9^200 = 7e-10 of an initial error below 1/7.
+constexpr double sinkhorn_converged = 1e-10;
+/// Central differences in mpfr at 256 bits with h = 2^-90: truncation h^2 |D^3 F| = 2^-180 (third
+/// derivatives of order 1 at these weights) and rounding 2^-256 |F| chain / h = 2^-159; 2^9 safety on the
+/// larger.
+mpfr central_difference_256() { return ldexp(mpfr(1), -150); }
+/// Width of an MPFI enclosure at 128 bits of a block JVP entry: the chain's rounding 2^-127 chain, times the
+/// wrapping of the interval softmax, which evaluates exp(s - c) and sum exp(s - c) as independent and can
+/// widen by up to the kernel's dynamic range e^(max s - min s) <= e^18 < 2^26 here; 2^4 safety: 2^30.
+double interval_width_128() { return testing::rounding_bound<interval>(0x1p30, block_chain); }
+/// Central differences in double with step h: truncation h^2 |D^3 F| plus rounding eps |F| / h; c = 1024 for
+/// third derivatives of the untied L2 block up to about 1e3 at these weights.
+double central_difference_double(double h) {
+  return 1024 * (h * h + std::numeric_limits<double>::epsilon() / h);
+}
 
 Matrix<double> gaussian(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed, double scale = 1.0) {
   const Vector<double> z = standard_normal(rows * cols, seed);
@@ -98,10 +139,10 @@ TEST_P(BlockConfigs, ForwardMatchesStreamedAttendWhereItApplies) {
   const Matrix<double> X = gaussian(7, c.d, 3), Y = gaussian(5, c.d, 4);
   const Block<double> block(L, options_for(c));
   const Matrix<double> ours = block.forward(X), theirs = attend(L, X, options_for(c));
-  EXPECT_LE(max_abs(ours - theirs), 1e-12 * (1 + max_abs(theirs)));
+  EXPECT_LE(max_abs(ours - theirs), two_paths * (1 + max_abs(theirs)));
   if (!c.causal) {
     const Matrix<double> oc = block.forward_cross(X, Y), tc = attend_cross(L, X, Y, options_for(c));
-    EXPECT_LE(max_abs(oc - tc), 1e-12 * (1 + max_abs(tc)));
+    EXPECT_LE(max_abs(oc - tc), two_paths * (1 + max_abs(tc)));
   }
 }
 
@@ -114,14 +155,15 @@ TEST_P(BlockConfigs, JvpAndVjpAreDual) {
   for (std::uint64_t k = 0; k < 4; ++k) {
     const Matrix<double> v = gaussian(6, c.d, 100 + k), u = gaussian(6, c.d, 200 + k);
     const double lhs = inner(lin.jvp(v), u), rhs = inner(v, lin.vjp(u));
-    EXPECT_NEAR(lhs, rhs, 1e-11 * (1 + std::abs(lhs))) << c.name;
+    EXPECT_NEAR(lhs, rhs, duality * (1 + v.norm() * u.norm())) << c.name;
   }
   // Cross-attention, in the queries and in the context separately.
   const Matrix<double> Y = gaussian(4, c.d, 6);
   const CrossLinearization<double> cl = block.linearize_cross(X, Y);
   const Matrix<double> vx = gaussian(6, c.d, 7), vy = gaussian(4, c.d, 8), u = gaussian(6, c.d, 9);
-  EXPECT_NEAR(inner(cl.jvp_query(vx), u), inner(vx, cl.vjp_query(u)), 1e-11 * (1 + u.norm() * vx.norm()));
-  EXPECT_NEAR(inner(cl.jvp_context(vy), u), inner(vy, cl.vjp_context(u)), 1e-11 * (1 + u.norm() * vy.norm()));
+  EXPECT_NEAR(inner(cl.jvp_query(vx), u), inner(vx, cl.vjp_query(u)), duality * (1 + u.norm() * vx.norm()));
+  EXPECT_NEAR(inner(cl.jvp_context(vy), u), inner(vy, cl.vjp_context(u)),
+              duality * (1 + u.norm() * vy.norm()));
 }
 
 TEST_P(BlockConfigs, DenseJacobianFromColumnsEqualsRowsFromVjp) {
@@ -141,7 +183,7 @@ TEST_P(BlockConfigs, DenseJacobianFromColumnsEqualsRowsFromVjp) {
       const Matrix<double> row = lin.vjp(E);
       E(i, a) = 0;
       const Eigen::Map<const Vector<double>> flat(row.data(), row.size());
-      EXPECT_LE((J.row(i * c.d + a).transpose() - flat).cwiseAbs().maxCoeff(), 1e-11 * (1 + max_abs(J)))
+      EXPECT_LE((J.row(i * c.d + a).transpose() - flat).cwiseAbs().maxCoeff(), two_paths * (1 + max_abs(J)))
           << c.name << " row " << i << "," << a;
     }
 }
@@ -163,8 +205,7 @@ TEST_P(BlockConfigs, JvpMatchesCentralDifferencesAt256Bits) {
       err = std::max(err, mpfr(abs(fd(i, a) - jv(i, a))));
       size = std::max(size, mpfr(abs(jv(i, a))));
     }
-  // Central differences err O(h²) ≈ 1e-54 times third derivatives; rounding ≈ 2^-256/h ≈ 1e-50.
-  EXPECT_LT(err / size, mpfr(1e-45)) << c.name << ": " << err.str(5);
+  EXPECT_LT(err / size, central_difference_256()) << c.name << ": " << err.str(5);
   // Cross-attention, context direction.
   const Matrix<mpfr> Y = matrix_cast<mpfr>(gaussian(3, c.d, 15)), W = matrix_cast<mpfr>(gaussian(3, c.d, 16));
   const Matrix<mpfr> fdc =
@@ -174,7 +215,7 @@ TEST_P(BlockConfigs, JvpMatchesCentralDifferencesAt256Bits) {
   mpfr errc(0);
   for (Eigen::Index i = 0; i < jc.rows(); ++i)
     for (Eigen::Index a = 0; a < jc.cols(); ++a) errc = std::max(errc, mpfr(abs(fdc(i, a) - jc(i, a))));
-  EXPECT_LT(errc, mpfr(1e-45)) << c.name;
+  EXPECT_LT(errc, central_difference_256()) << c.name;
 }
 
 TEST_P(BlockConfigs, IntervalJvpAndVjpEncloseMpfr) {
@@ -199,7 +240,8 @@ TEST_P(BlockConfigs, IntervalJvpAndVjpEncloseMpfr) {
       EXPECT_TRUE(contains(lin.value()(i, a), fm(i, a))) << c.name;
       EXPECT_TRUE(contains(ji(i, a), jm(i, a))) << c.name;
       EXPECT_TRUE(contains(vi(i, a), vm(i, a))) << c.name;
-      EXPECT_LT(scalar_traits<interval>::to_double(scalar_traits<interval>::width(ji(i, a))), 1e-20)
+      EXPECT_LT(scalar_traits<interval>::to_double(scalar_traits<interval>::width(ji(i, a))),
+                interval_width_128())
           << c.name;
     }
 }
@@ -222,15 +264,15 @@ TEST(BlockKernels, SinkhornMarginalsAndFirstStep) {
       EXPECT_GE(K[h].minCoeff(), 0.0) << t;
 
       if (t % 2 == 1)
-        EXPECT_LE((K[h].rowwise().sum().array() - 1).abs().maxCoeff(), 1e-14) << t;
+        EXPECT_LE((K[h].rowwise().sum().array() - 1).abs().maxCoeff(), marginal) << t;
       else
-        EXPECT_LE((K[h].colwise().sum().array() - 1).abs().maxCoeff(), 1e-14) << t;
+        EXPECT_LE((K[h].colwise().sum().array() - 1).abs().maxCoeff(), marginal) << t;
       if (t == 1) {
         EXPECT_EQ(K[h], softmax[h]);
       }
       if (t >= 200) {  // converged: doubly stochastic
-        EXPECT_LE((K[h].rowwise().sum().array() - 1).abs().maxCoeff(), 1e-10);
-        EXPECT_LE((K[h].colwise().sum().array() - 1).abs().maxCoeff(), 1e-10);
+        EXPECT_LE((K[h].rowwise().sum().array() - 1).abs().maxCoeff(), sinkhorn_converged);
+        EXPECT_LE((K[h].colwise().sum().array() - 1).abs().maxCoeff(), sinkhorn_converged);
       }
     }
   }
@@ -265,7 +307,7 @@ TEST(BlockFormulas, DotBlockFormulaMatchesDenseJacobian) {
           P(i, j) * (Matrix<double>::Identity(d, d) + (X.row(j).transpose() - m) * ax.transpose());
       if (i == j) block_ij += cov * A.transpose();
       const Matrix<double> formula = Vt * block_ij;
-      EXPECT_LE((J.block(i * d, j * d, d, d) - formula).cwiseAbs().maxCoeff(), 1e-12) << i << "," << j;
+      EXPECT_LE((J.block(i * d, j * d, d, d) - formula).cwiseAbs().maxCoeff(), two_paths) << i << "," << j;
     }
   }
 }
@@ -305,7 +347,7 @@ TEST(BlockFormulas, L2BlockFormulaMatchesDenseJacobian) {
       }
     }
   }
-  EXPECT_LE((J - expected).cwiseAbs().maxCoeff(), 1e-12 * (1 + max_abs(J)));
+  EXPECT_LE((J - expected).cwiseAbs().maxCoeff(), two_paths * (1 + max_abs(J)));
 }
 
 TEST(BlockStack, StackIsCompositionAndChainRule) {
@@ -319,8 +361,8 @@ TEST(BlockStack, StackIsCompositionAndChainRule) {
   const Linearization<double> lin = stack.linearize(X);
   const Matrix<double> Z1 = b1.forward(X), Z2 = b2.forward(Z1);
   const Matrix<double> chained = b1.linearize(Z2).jvp(b2.linearize(Z1).jvp(b1.linearize(X).jvp(V)));
-  EXPECT_LE(max_abs(lin.jvp(V) - chained), 1e-12 * (1 + max_abs(chained)));
-  EXPECT_NEAR(inner(lin.jvp(V), U), inner(V, lin.vjp(U)), 1e-10 * (1 + V.norm() * U.norm()));
+  EXPECT_LE(max_abs(lin.jvp(V) - chained), two_paths * (1 + max_abs(chained)));
+  EXPECT_NEAR(inner(lin.jvp(V), U), inner(V, lin.vjp(U)), stack_duality * (1 + V.norm() * U.norm()));
 }
 
 // A linearisation keeps what it needs of its block: taken from a temporary block or stack, its JVP and VJP
@@ -346,7 +388,7 @@ TEST(BlockLifetime, LinearizationsOutliveTheirBlocks) {
 
   const Linearization<double> stack_from_temporary = Stack<double>({alive, alive}).linearize(X);
   const Matrix<double> chained = alive.linearize(alive.forward(X)).jvp(alive.linearize(X).jvp(V));
-  EXPECT_LE(max_abs(stack_from_temporary.jvp(V) - chained), 1e-12 * (1 + max_abs(chained)));
+  EXPECT_LE(max_abs(stack_from_temporary.jvp(V) - chained), two_paths * (1 + max_abs(chained)));
 }
 TEST(BlockErrors, BadInputIsRejectedWithTheArgumentNamed) {
   Config c{"e", AttentionKind::dot, 4, 2};
@@ -389,10 +431,10 @@ TEST(BlockFormulas, UntiedL2DerivativesAreConsistent) {
   const Block<double> block(L, o);
   const Matrix<double> X = gaussian(5, 4, 27), V = gaussian(5, 4, 28), U = gaussian(5, 4, 29);
   const Linearization<double> lin = block.linearize(X);
-  EXPECT_NEAR(inner(lin.jvp(V), U), inner(V, lin.vjp(U)), 1e-11 * (1 + V.norm() * U.norm()));
+  EXPECT_NEAR(inner(lin.jvp(V), U), inner(V, lin.vjp(U)), duality * (1 + V.norm() * U.norm()));
   const double h = 1e-6;
   const Matrix<double> fd = (block.forward(X + h * V) - block.forward(X - h * V)) / (2 * h);
-  EXPECT_LE(max_abs(fd - lin.jvp(V)), 1e-6 * (1 + max_abs(fd)));
+  EXPECT_LE(max_abs(fd - lin.jvp(V)), central_difference_double(h) * (1 + max_abs(fd)));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <regatta/core/checks.hpp>
 #include <regatta/core/detail/pairwise_paths.hpp>
+#include <regatta/core/detail/product.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/log_sum_exp.hpp>  // ReductionOps of the multiprecision types
@@ -188,17 +189,10 @@ void validate(const Problem<S>& problem, const Kernel& kernel, const Request& re
 
 namespace {
 
-/// a·b. Eigen's product for float and double; a plain loop for the multiprecision types, whose every
-/// operation (outward-rounded for interval) then runs at the working precision.
+/// a·b (the library's one product, core/detail/product.hpp).
 template <class S>
 Matrix<S> multiply(const Matrix<S>& a, const Matrix<S>& b) {
-  if constexpr (std::is_floating_point_v<S>) {
-    Matrix<S> r(a.rows(), b.cols());
-    r.noalias() = a * b;
-    return r;
-  } else {
-    return regatta::detail::plain_product(a, b);
-  }
+  return regatta::detail::product<S>(a, b);
 }
 
 }  // namespace

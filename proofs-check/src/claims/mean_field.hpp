@@ -16,6 +16,7 @@
 #include <regatta/core/checks.hpp>
 #include <regatta/measures/wasserstein.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims::mf {
 

@@ -102,22 +102,33 @@ class ContextLipschitz final : public ClaimBase<ContextLipschitz> {
         "certify.";
   }
   const ClaimInfo& info() const override { return info_; }
+  /// k = {m, d, mode, q, p}: m atoms in R^d per measure, the pair's mode (mean_field.hpp), q queries, W_p.
+  const Keys keys{"m", "d", "mode", "q", "p"};
+  static Layout layout(long m, long d, long q) {
+    return Layout()
+        .add("pair", static_cast<long>(mf::pair_size(m, d)))
+        .add("queries", q, d)
+        .add("A", d, d)
+        .add("V", d, d);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "m"), keys.of(p, "d"), keys.of(p, "q")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long m = rng.integer(1, 6), d = rng.integer(1, 3), q = rng.integer(1, 3);
     const double R = std::pow(10.0, rng.uniform(-0.7, 0.5)), Rq = std::pow(10.0, rng.uniform(-0.7, 0.5));
+    const Layout l = layout(m, d, q);
     const long mode = mf::sample_pair(rng, p.x, m, d, R);
-    for (long i = 0; i < q * d; ++i)
-      p.x.push_back(rng.coin(0.05) ? 0.0 : Rq * rng.normal() / std::sqrt(static_cast<double>(d)));
+    l.fill(p.x, "queries",
+           [&] { return rng.coin(0.05) ? 0.0 : Rq * rng.normal() / std::sqrt(static_cast<double>(d)); });
     push_score_matrix(rng, p.x, d, std::pow(10.0, rng.uniform(-1, 0.6)) / (R * Rq));
     push_value_matrix(rng, p.x, d);
     p.k = {m, d, mode, q, rng.integer(1, 2)};
     return p;
   }
   void repair(Point& p) const override {
-    const long m = p.k.at(0), d = p.k.at(1);
-    mf::repair_pair(p.x, 0, m, d, 16);
-    mf::clamp_tail(p.x, mf::pair_size(m, d), 16);
+    const Layout l = layout(p);
+    mf::repair_pair(p.x, l.at("pair"), keys.of(p, "m"), keys.of(p, "d"), 16);
+    mf::clamp_tail(p.x, l.at("queries"), 16);
   }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
@@ -140,19 +151,18 @@ class ContextLipschitz final : public ClaimBase<ContextLipschitz> {
   Evaluation<S> evaluate(const Point& pt) const {
     using std::abs;
     using std::exp;
-    const long m = pt.k.at(0), d = pt.k.at(1), mode = pt.k.at(2), q = pt.k.at(3), p = pt.k.at(4);
-    const std::size_t base = mf::pair_size(m, d);
-    if (q < 1 || (p != 1 && p != 2) || pt.x.size() != base + static_cast<std::size_t>(q * d + 2 * d * d))
-      throw InputError("point", "wrong size");
-    const mf::PairData pair = mf::read_pair(pt.x, 0, m, d, mode);
+    const long m = keys.of(pt, "m"), d = keys.of(pt, "d"), mode = keys.of(pt, "mode"), q = keys.of(pt, "q"),
+               p = keys.of(pt, "p");
+    if (q < 1 || (p != 1 && p != 2)) throw InputError("point", "wrong size");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const mf::PairData pair = mf::read_pair(pt.x, l.at("pair"), m, d, mode);
     if (mf::wasserstein_estimate(mf::lift_measure<double>(pair.Y, pair.a),
                                  mf::lift_measure<double>(pair.Z, pair.c), 1) == 0)
       return {off<S>(), off<S>(), off<S>(), off<S>()};  // μ = ν: both sides vanish
     const Measure<S> mu = mf::lift_measure<S>(pair.Y, pair.a), nu = mf::lift_measure<S>(pair.Z, pair.c);
-    const Matrix<S> Q = mf::matrix_at<S>(pt.x, base, q, d);
-    const Head<S> h{mf::Score::dot, mf::matrix_at<S>(pt.x, base + static_cast<std::size_t>(q * d), d, d),
-                    mf::matrix_at<S>(pt.x, base + static_cast<std::size_t>(q * d + d * d), d, d),
-                    Vector<S>()};
+    const Matrix<S> Q = l.matrix<S>(pt, "queries");
+    const Head<S> h{mf::Score::dot, l.matrix<S>(pt, "A"), l.matrix<S>(pt, "V"), Vector<S>()};
     const S a = num::norm_2(h.A), v = num::norm_2(h.V);
     const S R = num::smax<S>(mf::radius(mu), mf::radius(nu));
     const S W1 = mf::wasserstein(mu, nu, 1);
@@ -177,8 +187,8 @@ class ContextLipschitz final : public ClaimBase<ContextLipschitz> {
       // The family's structure: d = 1, two atoms ±R, the small one moved, A = −a < 0, query on the side of
       // the large atom.
       const long o = 1 - *k;
-      if (d == 1 && m == 2 && pair.Y(o, 0) != 0 && pair.Y(*k, 0) == -pair.Y(o, 0) &&
-          pt.x[base + static_cast<std::size_t>(q)] < 0 && pt.x[base] * pair.Y(o, 0) > 0) {
+      if (d == 1 && m == 2 && pair.Y(o, 0) != 0 && pair.Y(*k, 0) == -pair.Y(o, 0) && l.raw(pt, "A") < 0 &&
+          l.raw(pt, "queries") * pair.Y(o, 0) > 0) {
         const S eps = wk, rr = abs(mu.atoms(o, 0)), aa = -h.A(0, 0), rq = abs(x(0));
         const S E = exp(S(2) * aa * rr * rq);
         const S w = eps * E / (S(1) - eps + eps * E);
@@ -231,12 +241,22 @@ class ContextGeneral final : public ClaimBase<ContextGeneral> {
         "favoured), moved both ways, and in d = 2. W_1 as in mf.context_lipschitz.";
   }
   const ClaimInfo& info() const override { return info_; }
+  /// k = {m, d, mode, score}: score 0 dot xᵀAy, 1 L2 / Gaussian −‖A(x − y)‖².
+  const Keys keys{"m", "d", "mode", "score"};
+  static Layout layout(long m, long d) {
+    return Layout()
+        .add("pair", static_cast<long>(mf::pair_size(m, d)))
+        .add("query", d)
+        .add("A", d, d)
+        .add("V", d, d);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "m"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long m = rng.integer(1, 6), d = rng.integer(1, 3), score = rng.integer(0, 1);
     const double R = std::pow(10.0, rng.uniform(-0.7, 0.5)), Rq = std::pow(10.0, rng.uniform(-0.7, 0.5));
     const long mode = mf::sample_pair(rng, p.x, m, d, R);
-    for (long i = 0; i < d; ++i) p.x.push_back(Rq * rng.normal() / std::sqrt(static_cast<double>(d)));
+    layout(m, d).fill(p.x, "query", [&] { return Rq * rng.normal() / std::sqrt(static_cast<double>(d)); });
     const double size = std::pow(10.0, rng.uniform(-1, 0.6));
     if (score == 0) {
       push_score_matrix(rng, p.x, d, size / (R * Rq));
@@ -249,9 +269,9 @@ class ContextGeneral final : public ClaimBase<ContextGeneral> {
     return p;
   }
   void repair(Point& p) const override {
-    const long m = p.k.at(0), d = p.k.at(1);
-    mf::repair_pair(p.x, 0, m, d, 16);
-    mf::clamp_tail(p.x, mf::pair_size(m, d), 16);
+    const Layout l = layout(p);
+    mf::repair_pair(p.x, l.at("pair"), keys.of(p, "m"), keys.of(p, "d"), 16);
+    mf::clamp_tail(p.x, l.at("query"), 16);
   }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
@@ -285,19 +305,19 @@ class ContextGeneral final : public ClaimBase<ContextGeneral> {
   Evaluation<S> evaluate(const Point& pt) const {
     using std::abs;
     using std::exp;
-    const long m = pt.k.at(0), d = pt.k.at(1), mode = pt.k.at(2), score = pt.k.at(3);
-    const std::size_t base = mf::pair_size(m, d);
-    if ((score != 0 && score != 1) || pt.x.size() != base + static_cast<std::size_t>(d + 2 * d * d))
-      throw InputError("point", "wrong size");
-    const mf::PairData pair = mf::read_pair(pt.x, 0, m, d, mode);
+    const long m = keys.of(pt, "m"), d = keys.of(pt, "d"), mode = keys.of(pt, "mode"),
+               score = keys.of(pt, "score");
+    if (score != 0 && score != 1) throw InputError("point", "wrong size");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const mf::PairData pair = mf::read_pair(pt.x, l.at("pair"), m, d, mode);
     if (mf::wasserstein_estimate(mf::lift_measure<double>(pair.Y, pair.a),
                                  mf::lift_measure<double>(pair.Z, pair.c), 1) == 0)
       return {off<S>(), off<S>()};
     const Measure<S> mu = mf::lift_measure<S>(pair.Y, pair.a), nu = mf::lift_measure<S>(pair.Z, pair.c);
-    const Vector<S> x = mf::matrix_at<S>(pt.x, base, d, 1).col(0);
-    const Head<S> h{score == 0 ? mf::Score::dot : mf::Score::l2,
-                    mf::matrix_at<S>(pt.x, base + static_cast<std::size_t>(d), d, d),
-                    mf::matrix_at<S>(pt.x, base + static_cast<std::size_t>(d + d * d), d, d), Vector<S>()};
+    const Vector<S> x = l.vector<S>(pt, "query");
+    const Head<S> h{score == 0 ? mf::Score::dot : mf::Score::l2, l.matrix<S>(pt, "A"), l.matrix<S>(pt, "V"),
+                    Vector<S>()};
     const S lhs = num::euclidean_norm<S>(Vector<S>(mf::gamma(h, x, mu) - mf::gamma(h, x, nu)));
 
     // The union U of the supports (atoms as doubles, distinct), with the masses of μ and ν on each.

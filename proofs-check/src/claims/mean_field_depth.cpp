@@ -64,6 +64,16 @@ class Depth final : public ClaimBase<Depth> {
         "ratios up to 1 and such equality points are not certifiable by interval arithmetic.";
   }
   const ClaimInfo& info() const override { return info_; }
+  /// k = {L, m, d, mode, residual}: L layers, m atoms in R^d per measure, the pair's mode (mean_field.hpp).
+  const Keys keys{"L", "m", "d", "mode", "residual"};
+  /// x = (pair, then A_l and V_l (d×d each) for l = 0 … L − 1).
+  Layout layout(const Point& p) const {
+    const long L = keys.of(p, "L"), m = keys.of(p, "m"), d = keys.of(p, "d");
+    Layout l;
+    l.add("pair", static_cast<long>(mf::pair_size(m, d)));
+    for (long k = 0; k < L; ++k) l.add("A" + std::to_string(k), d, d).add("V" + std::to_string(k), d, d);
+    return l;
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long L = rng.integer(2, 3), m = rng.integer(1, 6), d = rng.integer(1, 3);
@@ -85,9 +95,9 @@ class Depth final : public ClaimBase<Depth> {
     return p;
   }
   void repair(Point& p) const override {
-    const long m = p.k.at(1), d = p.k.at(2);
-    mf::repair_pair(p.x, 0, m, d, 16);
-    mf::clamp_tail(p.x, mf::pair_size(m, d), 16);
+    const Layout l = layout(p);
+    mf::repair_pair(p.x, l.at("pair"), keys.of(p, "m"), keys.of(p, "d"), 16);
+    mf::clamp_tail(p.x, l.at("A0"), 16);
   }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
@@ -118,12 +128,12 @@ class Depth final : public ClaimBase<Depth> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long L = pt.k.at(0), m = pt.k.at(1), d = pt.k.at(2), mode = pt.k.at(3);
-    const bool residual = pt.k.at(4) != 0;
-    const std::size_t base = mf::pair_size(m, d);
-    if (L < 1 || pt.x.size() != base + static_cast<std::size_t>(2 * L * d * d))
-      throw InputError("point", "wrong size");
-    const mf::PairData pair = mf::read_pair(pt.x, 0, m, d, mode);
+    const long L = keys.of(pt, "L"), m = keys.of(pt, "m"), d = keys.of(pt, "d"), mode = keys.of(pt, "mode");
+    const bool residual = keys.of(pt, "residual") != 0;
+    if (L < 1) throw InputError("point", "wrong size");
+    const Layout lay = layout(pt);
+    lay.check(pt);
+    const mf::PairData pair = mf::read_pair(pt.x, lay.at("pair"), m, d, mode);
     if (mf::wasserstein_estimate(mf::lift_measure<double>(pair.Y, pair.a),
                                  mf::lift_measure<double>(pair.Z, pair.c), 1) == 0)
       return {off<S>(), off<S>()};
@@ -132,9 +142,8 @@ class Depth final : public ClaimBase<Depth> {
     S R = num::smax<S>(mf::radius(mu), mf::radius(nu)), product(1), excess(-1);
     bool first = true;
     for (long l = 0; l < L; ++l) {
-      const std::size_t at = base + static_cast<std::size_t>(2 * l * d * d);
-      const Head<S> h{mf::Score::dot, mf::matrix_at<S>(pt.x, at, d, d),
-                      mf::matrix_at<S>(pt.x, at + static_cast<std::size_t>(d * d), d, d), Vector<S>()};
+      const Head<S> h{mf::Score::dot, lay.matrix<S>(pt, "A" + std::to_string(l)),
+                      lay.matrix<S>(pt, "V" + std::to_string(l)), Vector<S>()};
       const S v = num::norm_2(h.V), L_R = mf::self_constant(v, num::norm_2(h.A), R);
       product *= residual ? S(1) + L_R : L_R;
       R = residual ? S((S(1) + v) * R) : S(v * R);
@@ -241,6 +250,17 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
         "1/4 (L_R = 0.79) and d = 2, A = -I/20, V = 0.6 rotation, b = (0.1, -0.2), for t = 1, 5, 12.";
   }
   const ClaimInfo& info() const override { return info_; }
+  /// k = {m, d, T}: m atoms in R^d per measure, T iterations of F.
+  inline static const Keys keys{"m", "d", "T"};
+  /// x = (pair, A (d×d), V (d×d), b (d)).
+  static Layout layout(const Point& p) {
+    const long m = keys.of(p, "m"), d = keys.of(p, "d");
+    return Layout()
+        .add("pair", static_cast<long>(mf::pair_size(m, d)))
+        .add("A", d, d)
+        .add("V", d, d)
+        .add("b", d);
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long m = rng.integer(1, 6), d = rng.integer(1, 3), T = rng.integer(1, 12);
@@ -254,9 +274,9 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
   /// Rescales V to Frobenius norm ≤ v_max, b into the ball allowed by R, and A so that the Frobenius
   /// estimate of L_R stays below 0.9 (Frobenius norms bound the spectral ones, so the hypotheses hold).
   void repair(Point& p) const override {
-    const long m = p.k.at(0), d = p.k.at(1);
-    mf::repair_pair(p.x, 0, m, d, 8);
-    mf::clamp_tail(p.x, mf::pair_size(m, d), 8);
+    const Layout l = layout(p);
+    mf::repair_pair(p.x, l.at("pair"), keys.of(p, "m"), keys.of(p, "d"), 8);
+    mf::clamp_tail(p.x, l.at("A"), 8);
     fit(p, 0.9, 1.0, 1.0);
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -284,14 +304,11 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long m = pt.k.at(0), d = pt.k.at(1), T = pt.k.at(2);
-    const std::size_t base = mf::pair_size(m, d);
-    if (T < 1 || T > 1000 || pt.x.size() != base + static_cast<std::size_t>(2 * d * d + d))
-      throw InputError("point", "wrong size");
-    const mf::PairData pair = mf::read_pair(pt.x, 0, m, d, mf::independent);
-    const Head<S> h{mf::Score::dot, mf::matrix_at<S>(pt.x, base, d, d),
-                    mf::matrix_at<S>(pt.x, base + static_cast<std::size_t>(d * d), d, d),
-                    mf::matrix_at<S>(pt.x, base + static_cast<std::size_t>(2 * d * d), d, 1).col(0)};
+    const long m = keys.of(pt, "m"), d = keys.of(pt, "d"), T = keys.of(pt, "T");
+    const Layout l = layout(pt);
+    if (T < 1 || T > 1000 || pt.x.size() != l.size()) throw InputError("point", "wrong size");
+    const mf::PairData pair = mf::read_pair(pt.x, l.at("pair"), m, d, mf::independent);
+    const Head<S> h{mf::Score::dot, l.matrix<S>(pt, "A"), l.matrix<S>(pt, "V"), l.vector<S>(pt, "b")};
     const S v = num::norm_2(h.V);
     if (!mf::certainly_below(v, 1.0)) throw InputError("point", "||V|| >= 1");
     const Measure<S> mu0 = mf::lift_measure<S>(pair.Y, pair.a), nu0 = mf::lift_measure<S>(pair.Z, pair.c);
@@ -322,10 +339,8 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
 
     // Decisions from the double data: a fixed μ_0 (= δ_z*) or μ_0 = μ_0' make both sides vanish.
     const Measure<double> mu0_d = mf::lift_measure<double>(pair.Y, pair.a);
-    const Head<double> h_d{
-        mf::Score::dot, mf::matrix_at<double>(pt.x, base, d, d),
-        mf::matrix_at<double>(pt.x, base + static_cast<std::size_t>(d * d), d, d),
-        mf::matrix_at<double>(pt.x, base + static_cast<std::size_t>(2 * d * d), d, 1).col(0)};
+    const Head<double> h_d{mf::Score::dot, l.matrix<double>(pt, "A"), l.matrix<double>(pt, "V"),
+                           l.vector<double>(pt, "b")};
     const bool moves = mf::wasserstein_estimate(mf::attend(h_d, mu0_d), mu0_d, 1) > 0;
     const bool differ = mf::wasserstein_estimate(mu0_d, mf::lift_measure<double>(pair.Z, pair.c), 1) > 0;
 
@@ -340,15 +355,15 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
   /// Scales V to Frobenius norm ≤ v_max (a fraction fv of it when sampling), b to norm fb (1 − ‖V‖_F) R0 at
   /// most, and A so that ‖V‖_F (1 + 3‖A‖_F R²) e^{2‖A‖_F R²} ≤ fa · 0.9 (R as in evaluate, with ‖V‖_F).
   static void fit(Point& p, double fv, double fb, double fa) {
-    const long m = p.k.at(0), d = p.k.at(1);
-    const std::size_t base = mf::pair_size(m, d), at_V = base + static_cast<std::size_t>(d * d),
-                      at_b = base + static_cast<std::size_t>(2 * d * d);
+    const long m = keys.of(p, "m"), d = keys.of(p, "d");
+    const Layout l = layout(p);
+    const std::size_t at_A = l.at("A"), at_V = l.at("V"), at_b = l.at("b");
     const double vf = frobenius(p.x, at_V, d);
     if (vf > fv) scale(p.x, at_V, d * d, fv / vf);
     const double v = std::min(vf, fv);
     const mf::PairData pair = [&] {
       try {
-        return mf::read_pair(p.x, 0, m, d, mf::independent);
+        return mf::read_pair(p.x, l.at("pair"), m, d, mf::independent);
       } catch (const InputError&) {
         return mf::PairData{};
       }
@@ -365,8 +380,8 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
     const double b_max = fb * (1 - v) * std::max(R0, 1e-3);
     if (bn > b_max) scale(p.x, at_b, d, b_max / bn);
     const double R = std::max(R0, std::min(bn, b_max) / (1 - v));
-    const double af = frobenius(p.x, base, d), a_max = largest_score(v, 0.9) / std::max(R * R, 1e-12);
-    if (af > fa * a_max) scale(p.x, base, d * d, af > 0 ? fa * a_max / af : 0.0);
+    const double af = frobenius(p.x, at_A, d), a_max = largest_score(v, 0.9) / std::max(R * R, 1e-12);
+    if (af > fa * a_max) scale(p.x, at_A, d * d, af > 0 ? fa * a_max / af : 0.0);
   }
 
   ClaimInfo info_;

@@ -26,10 +26,10 @@ void push_head(Rng& rng, std::vector<double>& x, long d, double R) {
     for (long j = 0; j < d; ++j) x.push_back(identity ? (i == j ? 1.0 : 0.0) : rng.normal());
 }
 
+/// The dot head of blocks "A" and "V" of a point.
 template <class S>
-Head<S> read_head(const std::vector<double>& x, std::size_t offset, long d) {
-  return Head<S>{mf::Score::dot, mf::matrix_at<S>(x, offset, d, d),
-                 mf::matrix_at<S>(x, offset + static_cast<std::size_t>(d * d), d, d), Vector<S>()};
+Head<S> read_head(const Layout& l, const Point& p) {
+  return Head<S>{mf::Score::dot, l.matrix<S>(p, "A"), l.matrix<S>(p, "V"), Vector<S>()};
 }
 
 /// Two atoms ±R u (or R u and R u / 2 with `positive`) of weights ε and 1 − ε, the first moved by t u.
@@ -77,6 +77,12 @@ class SelfLipschitz final : public ClaimBase<SelfLipschitz> {
         "tends to ||V|| and one atom moved in d = 1 attains it, so the search reports ratios close to 1.";
   }
   const ClaimInfo& info() const override { return info_; }
+  /// k = {m, d, mode}: m atoms in R^d per measure, the pair's mode (mean_field.hpp).
+  const Keys keys{"m", "d", "mode"};
+  Layout layout(const Point& p) const {
+    const long m = keys.of(p, "m"), d = keys.of(p, "d");
+    return Layout().add("pair", static_cast<long>(mf::pair_size(m, d))).add("A", d, d).add("V", d, d);
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long m = rng.integer(1, 6), d = rng.integer(1, 3);
@@ -87,9 +93,9 @@ class SelfLipschitz final : public ClaimBase<SelfLipschitz> {
     return p;
   }
   void repair(Point& p) const override {
-    const long m = p.k.at(0), d = p.k.at(1);
-    mf::repair_pair(p.x, 0, m, d, 16);
-    mf::clamp_tail(p.x, mf::pair_size(m, d), 16);
+    const Layout l = layout(p);
+    mf::repair_pair(p.x, l.at("pair"), keys.of(p, "m"), keys.of(p, "d"), 16);
+    mf::clamp_tail(p.x, l.at("A"), 16);
   }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
@@ -119,15 +125,15 @@ class SelfLipschitz final : public ClaimBase<SelfLipschitz> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long m = pt.k.at(0), d = pt.k.at(1), mode = pt.k.at(2);
-    const std::size_t base = mf::pair_size(m, d);
-    if (pt.x.size() != base + static_cast<std::size_t>(2 * d * d)) throw InputError("point", "wrong size");
-    const mf::PairData pair = mf::read_pair(pt.x, 0, m, d, mode);
+    const long m = keys.of(pt, "m"), d = keys.of(pt, "d"), mode = keys.of(pt, "mode");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const mf::PairData pair = mf::read_pair(pt.x, l.at("pair"), m, d, mode);
     if (mf::wasserstein_estimate(mf::lift_measure<double>(pair.Y, pair.a),
                                  mf::lift_measure<double>(pair.Z, pair.c), 1) == 0)
       return {off<S>(), off<S>()};  // μ = ν
     const Measure<S> mu = mf::lift_measure<S>(pair.Y, pair.a), nu = mf::lift_measure<S>(pair.Z, pair.c);
-    const Head<S> h = read_head<S>(pt.x, base, d);
+    const Head<S> h = read_head<S>(l, pt);
     const S R = num::smax<S>(mf::radius(mu), mf::radius(nu));
     const S L = mf::self_constant(num::norm_2(h.V), num::norm_2(h.A), R);
     const Measure<S> Fmu = mf::attend(h, mu), Fnu = mf::attend(h, nu);
@@ -183,6 +189,17 @@ class Misspecification final : public ClaimBase<Misspecification> {
         "interval). The quantisation part is checked at the sampled query x with R' = ||x||.";
   }
   const ClaimInfo& info() const override { return info_; }
+  /// k = {case, n, d, j}: the corollary (noise, reweight, drop, quantise), n atoms in R^d, j tokens dropped
+  /// or the quantisation step 2^−j.
+  const Keys keys{"case", "n", "d", "j"};
+  Layout layout(const Point& p) const {
+    const long n = keys.of(p, "n"), d = keys.of(p, "d");
+    return Layout()
+        .add("pair", static_cast<long>(mf::pair_size(n, d)))
+        .add("query", d)
+        .add("A", d, d)
+        .add("V", d, d);
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long c = rng.integer(0, 3), n = rng.integer(2, 8), d = rng.integer(1, 3);
@@ -196,9 +213,9 @@ class Misspecification final : public ClaimBase<Misspecification> {
     return p;
   }
   void repair(Point& p) const override {
-    const long n = p.k.at(1), d = p.k.at(2);
-    mf::repair_pair(p.x, 0, n, d, 16);
-    mf::clamp_tail(p.x, mf::pair_size(n, d), 16);
+    const Layout l = layout(p);
+    mf::repair_pair(p.x, l.at("pair"), keys.of(p, "n"), keys.of(p, "d"), 16);
+    mf::clamp_tail(p.x, l.at("query"), 16);
   }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
@@ -233,13 +250,13 @@ class Misspecification final : public ClaimBase<Misspecification> {
   Evaluation<S> evaluate(const Point& pt) const {
     using std::abs;
     using std::sqrt;
-    const long c = pt.k.at(0), n = pt.k.at(1), d = pt.k.at(2), j = pt.k.at(3);
-    const std::size_t base = mf::pair_size(n, d);
-    if (c < 0 || c > 3 || pt.x.size() != base + static_cast<std::size_t>(d + 2 * d * d) ||
-        (c == drop && (j < 1 || j >= n)) || (c == quantise && (j < 0 || j > 30)))
+    const long c = keys.of(pt, "case"), n = keys.of(pt, "n"), d = keys.of(pt, "d"), j = keys.of(pt, "j");
+    const Layout l = layout(pt);
+    if (c < 0 || c > 3 || pt.x.size() != l.size() || (c == drop && (j < 1 || j >= n)) ||
+        (c == quantise && (j < 0 || j > 30)))
       throw InputError("point", "wrong size");
     const long pair_mode = c == noise ? mf::moved : (c == reweight ? mf::reweighted : mf::independent);
-    const mf::PairData pair = mf::read_pair(pt.x, 0, n, d, pair_mode);
+    const mf::PairData pair = mf::read_pair(pt.x, l.at("pair"), n, d, pair_mode);
     // The two measures as doubles.
     Matrix<double> Y = pair.Y, Z = pair.Z;
     Vector<double> a = pair.a, c_raw = pair.c;
@@ -256,8 +273,8 @@ class Misspecification final : public ClaimBase<Misspecification> {
     if (mf::wasserstein_estimate(mf::lift_measure<double>(Y, a), mf::lift_measure<double>(Z, c_raw), 1) == 0)
       return {off<S>(), off<S>(), off<S>(), off<S>(), off<S>()};
     const Measure<S> mu = mf::lift_measure<S>(Y, a), mut = mf::lift_measure<S>(Z, c_raw);
-    const Vector<S> x = mf::matrix_at<S>(pt.x, base, d, 1).col(0);
-    const Head<S> h_ = read_head<S>(pt.x, base + static_cast<std::size_t>(d), d);
+    const Vector<S> x = l.vector<S>(pt, "query");
+    const Head<S> h_ = read_head<S>(l, pt);
     const S A = num::norm_2(h_.A), V = num::norm_2(h_.V);
     const S R = num::smax<S>(mf::radius(mu), mf::radius(mut));
     const S L = mf::self_constant(V, A, R);

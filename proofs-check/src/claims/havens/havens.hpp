@@ -29,6 +29,7 @@
 
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/differentiable.hpp>
+#include <regatta/operators/lipschitz/havens_operators.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
 #include "../common.hpp"
 
@@ -193,26 +194,29 @@ Matrix<S> kappa_matrix(const Matrix<S>& C, const Matrix<S>& B) {
 
 // ---- the matrix-free actions of bounds.md §6.5 ----
 
+// (one definition in the library, lipschitz/havens_operators.hpp; here with the reference-order product)
+
+/// num::mul as a callable, for the operators of havens_operators.hpp.
+template <class S>
+struct ReferenceProduct {
+  Matrix<S> operator()(const Matrix<S>& a, const Matrix<S>& b) const { return num::mul<S>(a, b); }
+};
+
 template <class S>
 Matrix<S> xi_apply(const Weights<S>& w, const std::vector<Matrix<S>>& P, const Matrix<S>& V) {
-  Matrix<S> out = w.residual ? V : Matrix<S>(Matrix<S>::Zero(V.rows(), V.cols()));
-  for (long h = 0; h < w.heads; ++h) out += num::mul<S>(P[h], num::mul<S>(V, w.WVO[h]));
-  return out;
+  return lip::xi_apply<S>(w.residual, P, w.WVO, V, ReferenceProduct<S>{});
 }
 template <class S>
 Matrix<S> xi_apply_transpose(const Weights<S>& w, const std::vector<Matrix<S>>& P, const Matrix<S>& U) {
-  Matrix<S> out = w.residual ? U : Matrix<S>(Matrix<S>::Zero(U.rows(), U.cols()));
-  for (long h = 0; h < w.heads; ++h)
-    out += num::mul<S>(Matrix<S>(P[h].transpose()), num::mul<S>(U, Matrix<S>(w.WVO[h].transpose())));
-  return out;
+  return lip::xi_apply_transpose<S>(w.residual, P, w.WVO, U, ReferenceProduct<S>{});
 }
 template <class S>
 Matrix<S> kappa_apply(const Matrix<S>& C, const Matrix<S>& B, const Matrix<S>& V) {
-  return num::mul<S>(V, Matrix<S>(C.transpose())) + num::mul<S>(B, Matrix<S>(V.transpose()));
+  return lip::kappa_apply<S>(C, B, V, ReferenceProduct<S>{});
 }
 template <class S>
 Matrix<S> kappa_apply_transpose(const Matrix<S>& C, const Matrix<S>& B, const Matrix<S>& G) {
-  return num::mul<S>(G, C) + num::mul<S>(Matrix<S>(G.transpose()), B);
+  return lip::kappa_apply_transpose<S>(C, B, G, ReferenceProduct<S>{});
 }
 
 /// Row-major vectorisation and its inverse.

@@ -1,6 +1,7 @@
 // PGD lower bound on Δ*(X, ε), certified by interval re-evaluation (see pgd.hpp).
-#include "pgd.hpp"
+#include <regatta/operators/lipschitz/pgd.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -10,9 +11,20 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/operators/differentiable.hpp>
 
-#include "common.hpp"
+#include "local_support.hpp"
 
-namespace regatta::cli::report {
+namespace regatta::lip {
+
+namespace {
+
+/// The ascent stops once its step is below this fraction of ε: the objective then changes by about
+/// ‖J‖·1e-6·ε per step, below the digits the report prints.
+constexpr double minimum_relative_step = 1e-6;
+/// The certified point is X + (1 − 2⁻³⁰)E, a margin inside the ball so that rounding the sum to doubles
+/// cannot leave it (the relative rounding of one addition is 2⁻⁵³).
+constexpr double ball_margin = 0x1p-30;
+
+}  // namespace
 
 PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operators::AttentionOptions& options,
                           const Matrix<double>& X, double eps, const Matrix<double>& direction, int steps,
@@ -42,7 +54,7 @@ PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operator
     Matrix<double> E = project(eps * start);
     double current = value(E);
     double step = 0.5 * eps;
-    for (int k = 0; k < steps && step > 1e-6 * eps; ++k) {
+    for (int k = 0; k < steps && step > minimum_relative_step * eps; ++k) {
       const operators::Linearization<double> lin = block.linearize(X + E);
       const Matrix<double> grad = lin.vjp(lin.value() - F0);  // ∇_E ½‖F(X + E) − F(X)‖²
       const double gn = grad.norm();
@@ -65,7 +77,7 @@ PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operator
   PgdResult r;
   r.estimate = best;
   r.certified_lower = std::numeric_limits<double>::quiet_NaN();
-  const Matrix<double> Y = X + best_E * (1.0 - 0x1p-30);  // a margin inside the ball
+  const Matrix<double> Y = X + best_E * (1.0 - ball_margin);  // a margin inside the ball
   PrecisionGuard guard(128);
   const auto to_interval = [](const Matrix<double>& M) {
     return Matrix<interval>(M.unaryExpr([](double v) { return scalar_cast<interval>(v); }));
@@ -82,9 +94,9 @@ PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operator
   const Matrix<interval> D = iblock.forward(Yi) - iblock.forward(Xi);
   interval sum(0);
   for (Eigen::Index k = 0; k < D.size(); ++k) sum += D.data()[k] * D.data()[k];
-  const double lower = lower_double(sqrt(sum));
+  const double lower = detail::lower_double(sqrt(sum));
   r.certified_lower = std::isfinite(lower) ? std::max(0.0, lower) : std::numeric_limits<double>::quiet_NaN();
   return r;
 }
 
-}  // namespace regatta::cli::report
+}  // namespace regatta::lip

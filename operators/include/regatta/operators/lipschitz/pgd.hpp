@@ -15,7 +15,7 @@
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/layer.hpp>
 
-namespace regatta::cli::report {
+namespace regatta::lip {
 
 struct PgdResult {
   double estimate = 0;         ///< ‖F(X + E) − F(X)‖_F at the best E found (double): ESTIMATE
@@ -27,4 +27,4 @@ PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operator
                           const Matrix<double>& X, double eps, const Matrix<double>& direction, int steps,
                           int random_restarts, std::uint64_t seed);
 
-}  // namespace regatta::cli::report
+}  // namespace regatta::lip
