@@ -73,11 +73,14 @@ class Layer:
         return cls._with(_regatta.load_layer(str(path), int(heads), kind, prefix, no_out_proj), options)
 
     @classmethod
-    def from_state_dict(cls, state_dict, heads, *, prefix="", kind="dot", no_out_proj=False, **options):
+    def from_state_dict(cls, state_dict, heads, *, prefix="", kind="dot", no_out_proj=False, name="state_dict",
+                        **options):
         """A layer from a state dict (names -> tensors / arrays) in any layout from_file reads; `prefix`
-        selects one layer of a whole model ('blocks.3.', 'encoder.layer.0.attention.')."""
+        selects one layer of a whole model ('blocks.3.', 'encoder.layer.0.attention.'); `name` names the
+        collection in messages ('state_dict:in_proj_weight: ...')."""
         tensors = state_dict_arrays(state_dict)
-        return cls._with(_regatta.layer_from_tensors(tensors, int(heads), kind, prefix, no_out_proj), options)
+        return cls._with(_regatta.layer_from_tensors(tensors, int(heads), kind, prefix, no_out_proj, str(name)),
+                         options)
 
     @classmethod
     def from_torch(cls, module, heads=None, *, prefix="", kind="dot", no_out_proj=False, **options):
@@ -96,7 +99,7 @@ class Layer:
         if not hasattr(module, "state_dict"):
             raise _regatta.InputError(f"module: expected a torch.nn.Module, got {type(module).__name__}")
         return cls.from_state_dict(module.state_dict(), heads, prefix=prefix, kind=kind, no_out_proj=no_out_proj,
-                                   **options)
+                                   name=f"{type(module).__name__}.state_dict()", **options)
 
     @classmethod
     def random(cls, d=16, heads=2, *, head_dim=0, value_dim=0, scale=1.0, seed=0, kind="dot", biases=False,
