@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _regatta
 from ._progress import hook
-from ._results import BoundResult, BracketResult, LocalResult
+from ._results import BoundResult, BracketResult, LocalResult, MeasureBracketResult
 
 _OPTIONS = ("causal", "residual", "prenorm", "sinkhorn", "allow_untied_l2", "norm_eps")
 
@@ -215,3 +215,13 @@ class Layer:
             raw = _regatta.bracket(self._core, int(n), radius, str(norm), certify, precision, float(budget),
                                    int(evaluations), int(restarts), int(seed), int(region_limit), callback)
         return BracketResult(raw)
+
+    def measure_lipschitz(self, n, *, cross=None, m=0, radius=None, query_radius=None, p=1.0, certify=False,
+                          precision=128, budget=10.0, evaluations=4000, restarts=4, seed=0):
+        """[lower, upper] for the W_p Lipschitz constant of the layer on measures of n atoms (`regatta
+        measure-lipschitz`): self-attention, or cross-attention in the query or the context measure
+        (cross='query' / 'context', m atoms in the shared measure). Not interruptible (no poll hook)."""
+        raw = _regatta.measure_lipschitz(self._core, int(n), cross, int(m), radius, query_radius, float(p),
+                                         bool(certify), int(precision), float(budget), int(evaluations),
+                                         int(restarts), int(seed))
+        return MeasureBracketResult(raw)

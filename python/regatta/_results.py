@@ -143,6 +143,33 @@ class BracketResult:
                 f"from {self.bound}), ratio {self.ratio}>")
 
 
+class MeasureBracketResult:
+    """[lower, upper] for the W_p Lipschitz constant on measures (`regatta measure-lipschitz`): lower from the
+    witness measures (mu, nu[, shared]) of the search, upper the mean-field bound; certified with certify=True
+    where both ends could be (`interval`), estimates otherwise."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.certified = raw["certified"]
+        lo, hi = raw["lower"], raw["upper"]
+        self.lower = Lower(lo) if raw["lower_certified"] is not None else Estimate(lo)
+        self.upper = (Upper(hi) if raw["upper_certified"] is not None else Estimate(hi)) if math.isfinite(hi) else None
+        self.interval = Interval(lo, hi) if self.certified and lo <= hi else None
+        self.ratio = Estimate(raw["ratio"])
+        self.argument = raw["argument"]
+        self.bound = raw["bound_name"] or None
+        self.refused = raw["refused"]
+        self.witness = (raw["witness_mu"], raw["witness_nu"], raw["witness_shared"])
+        self.witness_origin = raw["witness_origin"]
+        self.evaluations = raw["evaluations"]
+        self.note = raw["note"]
+
+    def __repr__(self):
+        kind = "certified" if self.certified else "estimates"
+        return (f"<MeasureBracketResult {self.argument}: [{self.lower}, {_fmt(self.upper)}] ({kind}; upper from "
+                f"{self.bound}), ratio {self.ratio}>")
+
+
 class WassersteinResult:
     """W_p between two discrete measures (`regatta wasserstein`): `value` is an estimate (a floating-point
     evaluation for exact / 1d, an entropic or Monte-Carlo estimate otherwise); with certify=True `bracket` is

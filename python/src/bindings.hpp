@@ -23,5 +23,6 @@ void bind_lipschitz(py::module_& m);
 void bind_transport(py::module_& m);
 void bind_proofs(py::module_& m);
 void bind_model(py::module_& m);
+void bind_measure(py::module_& m);
 
 }  // namespace regatta::python

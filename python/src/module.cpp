@@ -39,4 +39,5 @@ PYBIND11_MODULE(_regatta, m) {
   regatta::python::bind_transport(m);
   regatta::python::bind_proofs(m);
   regatta::python::bind_model(m);
+  regatta::python::bind_measure(m);
 }

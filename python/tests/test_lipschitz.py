@@ -165,3 +165,17 @@ def test_certified_numbers_round_outward():
     for v in rng.standard_normal(200) * 10.0 ** rng.integers(-30, 30, 200):
         assert Decimal(regatta.decimal(v, 7, "down")) <= Decimal(v) <= Decimal(regatta.decimal(v, 7, "up"))
     assert math.isinf(float(regatta.decimal(math.inf, 5, "up")))
+
+
+@pytest.mark.parametrize("cross,extra", [(None, []), ("context", ["--cross", "context", "--m", 3])])
+def test_measure_lipschitz_is_the_command_lines(tmp_path, cli, cross, extra):
+    layer = regatta.Layer.random(d=2, heads=1, seed=4)
+    kwargs = dict(cross=cross, m=3) if cross else {}
+    r = layer.measure_lipschitz(4, radius=1.0, certify=True, budget=0, evaluations=60, seed=2, **kwargs)
+    t = cli("measure-lipschitz", "--random", "d=2,heads=1,seed=4", "--n", 4, *extra, "--radius", 1, "--certify",
+            "--budget", 0, "--evaluations", 60, "--seed", 2, "--witness", tmp_path / "w", "--json")
+    assert float(r.lower) == t["lower"] and float(r.upper) == t["upper"] and r.certified == t["certified"]
+    assert r.bound == t["bound_name"] and r.evaluations == t["evaluations"] and r.argument == t["argument"]
+    assert np.array_equal(np.load(tmp_path / "w_mu.npy"), r.witness[0])
+    with pytest.raises(regatta.InputError, match="^m: applies to cross-attention only"):
+        layer.measure_lipschitz(4, m=3)
