@@ -7,8 +7,11 @@ import subprocess
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-torch.set_num_threads(1)
+try:  # the comparisons with torch skip without it (test_layer.py); everything else runs
+    import torch
+    torch.set_num_threads(1)
+except ImportError:
+    pass
 
 #: Unit roundoff of binary64.
 EPS = np.finfo(np.float64).eps

@@ -6,10 +6,15 @@ import os
 
 import numpy as np
 import pytest
-import torch
 
 import regatta
 from conftest import EPS, save
+
+try:
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="python3-torch is not installed")
 
 
 def forward_tolerance(n, d, Y):
@@ -37,6 +42,7 @@ def rng():
     return np.random.default_rng(7)
 
 
+@needs_torch
 @pytest.mark.parametrize("causal", [False, True])
 def test_forward_matches_torch_multihead_attention(rng, causal):
     mha = torch_mha()
@@ -48,6 +54,7 @@ def test_forward_matches_torch_multihead_attention(rng, causal):
     np.testing.assert_allclose(Y, expected, rtol=0, atol=forward_tolerance(5, 6, expected))
 
 
+@needs_torch
 def test_cross_attention_matches_torch(rng):
     mha = torch_mha(seed=1)
     layer = regatta.Layer.from_torch(mha)
@@ -56,6 +63,7 @@ def test_cross_attention_matches_torch(rng):
     np.testing.assert_allclose(layer(X, C), expected, rtol=0, atol=forward_tolerance(7, 6, expected))
 
 
+@needs_torch
 def test_loaders_agree_and_match_the_command_line(rng, tmp_path, cli):
     mha = torch_mha(seed=2)
     sd = {k: v.detach().numpy() for k, v in mha.state_dict().items()}
@@ -85,6 +93,7 @@ def test_random_layer_is_the_command_lines(rng, tmp_path, cli):
     assert np.array_equal(np.load(out), layer(X))
 
 
+@needs_torch
 def test_jvp_vjp_and_jacobian_match_torch_autograd(rng):
     mha = torch_mha(seed=4)
     layer = regatta.Layer.from_torch(mha, causal=True)
@@ -107,6 +116,7 @@ def test_jvp_vjp_and_jacobian_match_torch_autograd(rng):
     np.testing.assert_allclose(lin.value, layer(X), rtol=0, atol=forward_tolerance(n, d, lin.value))
 
 
+@needs_torch
 def test_cross_derivatives_match_torch_autograd(rng):
     mha = torch_mha(seed=5)
     layer = regatta.Layer.from_torch(mha)
@@ -120,6 +130,7 @@ def test_cross_derivatives_match_torch_autograd(rng):
     np.testing.assert_allclose(lin.vjp_context(U), gc.numpy(), rtol=0, atol=tol)
 
 
+@needs_torch
 def test_float32_and_torch_inputs(rng):
     layer = regatta.Layer.random(d=4, heads=1, seed=1)
     X32 = rng.standard_normal((3, 4)).astype(np.float32)
@@ -184,6 +195,7 @@ def test_bad_input_raises_input_error(call, start):
         assert message.startswith(start), message
 
 
+@needs_torch
 def test_layer_file_errors_are_the_command_lines(rng, tmp_path, cli):
     sd = {k: v.detach().numpy() for k, v in torch_mha().state_dict().items() if not k.startswith("out_proj")}
     np.savez(tmp_path / "broken.npz", **sd)
@@ -203,6 +215,7 @@ LAYOUTS = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "
     ("gpt2_block.npz", "h.0.", 1e-5, True, "layernorm"),
     ("llama_gqa_block.npz", "layers.0.", 1e-6, True, "rmsnorm"),
 ])
+@needs_torch
 def test_model_state_dicts_with_a_prefix_match_the_published_model_code(file, prefix, eps, causal, prenorm):
     # The fixtures hold a block's weights under a model's names and the output torch computed with the
     # published model code (tests/data/layouts/generate.py): y = x + Attn(Norm(x)).

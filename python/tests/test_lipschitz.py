@@ -9,7 +9,6 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-import torch
 
 import regatta
 from conftest import EPS, save

@@ -4,10 +4,13 @@
 import numpy as np
 import pytest
 
-ot = pytest.importorskip("ot")
+import regatta
+from conftest import EPS, save
 
-import regatta  # noqa: E402
-from conftest import EPS, save  # noqa: E402
+
+@pytest.fixture(scope="module")
+def ot():
+    return pytest.importorskip("ot")
 
 
 @pytest.fixture
@@ -22,7 +25,7 @@ def cost_matrix(a, b, p):
     return np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2) ** p
 
 
-def test_exact_matches_pot_and_the_certified_bracket_encloses_it(measures):
+def test_exact_matches_pot_and_the_certified_bracket_encloses_it(measures, ot):
     a, b, wa, _ = measures
     for p in (1.0, 2.0):
         r = regatta.wasserstein(a, b, weights_a=wa, p=p, certify=True)
@@ -34,7 +37,7 @@ def test_exact_matches_pot_and_the_certified_bracket_encloses_it(measures):
         assert isinstance(r.bracket.upper, regatta.Upper) and not r.value.certified
 
 
-def test_one_dimensional_matches_pot():
+def test_one_dimensional_matches_pot(ot):
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal(9), rng.standard_normal(4)
     wb = rng.random(4)
