@@ -1,10 +1,12 @@
 """regatta.Model: a whole trained vision transformer (timm layout, operators/model.hpp), as `regatta certify`
 reads it: logits (double, and certified enclosures) and the per-input l2 robustness (certified radius from
 region enclosures through every block, attack radius)."""
+import json
 import math
+import os
 
 from . import _regatta
-from ._layer import array
+from ._layer import array, state_dict_arrays
 from ._numbers import Estimate, Interval, Lower
 
 
@@ -41,6 +43,36 @@ class Model:
     def from_file(cls, path, config=None):
         """From a .safetensors file in timm naming and its JSON config (default: config.json beside it)."""
         return cls(_regatta.load_model(str(path), "" if config is None else str(config)))
+
+    @classmethod
+    def from_state_dict(cls, state_dict, config, *, name="state_dict"):
+        """From a state dict (names -> tensors / arrays) in timm naming, as from_file reads the file: the
+        same adapter, checks and messages (`name` names the collection: 'state_dict:head.weight: ...').
+        `config` is the JSON config as a dict, or the path of a JSON file; names cannot say the heads."""
+        if config is None:
+            raise _regatta.InputError("config: missing model config (the number of heads cannot be read from "
+                                      "tensor names; pass a dict or the path of a JSON file)")
+        if isinstance(config, (str, os.PathLike)):
+            path, text = str(config), ""
+        elif hasattr(config, "items"):
+            try:
+                path, text = "", json.dumps(dict(config), allow_nan=False)
+            except (TypeError, ValueError) as error:
+                raise _regatta.InputError(f"config: is not JSON ({error})") from None
+        else:
+            raise _regatta.InputError(f"config: expected a dict or the path of a JSON file, got "
+                                      f"{type(config).__name__}")
+        return cls(_regatta.model_from_tensors(state_dict_arrays(state_dict), str(name), path, text))
+
+    @classmethod
+    def from_torch(cls, module, config):
+        """From a live PyTorch module in timm's VisionTransformer layout (or its state dict); `config` as in
+        from_state_dict. The weights are copied; later training does not change this Model."""
+        if hasattr(module, "state_dict") and callable(module.state_dict):
+            return cls.from_state_dict(module.state_dict(), config, name=f"{type(module).__name__}.state_dict()")
+        if hasattr(module, "items"):
+            return cls.from_state_dict(module, config)
+        raise _regatta.InputError(f"module: expected a torch.nn.Module or a state dict, got {type(module).__name__}")
 
     classes = property(lambda self: self._core.classes)
     input_shape = property(lambda self: self._core.input_shape)

@@ -8,7 +8,9 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/io/json_file.hpp>
 #include <regatta/operators/model.hpp>
+#include <regatta/operators/model_tensors.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include "bindings.hpp"
 #include "convert.hpp"
@@ -39,6 +41,16 @@ Vector<double> image_arg(const ModelCore& m, const py::handle& image) {
                                   std::to_string(m.model->image_size) + " x " +
                                   std::to_string(m.model->image_size) + " = " + std::to_string(size));
   return vector_arg(a.reshape({py::ssize_t(size)}), "image", size);
+}
+
+/// The model with its two converted forms.
+ModelCore core_of(operators::Model loaded) {
+  ModelCore c;
+  auto model = std::make_shared<operators::Model>(std::move(loaded));
+  c.md = std::make_shared<operators::ConvertedModel<double>>(*model);
+  c.mi = std::make_shared<operators::ConvertedModel<interval64>>(*model);
+  c.model = std::move(model);
+  return c;
 }
 
 int label_arg(const ModelCore& m, int label) {
@@ -139,15 +151,37 @@ void bind_model(py::module_& m) {
         ModelCore c;
         {
           py::gil_scoped_release release;
-          auto model = std::make_shared<operators::Model>(operators::load_model(path, config));
-          c.md = std::make_shared<operators::ConvertedModel<double>>(*model);
-          c.mi = std::make_shared<operators::ConvertedModel<interval64>>(*model);
-          c.model = std::move(model);
+          c = core_of(operators::load_model(path, config));
         }
         c.source = path;
         return c;
       },
       py::arg("path"), py::arg("config") = "");
+  m.def(
+      "model_from_tensors",
+      [](const py::dict& tensors, const std::string& collection, const std::string& config_path,
+         const std::string& config_text) {
+        auto arrays = tensors_of(tensors, collection);
+        ModelCore c;
+        {
+          py::gil_scoped_release release;
+          // The config is read after the layout has been recognised, as for a file: a JSON file when a path
+          // is given, otherwise the JSON text the Python layer wrote from a dict.
+          const auto read_config = [&]() -> nlohmann::json {
+            if (!config_path.empty()) return io::read_json(config_path);
+            try {
+              return nlohmann::json::parse(config_text);
+            } catch (const nlohmann::json::parse_error& e) {
+              throw InputError("config", std::string("is not valid JSON: ") + e.what());
+            }
+          };
+          c = core_of(operators::model_from_tensors(std::move(arrays), collection, read_config,
+                                                    config_path.empty() ? "config" : config_path));
+        }
+        c.source = collection;
+        return c;
+      },
+      py::arg("tensors"), py::arg("collection"), py::arg("config_path"), py::arg("config_text"));
 }
 
 }  // namespace regatta::python

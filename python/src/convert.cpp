@@ -82,4 +82,34 @@ Matrix<double> atoms_arg(const py::handle& object, const std::string& name) {
   return matrix_arg(a, name);
 }
 
+/// name -> array of a state dict (NumPy arrays; the Python layer converts torch tensors) as io::Arrays named
+/// "collection:name". Integer and boolean tensors are listed unconverted, as the file readers do.
+std::map<std::string, io::Array> tensors_of(const py::dict& tensors, const std::string& collection) {
+  std::map<std::string, io::Array> out;
+  for (const auto& [key, value] : tensors) {
+    if (!py::isinstance<py::str>(key)) throw InputError(collection, "tensor names must be strings");
+    const std::string name = key.cast<std::string>();
+    io::Array a;
+    a.source = collection + ":" + name;
+    py::array array = py::array::ensure(value);
+    if (!array) {
+      PyErr_Clear();
+      throw InputError(a.source, "is not an array");
+    }
+    for (py::ssize_t k = 0; k < array.ndim(); ++k) a.shape.push_back(std::size_t(array.shape(k)));
+    const char kind = array.dtype().kind();
+    if (kind != 'f') {
+      a.unconverted_dtype = py::str(array.dtype());
+    } else {
+      const auto itemsize = array.dtype().itemsize();
+      a.source_dtype = itemsize == 2 ? io::DType::f16 : itemsize == 4 ? io::DType::f32 : io::DType::f64;
+      auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(array);
+      if (!doubles) throw py::error_already_set();
+      a.data.assign(doubles.data(), doubles.data() + doubles.size());
+    }
+    out.emplace(name, std::move(a));
+  }
+  return out;
+}
+
 }  // namespace regatta::python

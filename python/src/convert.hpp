@@ -9,12 +9,14 @@
 // float64 buffer first. Outputs are not copied: the Matrix a library call returns is moved into the NumPy
 // array (pybind11's Eigen caster), which then owns it.
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <regatta/core/eigen.hpp>
+#include <regatta/core/io/array.hpp>
 
 namespace regatta::python {
 
@@ -28,6 +30,10 @@ Vector<double> vector_arg(const py::handle& object, const std::string& name, Eig
 
 /// Atoms of a measure: a 2-D array, or a 1-D array read as n atoms of dimension 1 (as the CLI reads files).
 Matrix<double> atoms_arg(const py::handle& object, const std::string& name);
+
+/// name -> array of a state dict (NumPy arrays; the Python layer converts torch tensors) as io::Arrays named
+/// "collection:name". Integer and boolean tensors are listed unconverted, as the file readers do.
+std::map<std::string, io::Array> tensors_of(const py::dict& tensors, const std::string& collection);
 
 /// How many input arrays needed NumPy's conversion buffer (non-float64 or non-C-contiguous) since the module
 /// was loaded: the zero-copy test reads it.
