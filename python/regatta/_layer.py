@@ -217,11 +217,13 @@ class Layer:
         return BracketResult(raw)
 
     def measure_lipschitz(self, n, *, cross=None, m=0, radius=None, query_radius=None, p=1.0, certify=False,
-                          precision=128, budget=10.0, evaluations=4000, restarts=4, seed=0):
+                          precision=128, budget=10.0, evaluations=4000, restarts=4, seed=0, progress=None):
         """[lower, upper] for the W_p Lipschitz constant of the layer on measures of n atoms (`regatta
         measure-lipschitz`): self-attention, or cross-attention in the query or the context measure
-        (cross='query' / 'context', m atoms in the shared measure). Not interruptible (no poll hook)."""
-        raw = _regatta.measure_lipschitz(self._core, int(n), cross, int(m), radius, query_radius, float(p),
-                                         bool(certify), int(precision), float(budget), int(evaluations),
-                                         int(restarts), int(seed))
+        (cross='query' / 'context', m atoms in the shared measure). Ctrl-C raises KeyboardInterrupt during the
+        search (polled before every ratio evaluation), not during the final certification of the witness."""
+        with hook(progress) as callback:
+            raw = _regatta.measure_lipschitz(self._core, int(n), cross, int(m), radius, query_radius, float(p),
+                                             bool(certify), int(precision), float(budget), int(evaluations),
+                                             int(restarts), int(seed), callback)
         return MeasureBracketResult(raw)

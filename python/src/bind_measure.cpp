@@ -13,6 +13,7 @@
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 #include "bindings.hpp"
+#include "interrupt.hpp"
 
 namespace regatta::python {
 
@@ -25,7 +26,8 @@ py::object optional_number(const std::optional<double>& v) {
 py::dict measure_lipschitz(const LayerCore& l, std::int64_t n, std::optional<std::string> cross,
                            std::int64_t m, std::optional<double> radius, std::optional<double> query_radius,
                            double p, bool certify, unsigned precision, double budget,
-                           std::int64_t evaluations, int restarts, std::uint64_t seed) {
+                           std::int64_t evaluations, int restarts, std::uint64_t seed,
+                           const py::object& progress) {
   if (n < 1 || n > (std::int64_t(1) << 20))
     throw InputError("n", "must lie in [1, 2^20] (atoms per measure)");
   lip::MeasureSearchOptions s;
@@ -60,11 +62,14 @@ py::dict measure_lipschitz(const LayerCore& l, std::int64_t n, std::optional<std
   if (restarts < 0) throw InputError("restarts", "must be >= 0");
   s.random_starts = restarts;
   s.seed = seed;
+  Interrupter interrupter(progress);
+  s.poll = [&](std::int64_t done) { interrupter.poll("search", done, evaluations); };
   lip::MeasureBracket b;
   {
     py::gil_scoped_release release;
     b = lip::compute_measure_bracket(l.layer, l.options, s, certify, precision);
   }
+  interrupter.report("search", b.evaluations, b.evaluations);
   py::dict out;
   out["lower"] = b.lower;
   out["upper"] = b.upper;
@@ -102,7 +107,7 @@ void bind_measure(py::module_& m) {
         py::arg("cross") = py::none(), py::arg("m") = 0, py::arg("radius") = py::none(),
         py::arg("query_radius") = py::none(), py::arg("p") = 1.0, py::arg("certify") = false,
         py::arg("precision") = 128u, py::arg("budget") = 10.0, py::arg("evaluations") = 4000,
-        py::arg("restarts") = 4, py::arg("seed") = 0);
+        py::arg("restarts") = 4, py::arg("seed") = 0, py::arg("progress") = py::none());
 }
 
 }  // namespace regatta::python

@@ -110,8 +110,9 @@ def test_an_exception_in_the_callback_stops_the_search():
         layer.bracket(32, radius=1.0, budget=0, evaluations=10**9, progress=boom)
 
 
-def test_ctrl_c_interrupts_a_long_bracket_search_within_a_second():
-    layer = regatta.Layer.random(d=16, heads=4, seed=2)
+def assert_ctrl_c_stops_within_a_second(call, after=0.5):
+    """SIGINT to the main thread `after` seconds into call() (which would run for minutes): KeyboardInterrupt
+    within 1 s of the signal, no thread left behind."""
     threads = threading.active_count()
     sent = []
 
@@ -119,16 +120,43 @@ def test_ctrl_c_interrupts_a_long_bracket_search_within_a_second():
         sent.append(time.monotonic())
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
-    timer = threading.Timer(0.5, interrupt)
+    timer = threading.Timer(after, interrupt)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        layer.bracket(48, radius=1.0, budget=0, evaluations=10**9)  # minutes without the interrupt
+        call()
     caught = time.monotonic()
     timer.join()
     assert sent and caught - sent[0] < 1.0, caught - sent[0]
     assert threading.active_count() == threads  # nothing left running
+
+
+def test_ctrl_c_interrupts_a_long_bracket_search_within_a_second():
+    layer = regatta.Layer.random(d=16, heads=4, seed=2)
+    assert_ctrl_c_stops_within_a_second(
+        lambda: layer.bracket(48, radius=1.0, budget=0, evaluations=10**9))  # minutes without the interrupt
     # The module still works afterwards.
     assert np.isfinite(layer(np.zeros((2, 16)))).all()
+
+
+def test_ctrl_c_interrupts_a_long_measure_search_within_a_second():
+    layer = regatta.Layer.random(d=16, heads=4, seed=2)
+    assert_ctrl_c_stops_within_a_second(
+        lambda: layer.measure_lipschitz(48, radius=1.0, budget=0, evaluations=10**9))  # minutes otherwise
+    assert np.isfinite(layer(np.zeros((2, 16)))).all()
+
+
+def test_measure_search_reports_progress_and_a_callback_exception_stops_it():
+    layer = regatta.Layer.random(d=4, heads=2, seed=2)
+    calls = []
+    r = layer.measure_lipschitz(8, radius=1.0, budget=0, evaluations=300, progress=lambda *c: calls.append(c))
+    assert calls and all(stage == "search" and total == 300 for stage, _, total in calls)
+    assert calls[-1][1] == r.evaluations  # the last call reports completion
+
+    def boom(stage, done, total):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        layer.measure_lipschitz(32, radius=1.0, budget=0, evaluations=10**9, progress=boom)
 
 
 @pytest.mark.parametrize("call,start", [
