@@ -7,6 +7,7 @@ import os
 
 from . import _regatta
 from ._layer import array, state_dict_arrays
+from ._progress import hook
 from ._numbers import Estimate, Interval, Lower
 
 
@@ -94,7 +95,11 @@ class Model:
         lower, upper = self._core.logits_enclosure(array(image))
         return [Interval(lo, hi) for lo, hi in zip(lower, upper)]
 
-    def robustness(self, image, label, *, tolerance=0.01):
-        """The l2 robustness of one labelled input, as one row of `regatta certify` (seconds per input; the
-        GIL is released but the call is not interruptible)."""
-        return RobustnessRow(self._core.robustness(array(image), int(label), float(tolerance)))
+    def robustness(self, image, label, *, tolerance=0.01, progress=None):
+        """The l2 robustness of one labelled input, as one row of `regatta certify` (seconds per input). The
+        GIL is released; Ctrl-C raises KeyboardInterrupt (polled at every pass of the attack and every
+        tangent step of a region pass); progress as for Layer.bracket (stages 'attack', 'region'; done counts
+        steps, total unknown)."""
+        with hook(progress) as callback:
+            raw = self._core.robustness(array(image), int(label), float(tolerance), callback)
+        return RobustnessRow(raw)

@@ -1,6 +1,7 @@
 // Whole vision transformers (operators/model.hpp): loading (timm layout + config), logits in double and as
 // certified enclosures, and the per-input robustness of `regatta certify` (cli/certify.cpp, one row).
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include <pybind11/eigen.h>
@@ -14,6 +15,7 @@
 #include <regatta/operators/model_robustness.hpp>
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "interrupt.hpp"
 
 namespace regatta::python {
 
@@ -98,7 +100,8 @@ void bind_model(py::module_& m) {
           py::arg("image"))
       .def(
           "robustness",
-          [](const ModelCore& c, const py::handle& image, int label, double tolerance) {
+          [](const ModelCore& c, const py::handle& image, int label, double tolerance,
+             const py::object& progress) {
             const Vector<double> x = image_arg(c, image);
             const int y = label_arg(c, label);
             if (!(std::isfinite(tolerance) && tolerance > 0 && tolerance < 1))
@@ -108,6 +111,14 @@ void bind_model(py::module_& m) {
             int prediction = 0;
             double margin = 0, margin_lower = 0, attack = INFINITY, certified = 0, refuted = 0;
             int checks = 0;
+            // Progress: "attack" then "region", done = steps so far (passes of the attack; blocks and tangent
+            // steps of the region passes), total unknown (0).
+            Interrupter interrupter(progress);
+            std::int64_t region_steps = 0;
+            operators::AttackOptions attack_options;
+            std::int64_t passes = 0;
+            attack_options.poll = [&] { interrupter.poll("attack", ++passes, 0); };
+            const std::function<void()> region_poll = [&] { interrupter.poll("region", ++region_steps, 0); };
             {
               py::gil_scoped_release release;
               const Vector<double> z = operators::forward<double>(*c.model, x);
@@ -123,11 +134,11 @@ void bind_model(py::module_& m) {
               for (Eigen::Index k = 0; k < zi.size(); ++k)
                 if (k != y) lower = std::min(lower, (zi(y) - zi(k)).lower());
               margin_lower = std::max(lower, 0.0);
-              const operators::AttackResult a = operators::attack(*c.md, x, y);
+              const operators::AttackResult a = operators::attack(*c.md, x, y, attack_options);
               attack = a.found ? a.radius : INFINITY;
               if (prediction == y && margin_lower > 0) {
-                const auto r =
-                    operators::certified_radius(*c.mi, x, y, a.found ? a.radius : 100.0, tolerance);
+                const auto r = operators::certified_radius(*c.mi, x, y, a.found ? a.radius : 100.0, tolerance,
+                                                           60, region_poll);
                 certified = r.radius;
                 refuted = r.refuted;
                 checks = r.checks;
@@ -143,7 +154,7 @@ void bind_model(py::module_& m) {
             out["region_checks"] = checks;
             return out;
           },
-          py::arg("image"), py::arg("label"), py::arg("tolerance") = 0.01);
+          py::arg("image"), py::arg("label"), py::arg("tolerance") = 0.01, py::arg("progress") = py::none());
 
   m.def(
       "load_model",

@@ -160,3 +160,19 @@ def test_bad_state_dicts_and_configs_raise_input_error(state_dict, config, make,
     with pytest.raises(regatta.InputError) as info:
         make(state_dict, config)
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_ctrl_c_interrupts_robustness_within_a_second_and_progress_is_reported(model, data):
+    from test_lipschitz import assert_ctrl_c_stops_within_a_second
+    image, label = data["images"][0], int(data["labels"][0])  # ~40 s uninterrupted
+    assert_ctrl_c_stops_within_a_second(lambda: model.robustness(image, label), after=1.5)
+    stages = []
+
+    def stop_in_the_region_search(stage, done, total):
+        stages.append(stage)
+        if stage == "region":
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        model.robustness(image, label, progress=stop_in_the_region_search)
+    assert stages[0] == "attack" and stages[-1] == "region"
