@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
   clang libclang-rt-14-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot
 )
 
 missing=()

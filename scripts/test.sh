@@ -2,8 +2,9 @@
 # The README's second command: install what is missing, build with tests (and benchmarks, so that they keep
 # compiling), run every test with ctest, install into a scratch prefix and build the consumer project under
 # tests/buildsystem/ against it, then rebuild and rerun the whole suite under AddressSanitizer (+ UBSan on the
-# file readers and the CLI) with the library's assertions enabled (no NDEBUG: the only pass in which they run),
-# and finally a short libFuzzer run of every parser (scripts/fuzz-smoke.sh).
+# file readers and the CLI) with the library's assertions enabled (no NDEBUG: the only pass in which they run;
+# without the Python module: an ASan extension needs the runtime preloaded into the interpreter), and finally
+# a short libFuzzer run of every parser (scripts/fuzz-smoke.sh).
 # REGATTA_SKIP_SANITIZE=1 skips the sanitizer pass (it roughly doubles the time); REGATTA_SKIP_FUZZ=1 the fuzzing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +32,8 @@ if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
   # Without NDEBUG, so regatta's own assert()s run; Eigen's internal index checks stay off (EIGEN_NO_DEBUG),
   # which would multiply the run time of the -O1 kernels.
   REGATTA_BUILD_DIR="$build-sanitize" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DEIGEN_NO_DEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF
+    "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DEIGEN_NO_DEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF \
+    -DREGATTA_BUILD_PYTHON=OFF
   # The operators_* and proofs_check_* unit batteries are not built here (tests/CMakeLists.txt); three heavy
   # CLI / numerical cases run in the Release pass only (20-35 s each at -O0 under ASan; report_quick covers
   # the report code, the certify bad-input tests the certify parsing, the other SpectralNormFast cases it).

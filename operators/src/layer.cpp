@@ -1,5 +1,6 @@
 // Attention layers: validation, random layers and loading PyTorch / Hugging Face weights.
 #include <regatta/operators/layer.hpp>
+#include <regatta/operators/layer_tensors.hpp>
 
 #include <cmath>
 #include <map>
@@ -250,7 +251,14 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
     all = io::read_safetensors(path);
   else
     throw InputError(file, "unknown layer file type '" + ext + "' (expected .npz or .safetensors)");
-  const TensorSet set(std::move(all), file, prefix);
+  return layer_from_tensors(std::move(all), file, heads, kind, prefix, output);
+}
+
+AttentionLayer layer_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
+                                  int heads, AttentionKind kind, const std::string& prefix,
+                                  OutputProjection output) {
+  if (heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(heads));
+  const TensorSet set(std::move(tensors), file, prefix);
 
   Matrix<double> Wq, Wk, Wv, Wo;  // PyTorch orientation: out×in
   std::optional<Vector<double>> bq, bk, bv, bo;

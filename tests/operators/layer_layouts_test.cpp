@@ -10,6 +10,7 @@
 #include <regatta/core/io/npz.hpp>
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/layer.hpp>
+#include <regatta/operators/layer_tensors.hpp>
 #include "../support/tolerance.hpp"
 
 namespace regatta::operators {
@@ -56,6 +57,31 @@ TEST(LayerLayouts, LlamaGroupedQueryAttentionMatchesTorch) {
   EXPECT_EQ(layer.WK[0], layer.WK[1]);  // one key head shared by both query heads
   // 3 query heads do not divide the query width 8, so the key width 4 cannot be a whole number of heads.
   EXPECT_THROW(load_layer(data + "llama_gqa_block.npz", 3, AttentionKind::dot, "layers.0."), InputError);
+}
+
+TEST(LayerLayouts, TensorsInMemoryLoadAsTheFile) {
+  // layer_from_tensors is what load_layer calls after reading: the same layer from the same arrays, and the
+  // errors name the collection given instead of the file.
+  const std::string file = data + "timm_vit_block.npz";
+  const AttentionLayer a = load_layer(file, 2, AttentionKind::dot, "blocks.0.");
+  const AttentionLayer b =
+      layer_from_tensors(io::read_npz(file), "state_dict", 2, AttentionKind::dot, "blocks.0.");
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_EQ(a.WQ[h], b.WQ[h]);
+    EXPECT_EQ(a.WK[h], b.WK[h]);
+    EXPECT_EQ(a.WV[h], b.WV[h]);
+    EXPECT_EQ(a.bQ[h], b.bQ[h]);
+  }
+  EXPECT_EQ(a.WO, b.WO);
+  EXPECT_EQ(a.bO, b.bO);
+  EXPECT_EQ(a.norm_gamma, b.norm_gamma);
+  EXPECT_EQ(a.norm_beta, b.norm_beta);
+  try {
+    layer_from_tensors(io::read_npz(file), "state_dict", 2, AttentionKind::dot, "nothing.");
+    ADD_FAILURE() << "no tensor has the prefix";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "state_dict: no tensor name starts with prefix 'nothing.'");
+  }
 }
 
 TEST(LayerLayouts, NoOutputProjectionIsTheIdentityWhenAskedAndAnErrorOtherwise) {

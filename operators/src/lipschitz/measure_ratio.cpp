@@ -172,6 +172,7 @@ class MeasureSearcher {
 
   /// The ratio at v and, when asked, its gradient in (X, Y, Z).
   Value evaluate(const Vars& v, bool with_gradient) {
+    if (s_.poll) s_.poll(evaluations_);  // outside the try below: its exception is not a rejected point
     ++evaluations_;
     Value out;
     try {

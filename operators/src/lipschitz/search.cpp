@@ -106,6 +106,7 @@ class Searcher {
  private:
   bool capped() const { return evaluations_ >= search_.max_evaluations; }
   bool time_up() const {
+    if (search_.poll) search_.poll(evaluations_);
     return search_.budget_seconds > 0 && detail::seconds_now() - start_ >= search_.budget_seconds;
   }
   bool exhausted() const { return capped() || time_up(); }

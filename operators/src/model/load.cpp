@@ -6,6 +6,7 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/safetensors.hpp>
 #include <regatta/operators/model.hpp>
+#include <regatta/operators/model_tensors.hpp>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,22 @@ Matrix<double> rows_transposed(const Matrix<double>& in_by_out, int begin, int c
 }  // namespace
 
 Model load_model(const std::filesystem::path& path, const std::filesystem::path& config_path) {
-  const Tensors t(io::read_safetensors(path), path.string());
+  auto tensors = io::read_safetensors(path);
+  const std::filesystem::path cfg_path =
+      config_path.empty() ? path.parent_path() / "config.json" : config_path;
+  const auto read_config = [&cfg_path] {
+    if (!std::filesystem::exists(cfg_path))
+      throw InputError(cfg_path.string(),
+                       "missing model config (the number of heads cannot be read from tensor "
+                       "names; pass --config or put config.json next to the model)");
+    return io::read_json(cfg_path);
+  };
+  return model_from_tensors(std::move(tensors), path.string(), read_config, cfg_path.string());
+}
+
+Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
+                         const std::function<nlohmann::json()>& read_config, const std::string& cfg) {
+  const Tensors t(std::move(tensors), file);
   if (!t.has("patch_embed.proj.weight") || !t.has("blocks.0.attn.qkv.weight")) {
     std::string found;
     std::size_t listed = 0;
@@ -100,19 +116,12 @@ Model load_model(const std::filesystem::path& path, const std::filesystem::path&
       }
       found += (found.empty() ? "" : ", ") + name;
     }
-    throw InputError(path.string(),
+    throw InputError(file,
                      "not a timm ViT layout (expected patch_embed.proj.weight and "
                      "blocks.0.attn.qkv.weight); found: " +
                          found);
   }
-  const std::filesystem::path cfg_path =
-      config_path.empty() ? path.parent_path() / "config.json" : config_path;
-  if (!std::filesystem::exists(cfg_path))
-    throw InputError(cfg_path.string(),
-                     "missing model config (the number of heads cannot be read from tensor "
-                     "names; pass --config or put config.json next to the model)");
-  const nlohmann::json config = io::read_json(cfg_path);
-  const std::string cfg = cfg_path.string();
+  const nlohmann::json config = read_config();
   if (!config.is_object()) throw InputError(cfg, "expected a JSON object");
   if (config_string(config, "layout", "timm-vit", cfg) != "timm-vit")
     throw InputError(cfg + ": \"layout\"", "only \"timm-vit\" is supported");

@@ -1,6 +1,7 @@
 // Forward-mode region pass through a whole model and the certified ℓ₂ radius (model_robustness.hpp).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <regatta/core/interval64.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
@@ -61,13 +62,13 @@ void layer_norm_stage(Matrix<S>& X, std::vector<Matrix<S>>& T, const NormParamet
 /// X ← X + MLP(N(X)) with N = LN₂ (pre-norm) or the identity (post-norm), with its tangents.
 template <class S>
 void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::vector<Matrix<S>>& T,
-               double r) {
+               double r, const std::function<void()>& tick) {
   const Matrix<S> R = centred_region(X, T, r);
   const Vector<S> gamma = blk.norm2.gamma.cast<S>();
   const Matrix<S> W1 = blk.fc1.W.cast<S>(), W2 = blk.fc2.W.cast<S>();
   const Vector<S> b1 = blk.fc1.b.cast<S>();
   std::vector<Matrix<S>> Hdot(T.size());
-  for (std::size_t j = 0; j < T.size(); ++j)
+  for (std::size_t j = 0; j < T.size(); ++j, tick())
     Hdot[j] = (m.prenorm ? normalize_rows_jvp(Prenorm::layernorm, R, gamma, S(m.eps), T[j]) : T[j]) * W1;
   Matrix<S> H = (m.prenorm ? layer_norm(X, blk.norm2, m.eps) : X) * W1;
   H.rowwise() += b1.transpose();
@@ -75,7 +76,7 @@ void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::v
   H_direct.rowwise() += b1.transpose();
   const Matrix<S> H_region = tighten(centred_region(H, Hdot, r), H_direct);
   const Matrix<S> D = activation_derivative(m.activation, H_region);
-  for (std::size_t j = 0; j < T.size(); ++j) T[j] += D.cwiseProduct(Hdot[j]) * W2;
+  for (std::size_t j = 0; j < T.size(); ++j, tick()) T[j] += D.cwiseProduct(Hdot[j]) * W2;
   Matrix<S> O = activate(m.activation, H) * W2;
   O.rowwise() += blk.fc2.b.cast<S>().transpose();
   X += O;
@@ -103,26 +104,34 @@ ConvertedModel<S>::ConvertedModel(const Model& m) : model(m) {
 }
 
 template <class S>
-ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, double r) {
+ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, double r,
+                       const std::function<void()>& poll) {
   const Model& m = cm.model;
+  const std::function<void()> tick = [&poll] {
+    if (poll) poll();
+  };
   const int first = m.class_token ? 1 : 0, K = m.channels * m.patch_size * m.patch_size;
   Matrix<S> X = embed<S>(m, x.cast<S>());
   std::vector<Matrix<S>> T(std::size_t(m.input_size()), Matrix<S>::Zero(m.tokens(), m.width));
   for (int q = 0; q < m.patch_count(); ++q)
     for (int k = 0; k < K; ++k) T[std::size_t(m.pixel_of(q, k))].row(q + first) = m.patch.W.row(k).cast<S>();
   for (std::size_t b = 0; b < m.blocks.size(); ++b) {
+    tick();
     const Matrix<S> R = centred_region(X, T, r);
     if (!all_finite(R)) return {};  // the region is unbounded: nothing to enclose
     const Linearization<S> lin = cm.attention[b].linearize(R);
     X = cm.attention[b].forward(X);
-    for (auto& t : T) t = lin.jvp(t);
+    for (auto& t : T) {
+      tick();
+      t = lin.jvp(t);
+    }
     if (b + 1 == m.blocks.size() && m.pooling == Pooling::cls) {
       // Only the class token reaches the head, and the rest of the network is row-wise from here.
       X = Matrix<S>(X.topRows(1));
       for (auto& t : T) t = Matrix<S>(t.topRows(1));
     }
     if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm1, m.eps, r);
-    mlp_stage(m, m.blocks[b], X, T, r);
+    mlp_stage(m, m.blocks[b], X, T, r, tick);
     if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm2, m.eps, r);
   }
   if (m.pooling == Pooling::cls) {
@@ -152,9 +161,10 @@ struct BallTest {
   double linear_cap = 0;
 };
 
-BallTest ball_test(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y, double r) {
+BallTest ball_test(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y, double r,
+                   const std::function<void()>& poll = {}) {
   BallTest out;
-  const ModelPass<interval64> pass = propagate(cm, x, r);
+  const ModelPass<interval64> pass = propagate(cm, x, r, poll);
   if (pass.logits.size() == 0) return out;
   const interval64 radius(r);
   out.certified = true;
@@ -181,11 +191,12 @@ bool certify_ball(const ConvertedModel<interval64>& cm, const Vector<double>& x,
 }
 
 CertifiedRadius certified_radius(const ConvertedModel<interval64>& cm, const Vector<double>& x, int y,
-                                 double upper, double tolerance, int max_halvings) {
+                                 double upper, double tolerance, int max_halvings,
+                                 const std::function<void()>& poll) {
   CertifiedRadius out;
   auto test = [&](double r) {
     ++out.checks;
-    return ball_test(cm, x, y, r);
+    return ball_test(cm, x, y, r, poll);
   };
   const BallTest at_centre = test(0.0);
   if (!at_centre.certified) return out;  // y is not even the certified prediction at x
@@ -230,6 +241,7 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
   const Model& m = cm.model;
   AttackResult out;
   auto flipped = [&](const Vector<double>& p, int* pred) {
+    if (o.poll) o.poll();
     if (!p.allFinite()) return false;
     const int c = argmax(forward<double>(m, p));
     if (pred) *pred = c;
@@ -255,7 +267,7 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
   bool found = false;
   for (int step = 0; step < o.deepfool_steps && !found; ++step) {
     if (!adv.allFinite()) return out;
-    const ModelPass<double> pass = propagate(cm, adv, 0.0);
+    const ModelPass<double> pass = propagate(cm, adv, 0.0, o.poll);
     ++out.gradient_passes;
     if (pass.logits.size() == 0) return out;
     if (argmax(pass.logits) != y) {
@@ -288,7 +300,7 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
         success = true;
         break;
       }
-      const ModelPass<double> pass = propagate(cm, p, 0.0);
+      const ModelPass<double> pass = propagate(cm, p, 0.0, o.poll);
       ++out.gradient_passes;
       if (pass.logits.size() == 0) break;
       Eigen::Index c_best = -1;
@@ -314,8 +326,9 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
 
 template struct ConvertedModel<double>;
 template struct ConvertedModel<interval64>;
-template ModelPass<double> propagate<double>(const ConvertedModel<double>&, const Vector<double>&, double);
+template ModelPass<double> propagate<double>(const ConvertedModel<double>&, const Vector<double>&, double,
+                                             const std::function<void()>&);
 template ModelPass<interval64> propagate<interval64>(const ConvertedModel<interval64>&, const Vector<double>&,
-                                                     double);
+                                                     double, const std::function<void()>&);
 
 }  // namespace regatta::operators

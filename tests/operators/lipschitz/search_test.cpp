@@ -128,6 +128,33 @@ TEST(JacobianSearch, EvaluationCapIsRespected) {
   EXPECT_GT(r.best.value, 0);
 }
 
+TEST(JacobianSearch, PollSeesTheCountAndItsExceptionAbandonsTheSearch) {
+  const AttentionLayer layer = random_layer(AttentionKind::dot, 3, 1, 6);
+  SearchOptions s = small_search(Norm::two, 1.0, 1);
+  std::int64_t calls = 0, last = -1;
+  bool monotone = true;
+  s.poll = [&](std::int64_t evaluations) {
+    ++calls;
+    monotone = monotone && evaluations >= last;
+    last = evaluations;
+  };
+  const SearchResult r = search_jacobian_norm(layer, {}, 4, s);
+  EXPECT_GT(calls, r.evaluations / 2);  // polled at least at every other linearisation
+  EXPECT_TRUE(monotone);
+  EXPECT_LE(last, r.evaluations);
+
+  struct Abandon {};
+  s.poll = [](std::int64_t evaluations) {
+    if (evaluations >= 10) throw Abandon{};
+  };
+  EXPECT_THROW(search_jacobian_norm(layer, {}, 4, s), Abandon);
+  BracketOptions b;
+  b.n = 4;
+  b.radius = 1.0;
+  b.search = s;
+  EXPECT_THROW(compute_bracket(layer, {}, b), Abandon);
+}
+
 /// max over t ≥ 1/2 of the closed form, by golden section on the formula (independent of any Jacobian).
 double closed_form_max(std::int64_t n) {
   double a = 0.5, b = 40;

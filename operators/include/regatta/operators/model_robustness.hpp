@@ -19,6 +19,7 @@
 // Certificate. With M_c the lower end of z_y(x) − z_c(x) and G_c the upper end of ‖|J_y − J_c|‖₂ (the sup of
 // ‖∇(z_y − z_c)‖₂ over B), z_y − z_c ≥ M_c − r·G_c > 0 on B for every c ≠ y when M_c > r·G_c: the ball is
 // certified (no input within ℓ₂ distance r changes the prediction, whatever its pixel range).
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,8 +48,11 @@ struct ModelPass {
   Vector<S> logits;
   Matrix<S> jacobian;
 };
+/// `poll` (may be empty) is called often (before every block and every tangent's step through a block) and
+/// may throw to abandon the pass (the Python module throws on a pending Ctrl-C); the exception propagates.
 template <class S>
-ModelPass<S> propagate(const ConvertedModel<S>& model, const Vector<double>& x, double radius);
+ModelPass<S> propagate(const ConvertedModel<S>& model, const Vector<double>& x, double radius,
+                       const std::function<void()>& poll = {});
 
 /// Whether the ℓ₂ ball of radius r ≥ 0 around x is certified to keep label y (CERTIFIED when true).
 bool certify_ball(const ConvertedModel<interval64>& model, const Vector<double>& x, int y, double r);
@@ -65,8 +69,10 @@ struct CertifiedRadius {
 /// failure at r move to min(r/2, 0.9·min_c M_c/G_c(r)) (r/8 when G is unbounded), at most max_halvings
 /// times; then geometric bisection between the passing and the failing radius. Returns radius 0 when y is
 /// not the certified prediction at x itself. `upper` > 0 (the attack radius: nothing above it can pass).
+/// `poll` is handed to every region pass (propagate).
 CertifiedRadius certified_radius(const ConvertedModel<interval64>& model, const Vector<double>& x, int y,
-                                 double upper, double tolerance = 0.01, int max_halvings = 60);
+                                 double upper, double tolerance = 0.01, int max_halvings = 60,
+                                 const std::function<void()>& poll = {});
 
 struct AttackResult {
   bool found = false;    ///< an adversarial point was found and verified by a double forward pass
@@ -83,6 +89,9 @@ struct AttackOptions {
   int pgd_steps = 30;       ///< projected ascent steps per round on max_{c≠y} z_c − z_y
   double pgd_step = 0.1;    ///< step length relative to the radius
   int line_bisection = 40;  ///< bisection steps along x → x_adv for the boundary point
+  /// Called at every forward and gradient pass (and handed to propagate); may be empty; may throw to abandon
+  /// the attack, the exception propagating unchanged.
+  std::function<void()> poll;
 };
 
 /// The smallest ℓ₂ perturbation found that flips the prediction away from y (unconstrained pixel range):

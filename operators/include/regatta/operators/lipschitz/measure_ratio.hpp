@@ -64,6 +64,10 @@ struct MeasureSearchOptions {
   double budget_seconds = 0;  ///< 0: none
   std::uint64_t seed = 0;
   std::function<void(const std::string&)> progress;
+  /// Called before every ratio evaluation with the number of evaluations so far; may be empty. It may throw
+  /// to abandon the search (the Python module throws on a pending Ctrl-C); the exception propagates out of
+  /// search_measure_ratio and compute_measure_bracket unchanged.
+  std::function<void(std::int64_t evaluations)> poll;
 };
 
 struct MeasureWitness {

@@ -73,6 +73,10 @@ struct SearchOptions {
   bool structured_seeds = true;  ///< false: random starts only
   /// Called with one line of progress (e.g. written to stderr by the CLI); may be empty.
   std::function<void(const std::string&)> progress;
+  /// Called often (at every budget check: between power steps, ascent steps and probes) with the number of
+  /// linearisations so far; may be empty. It may throw to abandon the search (the Python module throws on a
+  /// pending Ctrl-C); the exception propagates out of search_jacobian_norm and compute_bracket unchanged.
+  std::function<void(std::int64_t evaluations)> poll;
 };
 
 /// A point X with what makes its value checkable (see bracket.hpp for the interval re-evaluation).

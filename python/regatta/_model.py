@@ -1,0 +1,105 @@
+"""regatta.Model: a whole trained vision transformer (timm layout, operators/model.hpp), as `regatta certify`
+reads it: logits (double, and certified enclosures) and the per-input l2 robustness (certified radius from
+region enclosures through every block, attack radius)."""
+import json
+import math
+import os
+
+from . import _regatta
+from ._layer import array, state_dict_arrays
+from ._progress import hook
+from ._numbers import Estimate, Interval, Lower
+
+
+class RobustnessRow:
+    """One input of `regatta certify`: prediction, margin (estimate) and its certified lower bound, the attack
+    radius (an estimate: an upper bound on the true robustness radius; None when no attack succeeded) and the
+    certified radius (a certified lower bound on it; 0 when none could be certified)."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.label = raw["label"]
+        self.prediction = raw["prediction"]
+        self.margin = Estimate(raw["margin"])
+        self.margin_lower = Lower(raw["margin_lower"])
+        self.attack_radius = Estimate(raw["attack_radius"]) if math.isfinite(raw["attack_radius"]) else None
+        self.certified_radius = Lower(raw["certified_radius"])
+        self.refuted_radius = raw["refuted_radius"]
+        self.region_checks = raw["region_checks"]
+
+    def __repr__(self):
+        return (f"<RobustnessRow label {self.label} prediction {self.prediction}: certified radius "
+                f"{self.certified_radius}, attack radius {self.attack_radius}>")
+
+
+class Model:
+    """A whole vision transformer in timm's layout (docs/models.md)."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core):
+        self._core = core
+
+    @classmethod
+    def from_file(cls, path, config=None):
+        """From a .safetensors file in timm naming and its JSON config (default: config.json beside it)."""
+        return cls(_regatta.load_model(str(path), "" if config is None else str(config)))
+
+    @classmethod
+    def from_state_dict(cls, state_dict, config, *, name="state_dict"):
+        """From a state dict (names -> tensors / arrays) in timm naming, as from_file reads the file: the
+        same adapter, checks and messages (`name` names the collection: 'state_dict:head.weight: ...').
+        `config` is the JSON config as a dict, or the path of a JSON file; names cannot say the heads."""
+        if config is None:
+            raise _regatta.InputError("config: missing model config (the number of heads cannot be read from "
+                                      "tensor names; pass a dict or the path of a JSON file)")
+        if isinstance(config, (str, os.PathLike)):
+            path, text = str(config), ""
+        elif hasattr(config, "items"):
+            try:
+                path, text = "", json.dumps(dict(config), allow_nan=False)
+            except (TypeError, ValueError) as error:
+                raise _regatta.InputError(f"config: is not JSON ({error})") from None
+        else:
+            raise _regatta.InputError(f"config: expected a dict or the path of a JSON file, got "
+                                      f"{type(config).__name__}")
+        return cls(_regatta.model_from_tensors(state_dict_arrays(state_dict), str(name), path, text))
+
+    @classmethod
+    def from_torch(cls, module, config):
+        """From a live PyTorch module in timm's VisionTransformer layout (or its state dict); `config` as in
+        from_state_dict. The weights are copied; later training does not change this Model."""
+        if hasattr(module, "state_dict") and callable(module.state_dict):
+            return cls.from_state_dict(module.state_dict(), config, name=f"{type(module).__name__}.state_dict()")
+        if hasattr(module, "items"):
+            return cls.from_state_dict(module, config)
+        raise _regatta.InputError(f"module: expected a torch.nn.Module or a state dict, got {type(module).__name__}")
+
+    classes = property(lambda self: self._core.classes)
+    input_shape = property(lambda self: self._core.input_shape)
+    depth = property(lambda self: self._core.depth)
+    width = property(lambda self: self._core.width)
+
+    def __repr__(self):
+        c = self._core
+        return f"<regatta.Model ViT depth={c.depth} width={c.width} input={c.input_shape} classes={c.classes} from {c.source}>"
+
+    def __call__(self, image):
+        """The logits of one image (any shape with C*H*W entries, C-order): a double evaluation (estimates)."""
+        return self._core.logits(array(image))
+
+    logits = __call__
+
+    def logits_enclosure(self, image):
+        """Certified enclosures of the exact logits of the binary64 weights and image, one Interval per class."""
+        lower, upper = self._core.logits_enclosure(array(image))
+        return [Interval(lo, hi) for lo, hi in zip(lower, upper)]
+
+    def robustness(self, image, label, *, tolerance=0.01, progress=None):
+        """The l2 robustness of one labelled input, as one row of `regatta certify` (seconds per input). The
+        GIL is released; Ctrl-C raises KeyboardInterrupt (polled at every pass of the attack and every
+        tangent step of a region pass); progress as for Layer.bracket (stages 'attack', 'region'; done counts
+        steps, total unknown)."""
+        with hook(progress) as callback:
+            raw = self._core.robustness(array(image), int(label), float(tolerance), callback)
+        return RobustnessRow(raw)

@@ -1,0 +1,36 @@
+"""Wasserstein distances and the claims checker."""
+import json
+
+from . import _regatta
+from ._layer import array
+from ._progress import hook
+from ._results import ClaimResult, WassersteinResult
+
+
+def wasserstein(a, b, *, weights_a=None, weights_b=None, p=2.0, method="exact", certify=False, epsilon=None,
+                tolerance=None, max_iterations=None, directions=None, seed=None, normalize=False):
+    """W_p between mu = sum_i weights_a[i] delta_{a[i]} and nu (uniform weights by default), as
+    `regatta wasserstein`: method 'exact' (network simplex; certify=True adds the certified bracket),
+    'sinkhorn' (entropic estimate, epsilon / tolerance / max_iterations), 'sliced' (Monte-Carlo, directions /
+    seed) or '1d'. Atoms: n x d, or 1-D for d = 1."""
+    opt = lambda x: None if x is None else array(x)  # noqa: E731
+    raw = _regatta.wasserstein(array(a), array(b), opt(weights_a), opt(weights_b), float(p), str(method),
+                               bool(certify), epsilon, tolerance, max_iterations, directions, seed, bool(normalize))
+    return WassersteinResult(raw)
+
+
+def claims():
+    """The catalogued claims: registered ones (id, expected verdict, families) and the missing ones (reason)."""
+    return _regatta.claims()
+
+
+def proofs_check(claims=(), *, families=(), budget=2.0, samples=0, seed=0, precision=128, out_dir="",
+                 progress=None):
+    """Checks catalogued claims (all by default) as `regatta proofs-check`: a ClaimResult per claim with the
+    verdict, whether it is certified, and the command's JSON document in .raw. Ctrl-C stops between claims."""
+    if isinstance(claims, str):
+        claims = [claims]
+    with hook(progress) as callback:
+        docs = _regatta.proofs_check(list(claims), list(families), float(budget), int(samples), int(seed),
+                                     int(precision), str(out_dir), callback)
+    return [ClaimResult(json.loads(d)) for d in docs]

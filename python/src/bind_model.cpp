@@ -1,0 +1,198 @@
+// Whole vision transformers (operators/model.hpp): loading (timm layout + config), logits in double and as
+// certified enclosures, and the per-input robustness of `regatta certify` (cli/certify.cpp, one row).
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include <pybind11/eigen.h>
+#include <pybind11/stl.h>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/interval64.hpp>
+#include <regatta/core/io/json_file.hpp>
+#include <regatta/operators/model.hpp>
+#include <regatta/operators/model_tensors.hpp>
+#include <regatta/operators/model_robustness.hpp>
+#include "bindings.hpp"
+#include "convert.hpp"
+#include "interrupt.hpp"
+
+namespace regatta::python {
+
+namespace {
+
+/// A loaded model with its two converted forms (double for the attack, interval64 for the regions).
+struct ModelCore {
+  std::shared_ptr<const operators::Model> model;
+  std::shared_ptr<const operators::ConvertedModel<double>> md;
+  std::shared_ptr<const operators::ConvertedModel<interval64>> mi;
+  std::string source;
+};
+
+/// An image of any shape with input_size() entries, flattened in C order (the model's (C, H, W) order).
+Vector<double> image_arg(const ModelCore& m, const py::handle& image) {
+  auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(image);
+  if (!a) {
+    PyErr_Clear();
+    throw InputError("image", "expected a real array");
+  }
+  const Eigen::Index size = m.model->input_size();
+  if (a.size() != size)
+    throw InputError("image", "has " + std::to_string(a.size()) + " entries, the model takes " +
+                                  std::to_string(m.model->channels) + " x " +
+                                  std::to_string(m.model->image_size) + " x " +
+                                  std::to_string(m.model->image_size) + " = " + std::to_string(size));
+  return vector_arg(a.reshape({py::ssize_t(size)}), "image", size);
+}
+
+/// The model with its two converted forms.
+ModelCore core_of(operators::Model loaded) {
+  ModelCore c;
+  auto model = std::make_shared<operators::Model>(std::move(loaded));
+  c.md = std::make_shared<operators::ConvertedModel<double>>(*model);
+  c.mi = std::make_shared<operators::ConvertedModel<interval64>>(*model);
+  c.model = std::move(model);
+  return c;
+}
+
+int label_arg(const ModelCore& m, int label) {
+  if (label < 0 || label >= m.model->classes)
+    throw InputError("label", std::to_string(label) + " is not a class of the model (0.." +
+                                  std::to_string(m.model->classes - 1) + ")");
+  return label;
+}
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+  py::class_<ModelCore>(m, "ModelCore", "A whole vision transformer (use regatta.Model)")
+      .def_property_readonly("source", [](const ModelCore& c) { return c.source; })
+      .def_property_readonly("classes", [](const ModelCore& c) { return c.model->classes; })
+      .def_property_readonly("input_shape",
+                             [](const ModelCore& c) {
+                               return py::make_tuple(c.model->channels, c.model->image_size,
+                                                     c.model->image_size);
+                             })
+      .def_property_readonly("depth", [](const ModelCore& c) { return c.model->blocks.size(); })
+      .def_property_readonly("width", [](const ModelCore& c) { return c.model->width; })
+      .def(
+          "logits",
+          [](const ModelCore& c, const py::handle& image) {
+            const Vector<double> x = image_arg(c, image);
+            py::gil_scoped_release release;
+            return operators::forward<double>(*c.model, x);
+          },
+          py::arg("image"))
+      .def(
+          "logits_enclosure",
+          [](const ModelCore& c, const py::handle& image) {
+            const Vector<double> x = image_arg(c, image);
+            Vector<double> lower, upper;
+            {
+              py::gil_scoped_release release;
+              const Vector<interval64> z = operators::forward<interval64>(*c.model, x.cast<interval64>());
+              lower.resize(z.size());
+              upper.resize(z.size());
+              for (Eigen::Index k = 0; k < z.size(); ++k) lower(k) = z(k).lower(), upper(k) = z(k).upper();
+            }
+            return py::make_tuple(lower, upper);
+          },
+          py::arg("image"))
+      .def(
+          "robustness",
+          [](const ModelCore& c, const py::handle& image, int label, double tolerance,
+             const py::object& progress) {
+            const Vector<double> x = image_arg(c, image);
+            const int y = label_arg(c, label);
+            if (!(std::isfinite(tolerance) && tolerance > 0 && tolerance < 1))
+              throw InputError("tolerance", "must lie in (0, 1)");
+            // One row of `regatta certify` (cli/certify.cpp), without the naive product certificate.
+            py::dict out;
+            int prediction = 0;
+            double margin = 0, margin_lower = 0, attack = INFINITY, certified = 0, refuted = 0;
+            int checks = 0;
+            // Progress: "attack" then "region", done = steps so far (passes of the attack; blocks and tangent
+            // steps of the region passes), total unknown (0).
+            Interrupter interrupter(progress);
+            std::int64_t region_steps = 0;
+            operators::AttackOptions attack_options;
+            std::int64_t passes = 0;
+            attack_options.poll = [&] { interrupter.poll("attack", ++passes, 0); };
+            const std::function<void()> region_poll = [&] { interrupter.poll("region", ++region_steps, 0); };
+            {
+              py::gil_scoped_release release;
+              const Vector<double> z = operators::forward<double>(*c.model, x);
+              Eigen::Index pred = 0;
+              z.maxCoeff(&pred);
+              prediction = int(pred);
+              double runner = -INFINITY;
+              for (Eigen::Index k = 0; k < z.size(); ++k)
+                if (k != y) runner = std::max(runner, z(k));
+              margin = z(y) - runner;
+              const Vector<interval64> zi = operators::forward<interval64>(*c.model, x.cast<interval64>());
+              double lower = INFINITY;
+              for (Eigen::Index k = 0; k < zi.size(); ++k)
+                if (k != y) lower = std::min(lower, (zi(y) - zi(k)).lower());
+              margin_lower = std::max(lower, 0.0);
+              const operators::AttackResult a = operators::attack(*c.md, x, y, attack_options);
+              attack = a.found ? a.radius : INFINITY;
+              if (prediction == y && margin_lower > 0) {
+                const auto r = operators::certified_radius(*c.mi, x, y, a.found ? a.radius : 100.0, tolerance,
+                                                           60, region_poll);
+                certified = r.radius;
+                refuted = r.refuted;
+                checks = r.checks;
+              }
+            }
+            out["label"] = y;
+            out["prediction"] = prediction;
+            out["margin"] = margin;
+            out["margin_lower"] = margin_lower;
+            out["attack_radius"] = attack;
+            out["certified_radius"] = certified;
+            out["refuted_radius"] = refuted;
+            out["region_checks"] = checks;
+            return out;
+          },
+          py::arg("image"), py::arg("label"), py::arg("tolerance") = 0.01, py::arg("progress") = py::none());
+
+  m.def(
+      "load_model",
+      [](const std::string& path, const std::string& config) {
+        ModelCore c;
+        {
+          py::gil_scoped_release release;
+          c = core_of(operators::load_model(path, config));
+        }
+        c.source = path;
+        return c;
+      },
+      py::arg("path"), py::arg("config") = "");
+  m.def(
+      "model_from_tensors",
+      [](const py::dict& tensors, const std::string& collection, const std::string& config_path,
+         const std::string& config_text) {
+        auto arrays = tensors_of(tensors, collection);
+        ModelCore c;
+        {
+          py::gil_scoped_release release;
+          // The config is read after the layout has been recognised, as for a file: a JSON file when a path
+          // is given, otherwise the JSON text the Python layer wrote from a dict.
+          const auto read_config = [&]() -> nlohmann::json {
+            if (!config_path.empty()) return io::read_json(config_path);
+            try {
+              return nlohmann::json::parse(config_text);
+            } catch (const nlohmann::json::parse_error& e) {
+              throw InputError("config", std::string("is not valid JSON: ") + e.what());
+            }
+          };
+          c = core_of(operators::model_from_tensors(std::move(arrays), collection, read_config,
+                                                    config_path.empty() ? "config" : config_path));
+        }
+        c.source = collection;
+        return c;
+      },
+      py::arg("tensors"), py::arg("collection"), py::arg("config_path"), py::arg("config_text"));
+}
+
+}  // namespace regatta::python

@@ -1,0 +1,178 @@
+"""regatta.Model on the digits ViT fixture (tests/data/vit_digits: timm layout, trained by train.py) against
+torch's float64 logits of the same images saved with it, and its certified logit enclosures against them.
+Models from a state dict or a live torch module go through the loader's adapter and must be the file's model
+bit for bit. The per-input robustness (Model.robustness, one row of `regatta certify`) takes ~40 s per input here: it is
+checked against the command line by hand (docs/python.md), not in this suite."""
+import importlib.util
+import json
+import os
+import struct
+import sys
+import types
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import regatta
+from conftest import EPS
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "vit_digits")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return regatta.Model.from_file(os.path.join(FIXTURE, "vit_digits.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return dict(np.load(os.path.join(FIXTURE, "test_set.npz")))
+
+
+def test_logits_match_torch_and_the_enclosures_hold_them(model, data):
+    assert model.input_shape == (1, 8, 8) and model.classes == 10
+    for image, logits in zip(data["images"][:20], data["logits"][:20]):
+        ours = model(image)
+        # Chains of <= 10^3 rounded operations through two blocks (tests/operators/model_test.cpp): a few
+        # 10^3 eps relative to max(1, |logits|); 16 x 10^3 eps (3.6e-12) with margin, a wrong mapping gives O(1).
+        np.testing.assert_allclose(ours, logits, rtol=0, atol=16 * 1000 * EPS * max(1, np.abs(logits).max()))
+        enclosure = model.logits_enclosure(image)
+        assert all(isinstance(i, regatta.Interval) and t in i and o in i for i, t, o in zip(enclosure, logits, ours))
+
+
+@pytest.mark.parametrize("call,start", [
+    (lambda m: m(np.zeros(63)), "image: has 63 entries, the model takes 1 x 8 x 8 = 64"),
+    (lambda m: m(np.full(64, np.nan)), "image"),
+    (lambda m: m.robustness(np.zeros(64), 10), "label: 10 is not a class of the model (0..9)"),
+    (lambda m: m.robustness(np.zeros(64), 1, tolerance=0), "tolerance: must lie in (0, 1)"),
+])
+def test_bad_input_raises_input_error(model, call, start):
+    with pytest.raises(regatta.InputError) as info:
+        call(model)
+    assert str(info.value).startswith(start), str(info.value)
+
+
+def test_missing_model_file_is_an_input_error(tmp_path):
+    with pytest.raises(regatta.InputError):
+        regatta.Model.from_file(tmp_path / "none.safetensors")
+
+
+def read_safetensors(path):
+    """The fixture's float64 safetensors (8-byte header length, JSON header, raw little-endian data), read
+    here independently of the library's reader."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    length = struct.unpack("<Q", raw[:8])[0]
+    header, base, out = json.loads(raw[8:8 + length]), 8 + length, {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        assert entry["dtype"] == "F64"
+        begin, end = entry["data_offsets"]
+        out[name] = np.frombuffer(raw[base + begin:base + end], dtype="<f8").reshape(entry["shape"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def state_dict():
+    return read_safetensors(os.path.join(FIXTURE, "vit_digits.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def config():
+    with open(os.path.join(FIXTURE, "config.json")) as f:
+        return json.load(f)
+
+
+def same_model(a, b, images):
+    for image in images:
+        assert np.array_equal(a(image), b(image))
+        assert [(float(i.lower), float(i.upper)) for i in a.logits_enclosure(image)] == \
+               [(float(i.lower), float(i.upper)) for i in b.logits_enclosure(image)]
+
+
+def test_model_from_a_state_dict_is_the_file_model(model, data, state_dict, config):
+    images = data["images"][:5]
+    same_model(regatta.Model.from_state_dict(state_dict, config), model, images)
+    same_model(regatta.Model.from_state_dict(state_dict, os.path.join(FIXTURE, "config.json")), model, images)
+    # float32 tensors are accepted (widened exactly): the model of the rounded weights, not the file's.
+    m32 = regatta.Model.from_state_dict({k: v.astype(np.float32) for k, v in state_dict.items()}, config)
+    assert not np.array_equal(m32(images[0]), model(images[0]))
+
+
+def train_module():
+    """tests/data/vit_digits/train.py, imported for its VisionTransformer class (its imports of scikit-learn,
+    used only to train, are stubbed when scikit-learn is absent); torch's default dtype is restored."""
+    torch = pytest.importorskip("torch")
+    stubs = {}
+    if importlib.util.find_spec("sklearn") is None:
+        stubs = {name: types.ModuleType(name) for name in ("sklearn", "sklearn.datasets", "sklearn.model_selection")}
+        stubs["sklearn.datasets"].load_digits = stubs["sklearn.model_selection"].train_test_split = None
+    dtype = torch.get_default_dtype()
+    try:
+        with mock.patch.dict(sys.modules, stubs):
+            spec = importlib.util.spec_from_file_location("vit_digits_train", os.path.join(FIXTURE, "train.py"))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+    finally:
+        torch.set_default_dtype(dtype)
+    return torch, module
+
+
+def test_model_from_a_live_torch_module_is_the_file_model_and_matches_its_forward(model, data, state_dict, config):
+    torch, train = train_module()
+    vit = train.VisionTransformer().double().eval()
+    vit.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state_dict.items()})
+    ours = regatta.Model.from_torch(vit, config)
+    assert "VisionTransformer.state_dict()" in repr(ours)
+    images = data["images"][:5]
+    same_model(ours, model, images)
+    with torch.no_grad():
+        live = vit(torch.from_numpy(np.ascontiguousarray(images))).numpy()
+    for image, logits in zip(images, live):
+        # The tolerance of test_logits_match_torch_and_the_enclosures_hold_them (the same computation).
+        np.testing.assert_allclose(ours(image), logits, rtol=0, atol=16 * 1000 * EPS * max(1, np.abs(logits).max()))
+
+
+def without(state_dict, name):
+    return {k: v for k, v in state_dict.items() if k != name}
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda sd, c: regatta.Model.from_state_dict(without(sd, "head.weight"), c),
+     "state_dict: missing tensor 'head.weight'"),
+    (lambda sd, c: regatta.Model.from_state_dict({**sd, "head.bias": np.zeros(9)}, c),
+     "state_dict:head.bias: shape (9,) does not match the expected (10,) (classifier bias)"),
+    (lambda sd, c: regatta.Model.from_state_dict({**sd, "head.bias": np.full(10, np.nan)}, c), "state_dict:head.bias"),
+    (lambda sd, c: regatta.Model.from_state_dict(without(sd, "patch_embed.proj.weight"), c),
+     "state_dict: not a timm ViT layout"),
+    (lambda sd, c: regatta.Model.from_state_dict(sd, without(c, "heads")),
+     'config: missing "heads" (the names cannot say it)'),
+    (lambda sd, c: regatta.Model.from_state_dict(sd, {**c, "depth": 3}),
+     'config: "depth": says 3 but the tensors say 2 (blocks.N.attn.qkv.weight)'),
+    (lambda sd, c: regatta.Model.from_state_dict(sd, {**c, "layernorm_eps": float("nan")}), "config: is not JSON"),
+    (lambda sd, c: regatta.Model.from_state_dict(sd, None), "config: missing model config"),
+    (lambda sd, c: regatta.Model.from_state_dict(sd, 4), "config: expected a dict or the path of a JSON file"),
+    (lambda sd, c: regatta.Model.from_torch(3, c), "module: expected a torch.nn.Module or a state dict"),
+])
+def test_bad_state_dicts_and_configs_raise_input_error(state_dict, config, make, message):
+    with pytest.raises(regatta.InputError) as info:
+        make(state_dict, config)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_ctrl_c_interrupts_robustness_within_a_second_and_progress_is_reported(model, data):
+    from test_lipschitz import assert_ctrl_c_stops_within_a_second
+    image, label = data["images"][0], int(data["labels"][0])  # ~40 s uninterrupted
+    assert_ctrl_c_stops_within_a_second(lambda: model.robustness(image, label), after=1.5)
+    stages = []
+
+    def stop_in_the_region_search(stage, done, total):
+        stages.append(stage)
+        if stage == "region":
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        model.robustness(image, label, progress=stop_in_the_region_search)
+    assert stages[0] == "attack" and stages[-1] == "region"

@@ -1,0 +1,98 @@
+"""Wasserstein distances from Python against POT (an independent network simplex, its 1-D formula) and against
+`regatta wasserstein` on the same files (the same library calls: the same bits); the claims checker against
+`regatta proofs-check`."""
+import numpy as np
+import pytest
+
+import regatta
+from conftest import EPS, save
+
+
+@pytest.fixture(scope="module")
+def ot():
+    return pytest.importorskip("ot")
+
+
+@pytest.fixture
+def measures():
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((7, 3)), rng.standard_normal((5, 3)) + 0.5
+    wa = rng.random(7)
+    return a, b, wa / wa.sum(), None
+
+
+def cost_matrix(a, b, p):
+    return np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2) ** p
+
+
+def test_exact_matches_pot_and_the_certified_bracket_encloses_it(measures, ot):
+    a, b, wa, _ = measures
+    for p in (1.0, 2.0):
+        r = regatta.wasserstein(a, b, weights_a=wa, p=p, certify=True)
+        pot = ot.emd2(wa, np.full(5, 1 / 5), cost_matrix(a, b, p)) ** (1 / p)
+        # Two optimal plans of one LP: the costs agree to the rounding of two sums of n + m - 1 terms.
+        tol = 16 * (7 + 5) * EPS * pot
+        assert abs(r.value - pot) <= tol
+        assert r.certified and r.bracket.lower <= pot + tol and pot - tol <= r.bracket.upper
+        assert isinstance(r.bracket.upper, regatta.Upper) and not r.value.certified
+
+
+def test_one_dimensional_matches_pot(ot):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(9), rng.standard_normal(4)
+    wb = rng.random(4)
+    wb /= wb.sum()
+    r = regatta.wasserstein(a, b, weights_b=wb, p=2, method="1d")
+    pot = ot.wasserstein_1d(a, b, np.full(9, 1 / 9), wb, p=2)  # W_p^p
+    assert abs(r.cost - pot) <= 16 * 13 * EPS * max(1.0, pot)
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("exact", ["--certify"]), ("sinkhorn", ["--epsilon", 0.05]), ("sliced", ["--directions", 20, "--seed", 3]),
+])
+def test_every_method_is_the_command_lines(measures, tmp_path, cli, method, extra):
+    a, b, wa, _ = measures
+    kwargs = {"exact": dict(certify=True), "sinkhorn": dict(epsilon=0.05), "sliced": dict(directions=20, seed=3)}
+    r = regatta.wasserstein(a, b, weights_a=wa, method=method, **kwargs[method])
+    t = cli("wasserstein", save(tmp_path / "a.npy", a), save(tmp_path / "b.npy", b), "--weights-a",
+            save(tmp_path / "wa.npy", wa), "--method", method, *extra, "--json")
+    assert float(r.value) == t["value"] and float(r.cost) == t["cost"] and r.status == t["status"]
+    if method == "exact":
+        assert float(r.bracket.lower) == t["lower"] and float(r.bracket.upper) == t["upper"]
+
+
+@pytest.mark.parametrize("kwargs,start", [
+    (dict(weights_a=np.full(7, 0.2)), "weights_a (use normalize=True to rescale)"),
+    (dict(p=0.5), "p: must be a finite number >= 1"),
+    (dict(method="emd"), "method: must be exact, sinkhorn, sliced or 1d"),
+    (dict(certify=True, method="sliced"), "certify: applies to method='exact' only"),
+    (dict(epsilon=0.1), "epsilon: applies to method='sinkhorn' only"),
+    (dict(method="1d"), "method: 1d needs one-dimensional atoms"),
+    (dict(weights_a=-np.ones(7) / 7), "weights_a"),
+])
+def test_bad_input_raises_input_error(measures, kwargs, start):
+    a, b, _, _ = measures
+    with pytest.raises(regatta.InputError) as info:
+        regatta.wasserstein(a, b, **kwargs)
+    assert str(info.value).startswith(start), str(info.value)
+
+
+def test_dimension_mismatch(measures):
+    a, _, _, _ = measures
+    with pytest.raises(regatta.InputError, match="^b: atoms have dimension 2, a has 3"):
+        regatta.wasserstein(a, np.zeros((2, 2)))
+
+
+def test_proofs_check_is_the_command_lines(cli):
+    ids = [c["id"] for c in regatta.claims() if c["checkable"]]
+    assert len(ids) >= 50
+    claim = "softmax.half" if "softmax.half" in ids else ids[0]
+    ours = regatta.proofs_check([claim], samples=20, seed=1)
+    theirs = cli("proofs-check", "--claim", claim, "--samples", 20, "--seed", 1, "--json", expect=0)
+    theirs = theirs if isinstance(theirs, list) else theirs.get("claims", [theirs])
+    assert len(ours) == 1 and ours[0].id == claim
+    t = next(x for x in theirs if x.get("id") == claim)
+    assert (ours[0].verdict, ours[0].certified, ours[0].raw.get("max_ratio")) == \
+        (t["verdict"], t["certified"], t.get("max_ratio"))
+    with pytest.raises(regatta.InputError, match="^claims: unknown claim ID 'no.such'"):
+        regatta.proofs_check(["no.such"])
