@@ -25,8 +25,9 @@
 // statuses are those of measures::sinkhorn (sinkhorn.hpp):
 // the same (f, g) updates, ‖P 1 − a‖₁ ≤ tolerance at the target ε, cost = <P, C>, objective = D_ε(f, g),
 // all accumulated in double. The atoms are centred on the common bounding box first (C is translation
-// invariant; the rounding of ‖x‖² + ‖y‖² − 2⟨x, y⟩ grows with ‖x‖²). Memory O((n + m) d) plus one chunk
-// buffer per thread: 10⁵ points per side need a few MB.
+// invariant; the rounding of ‖x‖² + ‖y‖² − 2⟨x, y⟩ grows with ‖x‖²). Memory of the streamed path
+// O((n + m) d) plus one chunk buffer per thread (10⁵ points per side need a few MB); the dense path
+// (SinkhornKernel below, the default up to 256 MiB) holds the n×m kernel.
 //
 // Every number is an estimate (floating point, an entropic plan). Bad input throws InputError like
 // measures::sinkhorn ("epsilon", "tolerance", …, "nu" for a dimension mismatch, "storage").
