@@ -3,6 +3,7 @@
 // integrated by RK4. At β = 1 the tokens collapse to one cluster; at β = 9 they first form several clusters
 // that then merge one pair at a time after long plateaus (metastability). Cluster count: components of the
 // graph ‖x_i − x_j‖ ≤ 10⁻²; energy E_β = (1/2β) Σ_ij e^{β⟨x_i,x_j⟩}/n². Every number is an estimate.
+#include <algorithm>
 #include <cmath>
 
 #include <regatta/measures/sampling.hpp>
@@ -32,7 +33,7 @@ void add_particles(Figure& fig, const Matrix<double>& X) {
   const Eigen::Vector3d e1 = Eigen::Vector3d(1, -1, 0).normalized(),
                         e2 = Eigen::Vector3d(1, 1, -2).normalized();  // view × e1
   Series front{"front hemisphere", Kind::estimate, {}, {}, false, true, 0};
-  Series back{"back hemisphere", Kind::estimate, {}, {}, false, true, 7};
+  Series back{"back hemisphere", Kind::estimate, {}, {}, false, true, 8};  // grey
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
     const Eigen::Vector3d x(X(i, 0), X(i, 1), X(i, 2));
     Series& s = x.dot(view) >= 0 ? front : back;
@@ -226,9 +227,24 @@ Section section_flow(const Context& ctx) {
     fig.ylabel = "⟨x, e₂⟩";
     fig.key = "below";
     add_particles(fig, slow.trajectory.states[picks[p]]);
+    if (p + 1 == picks.size()) {
+      // The last view also carries the animation over every recorded state (at most 120 frames).
+      fig.equal_axes = true;
+      const std::size_t count = times.size(), frames = std::min<std::size_t>(count, 120);
+      for (std::size_t f = 0; f < frames; ++f) {
+        const std::size_t k = frames == count ? f : f * (count - 1) / (frames - 1);
+        Figure frame;
+        add_particles(frame, slow.trajectory.states[k]);
+        fig.frames.push_back(frame.series);
+        fig.frame_titles.push_back("β = 9, t = " + format_number(times[k], Kind::input, 4) +
+                                   " (orthographic view of S²)");
+      }
+    }
     fig.caption =
         "Tokens seen from (1, 1, 1)/√3 (e₁ ∝ (1, −1, 0), e₂ = view × e₁): front hemisphere and back "
-        "hemisphere. Positions are estimates (RK4 in double precision).";
+        "hemisphere. Positions are estimates (RK4 in double precision)." +
+        std::string(p + 1 == picks.size() ? " The animation shows every recorded state (at most 120 frames)."
+                                          : "");
     s.figures.push_back(std::move(fig));
   }
   s.tables.push_back(std::move(t));
