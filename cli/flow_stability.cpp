@@ -34,7 +34,8 @@ Matrix<double> perturbed_particles(const Matrix<double>& X0, const Vector<double
     for (Eigen::Index i = 0; i < Y.rows(); ++i) {
       const double r = Y.row(i).norm();
       if (!(r > 0) || !std::isfinite(r))
-        throw InputError("--perturb", "moves particle " + std::to_string(i) + " to the origin");
+        throw InputError("--perturb",
+                         "moves particle " + std::to_string(i) + " to the origin or beyond the double range");
       Y.row(i) /= r;
     }
   }
