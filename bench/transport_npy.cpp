@@ -5,7 +5,7 @@
 //   regatta_transport_npy exact    A.npy B.npy P
 //   regatta_transport_npy sinkhorn A.npy B.npy P EPSILON TOLERANCE [THREADS]
 //   regatta_transport_npy sinkhorn_attention A.npy B.npy 2 EPSILON TOLERANCE [THREADS [float32|float64
-//   [MAX_ITERATIONS]]]
+//   [MAX_ITERATIONS [OVER_RELAXATION [streamed|dense|automatic]]]]]
 //       (sinkhorn_sq_euclidean: the fused attention-kernel Sinkhorn for ||x - y||^2)
 //
 // Prints one JSON line: method, n, m, d, p, value (W_p or <P_ε, C>^(1/p)), cost (W_p^p or <P_ε, C>),
@@ -62,6 +62,13 @@ int main(int argc, char** argv) try {
     if (argc >= 9 && std::string(argv[8]) == "float32") o.storage = measures::SinkhornStorage::float32;
     if (argc >= 10) o.sinkhorn.max_iterations = std::atoll(argv[9]);
     if (argc >= 11) o.over_relaxation = std::atof(argv[10]);
+    if (argc >= 12) {
+      const std::string kernel = argv[11];
+      o.kernel = kernel == "dense"      ? measures::SinkhornKernel::dense
+                 : kernel == "streamed" ? measures::SinkhornKernel::streamed
+                                        : measures::SinkhornKernel::automatic;
+    }
+    const bool dense = measures::uses_dense_kernel(mu, nu, o);
     const measures::SinkhornResult<double> r = measures::sinkhorn_sq_euclidean(mu, nu, o);
     out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     out["value"] = std::sqrt(std::max(r.cost, 0.0));
@@ -70,6 +77,7 @@ int main(int argc, char** argv) try {
     out["status"] = measures::to_string(r.status);
     out["storage"] = measures::to_string(o.storage);
     out["over_relaxation"] = o.over_relaxation;
+    out["kernel"] = dense ? "dense" : "streamed";
     out["iterations"] = r.iterations;
     out["marginal_error"] = r.marginal_error;
   } else {

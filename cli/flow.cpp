@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <regatta/operators/flow.hpp>
 #include "command.hpp"
 #include "flow_plots.hpp"
+#include "flow_stability.hpp"
 #include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
@@ -50,6 +52,9 @@ struct FlowArgs {
   std::string out;
   bool plot = false;
   bool json = false;
+  double perturb = 0;  ///< 0: one flow; > 0: a second flow from particles moved by this much (a-weighted l2)
+  std::uint64_t perturb_seed = 1;
+  bool perturb_given = false;
 };
 
 fl::Model parse_model(const std::string& s) {
@@ -151,6 +156,8 @@ void run(const FlowArgs& args, int& result) {
     throw InputError("--w2", "must be auto, exact, sinkhorn or none");
   if (args.particles.empty() == args.init.empty())
     throw InputError("--particles", "give exactly one of --particles FILE and --init SPEC");
+  if (args.perturb_given && (!std::isfinite(args.perturb) || !(args.perturb > 0)))
+    throw InputError("--perturb", "must be a finite number > 0");
   check_out_dir(args.out);
   if (args.plot && args.out.empty()) throw InputError("--plot", "needs --out DIR");
   if (std::isfinite(args.horizon) && std::isfinite(args.record_every) && args.record_every > 0) {
@@ -188,6 +195,10 @@ void run(const FlowArgs& args, int& result) {
   const bool exact = args.w2 == "exact" || (args.w2 == "auto" && X0.rows() <= args.exact_limit);
   const bool want_w2 = args.w2 != "none";
 
+  // The second initial measure is built (and its errors reported) before either flow runs.
+  const Matrix<double> Y0 = args.perturb_given ? perturbed_particles(X0, w, args.perturb, args.perturb_seed,
+                                                                     fl::is_sphere_model(spec.model))
+                                               : Matrix<double>();
   const fl::Trajectory tr = fl::integrate(spec, X0, w, o);
   std::vector<Observation> obs;
   for (std::size_t k = 0; k < tr.times.size(); ++k) {
@@ -207,6 +218,17 @@ void run(const FlowArgs& args, int& result) {
       ob.w2_initial = ob.w2_previous = 0;
     }
     obs.push_back(ob);
+  }
+  std::unique_ptr<Stability> stability;
+  if (args.perturb_given) {
+    const fl::Trajectory ty = fl::integrate(spec, Y0, w, o);
+    std::function<double(const Matrix<double>&, const Matrix<double>&)> w2_between;
+    if (want_w2)
+      w2_between = [&](const Matrix<double>& X, const Matrix<double>& Y) {
+        return w2(X, Y, weights, exact, args.w2_epsilon, args.threads);
+      };
+    stability = std::make_unique<Stability>(
+        compare_trajectories(spec, tr, ty, w, args.perturb, args.perturb_seed, w2_between));
   }
   const std::string w2_label = !want_w2 ? "not computed"
                                : exact  ? "estimate (exact network simplex in floating point)"
@@ -247,6 +269,11 @@ void run(const FlowArgs& args, int& result) {
                     {"w2_to_initial", number_or_null(ob.w2_initial)},
                     {"w2_to_previous", number_or_null(ob.w2_previous)}});
   j["observables"] = rows;
+  if (stability) {
+    j["stability"] = to_json(*stability, w2_label);
+    j["certified_keys"] =
+        "the observables are estimates; the keys of stability whose names contain 'certified' are certified";
+  }
 
   if (!args.out.empty()) {
     const std::filesystem::path dir(args.out), partial(args.out + ".partial");
@@ -265,13 +292,24 @@ void run(const FlowArgs& args, int& result) {
       io::write_npy(partial / "states" / name.str(), tr.states[k]);
     }
     io::write_npy(partial / "final.npy", tr.states.back());
+    if (stability) write_csv((partial / "stability.csv").string(), *stability);
     if (args.plot) {
-      FlowPlotData data{tr.times, tr.states, {}, {}, {}, fl::to_string(spec.model), spec.beta};
+      FlowPlotData data;
+      data.times = tr.times;
+      data.states = tr.states;
+      data.model = fl::to_string(spec.model);
+      data.beta = spec.beta;
       for (const Observation& ob : obs) {
         data.energy.push_back(ob.energy);
         data.clusters.push_back(double(ob.clusters));
         data.w2_initial.push_back(ob.w2_initial);
       }
+      if (stability)
+        for (const StabilityRow& row : stability->rows) {
+          data.stability_times.push_back(row.time);
+          data.stability_distance.push_back(row.index_distance);
+          data.stability_bound.push_back(row.bound);
+        }
       const std::string problem = write_flow_plots(partial, data);
       if (!problem.empty()) std::cerr << "regatta flow: plots not rendered: " << problem << "\n";
     }
@@ -297,6 +335,7 @@ void run(const FlowArgs& args, int& result) {
                 << std::setw(10) << ob.clusters << std::setw(14) << number(ob.min_inner, 6) << std::setw(14)
                 << number(ob.max_inner, 6) << std::setw(14) << number(ob.w2_initial, 6) << std::setw(14)
                 << number(ob.w2_previous, 6) << "\n";
+    if (stability) print_table(std::cout, *stability, w2_label);
     if (!args.out.empty()) std::cout << "\nwritten    " << args.out << "\n";
   }
   result = tr.status == fl::FlowStatus::completed ? exit_ok : exit_check_failed;
@@ -337,6 +376,16 @@ void add_flow_command(CLI::App& app, int& result) {
                   "Write flow.json, observables.csv, states/*.npy, final.npy into DIR (new)");
   cmd->add_flag("--plot", args->plot, "With --out: gnuplot figures in DIR/plots");
   cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_option_function<double>(
+      "--perturb",
+      [args](double v) {
+        args->perturb = v;
+        args->perturb_given = true;
+      },
+      "Also run the flow from the initial particles moved by EPS (a-weighted l2, Gaussian direction; "
+      "projected back onto the sphere for the sphere models) and print the distance between the two flows "
+      "(estimate) next to the certified Gronwall bound e^(L t) d0 (sphere models)");
+  cmd->add_option("--perturb-seed", args->perturb_seed, "Seed of the --perturb direction (default 1)");
   cmd->callback([args, &result] { run(*args, result); });
 }
 

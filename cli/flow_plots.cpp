@@ -12,6 +12,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include <regatta/core/decimal.hpp>
+
 namespace regatta::cli {
 
 namespace {
@@ -61,6 +63,57 @@ std::string both_terminals(const std::string& stem, const std::string& size, con
 void write(const std::filesystem::path& p, const std::string& text) {
   std::ofstream f(p);
   f << text;
+}
+
+constexpr std::size_t max_frames = 150;
+constexpr Eigen::Index max_frame_points = 4000;
+
+/// particles.gif (gnuplot's gif terminal, animate): the particles at every recorded time (evenly thinned
+/// to max_frames; the first max_frame_points particles when there are more), the same view as
+/// particles.png. Returns the script's name.
+std::string write_animation(const std::filesystem::path& plots, const FlowPlotData& data,
+                            const std::string& header) {
+  const std::size_t count = data.times.size();
+  std::vector<std::size_t> frames;
+  for (std::size_t f = 0; f < std::min(count, max_frames); ++f)
+    frames.push_back(count <= max_frames ? f : f * (count - 1) / (max_frames - 1));
+  const Eigen::Index d = data.states.front().cols();
+  const Eigen::Index shown = std::min(data.states.front().rows(), max_frame_points);
+  const Eigen::Vector3d view = Eigen::Vector3d(1, 1, 1).normalized();
+  const Eigen::Vector3d e1 = Eigen::Vector3d(1, -1, 0).normalized(),
+                        e2 = Eigen::Vector3d(1, 1, -2).normalized();
+  std::ofstream dat(plots / "frames.dat");
+  dat << std::setprecision(6) << "# one block per frame (gnuplot index): u v front(1)/back(0); estimates\n";
+  for (std::size_t f : frames) {
+    const Matrix<double>& X = data.states[f];
+    for (Eigen::Index i = 0; i < shown; ++i) {
+      if (d == 2) {
+        dat << X(i, 0) << " " << X(i, 1) << " 1\n";
+      } else {
+        const Eigen::Vector3d x(X(i, 0), X(i, 1), X(i, 2));
+        dat << x.dot(e1) << " " << x.dot(e2) << " " << (x.dot(view) >= 0 ? 1 : 0) << "\n";
+      }
+    }
+    dat << "\n\n";
+  }
+  std::ostringstream gp;
+  gp << "set terminal gif animate delay 10 loop 0 size 600,640 font ',10'\nset output 'particles.gif'\n"
+     << "set size ratio -1\nunset key\nset xrange [-1.1:1.1]\nset yrange [-1.1:1.1]\nunset xtics\n"
+     << "unset ytics\nset parametric\nset trange [0:2*pi]\n";
+  const std::string what = (d == 3 ? "S^2 seen from (1,1,1) (filled: front, grey: back)" : "S^1") +
+                           std::string(shown < data.states.front().rows()
+                                           ? ", " + std::to_string(shown) + " of " +
+                                                 std::to_string(data.states.front().rows()) + " particles"
+                                           : "");
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    gp << "set title \"" << header << "\\n"
+       << what << "\\nt = " << data.times[frames[k]] << " [positions: estimates]\"\n"
+       << "plot cos(t), sin(t) with lines lc rgb '#999999', 'frames.dat' index " << k
+       << " using ($3 == 0 ? $1 : 1/0):2 with points pt 6 ps 0.5 lc rgb '#bbbbbb', '' index " << k
+       << " using ($3 == 1 ? $1 : 1/0):2 with points pt 7 ps 0.5 lc rgb '#1f77b4'\n";
+  }
+  write(plots / "animation.gp", gp.str());
+  return "animation.gp";
 }
 
 }  // namespace
@@ -139,6 +192,38 @@ std::string write_flow_plots(const std::filesystem::path& dir, const FlowPlotDat
           "set terminal pngcairo size 900,900 font ',10'\nset output 'particles.png'\n" + b +
               "set terminal svg size 900,900 font ',10'\nset output 'particles.svg'\n" + b);
     scripts.push_back("particles.gp");
+  }
+
+  // Stability: the measured distance between the two flows and the certified Grönwall bound.
+  if (!data.stability_times.empty()) {
+    std::ofstream dat(plots / "stability.dat");
+    dat << "# t index_distance(estimate) gronwall_bound(certified upper, rounded up)\n";
+    bool any_bound = false;
+    for (std::size_t k = 0; k < data.stability_times.size(); ++k) {
+      const double b = data.stability_bound[k];
+      any_bound = any_bound || std::isfinite(b);
+      std::ostringstream line;
+      line << std::setprecision(12) << data.stability_times[k] << " " << data.stability_distance[k] << " ";
+      dat << line.str() << (std::isfinite(b) ? upper_decimal(b, 10) : std::string("NaN")) << "\n";
+    }
+    std::ostringstream body;
+    body << "set title '" << header.str() << ": two nearby flows'\nset xlabel 't'\n"
+         << "set ylabel 'distance (a-weighted l2, index coupling)'\nset logscale y\nset format y '%.0e'\n"
+         << "set yrange [*:100]\n"
+         << "set grid\nset key top left\n"
+         << "plot 'stability.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints dt 2 pt 6 lw 2 title "
+            "'|X_t - Y_t|_a [estimate]'"
+         << (any_bound ? ", '' using 1:3 with linespoints dt 1 pt 7 lw 2 title 'Gronwall bound e^{Lt} d_0 "
+                         "[certified upper; beyond the top of the plot: off scale]'"
+                       : "")
+         << "\n";
+    write(plots / "stability.gp", both_terminals("stability", "800,500", body.str()));
+    scripts.push_back("stability.gp");
+  }
+
+  // The animation: every recorded state (at most max_frames, evenly spaced) as one frame of a GIF.
+  if (d == 2 || d == 3) {
+    scripts.push_back(write_animation(plots, data, header.str()));
   }
 
   for (const std::string& s : scripts) {

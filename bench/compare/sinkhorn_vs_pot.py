@@ -17,7 +17,10 @@ script prints that bound beside the difference.
 Runs: POT (float64, numpy on the dense M) at --tolerance and at --float32-tolerance, regatta's previous
 Sinkhorn (streamed pairwise::reduce, float64), regatta's attention-kernel Sinkhorn in float64 and in float32
 storage with float64 accumulation (float32 at --float32-tolerance: its scores carry ~1e-7 relative
-rounding), each plain and over-relaxed (--over-relaxation, the same fixed point). Each regatta row is compared
+rounding), each plain and over-relaxed (--over-relaxation, the same fixed point), each with the streamed
+log-domain iteration and with the dense-kernel scaling iteration (SinkhornKernel::dense: the stabilised
+Gibbs kernel materialised, absorbed and rebuilt per epsilon stage; convergence still decided on the exact
+log-domain marginal error). Each regatta row is compared
 with POT at the same tolerance. All with --threads threads (OMP_NUM_THREADS /
 OPENBLAS_NUM_THREADS set before numpy is imported; numpy's elementwise exp and logsumexp run on one thread
 whatever the setting). POT's time includes building M (it needs it) and is also shown without it.
@@ -99,17 +102,22 @@ def main():
     pots = {tol: pot_run(tol / np.sqrt(n)) for tol in sorted({ARGS.tolerance, ARGS.float32_tolerance})}
     eps = pots[ARGS.tolerance]["eps"]
     w = ARGS.over_relaxation
+    def attention(kernel, storage, tol, omega):
+        return ["sinkhorn_attention", xa, yb, 2, eps, tol, ARGS.threads, storage, 10**6, omega, kernel]
+
+    f32 = ARGS.float32_tolerance
     runs = [("regatta sinkhorn (pairwise::reduce), float64", ARGS.tolerance,
-             ["sinkhorn", xa, yb, 2, eps, ARGS.tolerance, ARGS.threads]),
-            ("regatta sinkhorn_sq_euclidean, float64", ARGS.tolerance,
-             ["sinkhorn_attention", xa, yb, 2, eps, ARGS.tolerance, ARGS.threads, "float64", 10**6, 1]),
-            (f"regatta sinkhorn_sq_euclidean, float64, over-relaxation {w:g}", ARGS.tolerance,
-             ["sinkhorn_attention", xa, yb, 2, eps, ARGS.tolerance, ARGS.threads, "float64", 10**6, w]),
-            ("regatta sinkhorn_sq_euclidean, float32 storage / float64 accumulation", ARGS.float32_tolerance,
-             ["sinkhorn_attention", xa, yb, 2, eps, ARGS.float32_tolerance, ARGS.threads, "float32", 10**6, 1]),
-            (f"regatta sinkhorn_sq_euclidean, float32 / float64 accumulation, over-relaxation {w:g}",
-             ARGS.float32_tolerance,
-             ["sinkhorn_attention", xa, yb, 2, eps, ARGS.float32_tolerance, ARGS.threads, "float32", 10**6, w])]
+             ["sinkhorn", xa, yb, 2, eps, ARGS.tolerance, ARGS.threads])]
+    for kernel in ("streamed", "dense"):
+        what = "log-domain, streamed" if kernel == "streamed" else "scaling, dense kernel (absorption)"
+        runs += [(f"sinkhorn_sq_euclidean {what}, float64", ARGS.tolerance,
+                  attention(kernel, "float64", ARGS.tolerance, 1)),
+                 (f"sinkhorn_sq_euclidean {what}, float64, over-relaxation {w:g}", ARGS.tolerance,
+                  attention(kernel, "float64", ARGS.tolerance, w)),
+                 (f"sinkhorn_sq_euclidean {what}, float32 storage / float64 accumulation", f32,
+                  attention(kernel, "float32", f32, 1)),
+                 (f"sinkhorn_sq_euclidean {what}, float32 / float64 accumulation, over-relaxation {w:g}", f32,
+                  attention(kernel, "float32", f32, w))]
     print(f"n = m = {n}, d = {d}, eps = {ARGS.relative_epsilon:g} * mean C = {eps:.6g}, threads = {ARGS.threads}, "
           f"seed = {ARGS.seed}, POT {ot.__version__}, numpy {np.__version__}, load: {os.getloadavg()}\n")
     print("| solver | tolerance | status | iterations | L1 marginal error | <P, C> | diff to POT (same tol.) | "
@@ -126,7 +134,7 @@ def main():
         bound = (p["l1"] + r["marginal_error"]) * p["cmax"]
         ok = r["status"] == "converged" and diff <= bound
         failures += not ok
-        print(f"| {name} | {tol:g} (L1, rows) | {r['status']} | {r['iterations']} | "
+        print(f"| {name} [{r.get('kernel', 'streamed')}] | {tol:g} (L1, rows) | {r['status']} | {r['iterations']} | "
               f"{r['marginal_error']:.1e} | {r['cost']:.12g} | {diff:.1e} | {bound:.1e}{'' if ok else ' FAIL'} | "
               f"{r['seconds']:.3f} | {p['with_m'] / r['seconds']:.1f} | {p['solve'] / r['seconds']:.1f} |")
 

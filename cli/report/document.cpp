@@ -97,8 +97,9 @@ void write_pages(const std::vector<Section>& sections, const ReportMeta& meta, O
       const Figure& f = s.figures[i];
       const bool ok = i < s.rendered.size() && s.rendered[i].rendered;
       md << "### Figure: " << f.title << "\n\n";
-      if (ok)
-        md << "![" << f.title << "](plots/" << f.id << ".svg)\n\n";
+      if (ok) md << "![" << f.title << "](plots/" << f.id << ".svg)\n\n";
+      if (ok && s.rendered[i].animated)
+        md << "Animation: ![" << f.title << " (animation)](plots/" << f.id << "_animation.gif)\n\n";
       else
         md << "(plot not rendered: " << (i < s.rendered.size() ? s.rendered[i].problem : "not published")
            << "; data in `plots/" << f.id << ".dat`)\n\n";
@@ -161,8 +162,10 @@ void write_pages(const std::vector<Section>& sections, const ReportMeta& meta, O
       const Figure& f = s.figures[i];
       const bool ok = i < s.rendered.size() && s.rendered[i].rendered;
       html << "<figure>\n";
-      if (ok)
-        html << "<img src=\"plots/" << f.id << ".svg\" alt=\"" << html_escape(f.title) << "\">\n";
+      if (ok) html << "<img src=\"plots/" << f.id << ".svg\" alt=\"" << html_escape(f.title) << "\">\n";
+      if (ok && s.rendered[i].animated)
+        html << "<img src=\"plots/" << f.id << "_animation.gif\" alt=\"" << html_escape(f.title)
+             << " (animation)\">\n";
       else
         html << "<p class=\"missing\">Plot not rendered: "
              << html_escape(i < s.rendered.size() ? s.rendered[i].problem : "not published") << "</p>\n";

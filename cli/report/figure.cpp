@@ -104,6 +104,83 @@ std::string legend(const Series& s) {
 
 bool plottable(double v, bool log_axis) { return std::isfinite(v) && (!log_axis || v > 0); }
 
+/// plots/<id>_animation.gif from figure.frames (see Figure::frames); true when it was produced.
+bool render_animation(const Figure& figure, OutputDir& out) {
+  const std::string stem = "plots/" + figure.id + "_animation";
+  std::ostringstream data;
+  data << "# " << figure.title << " (one block per curve and frame)\n";
+  double x_lo = INFINITY, x_hi = -INFINITY, y_lo = INFINITY, y_hi = -INFINITY;
+  std::vector<std::vector<std::pair<std::size_t, int>>> blocks(figure.frames.size());
+  int next = 0;
+  for (std::size_t k = 0; k < figure.frames.size(); ++k)
+    for (std::size_t s = 0; s < figure.frames[k].size(); ++s) {
+      const Series& series = figure.frames[k][s];
+      std::ostringstream block;
+      int points = 0;
+      for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
+        if (!plottable(series.x[i], figure.logx) || !plottable(series.y[i], figure.logy)) continue;
+        block << exact_decimal(series.x[i]) << " " << exact_decimal(series.y[i]) << "\n";
+        x_lo = std::min(x_lo, series.x[i]);
+        x_hi = std::max(x_hi, series.x[i]);
+        y_lo = std::min(y_lo, series.y[i]);
+        y_hi = std::max(y_hi, series.y[i]);
+        ++points;
+      }
+      if (points == 0) continue;
+      data << (next == 0 ? "" : "\n\n") << "# frame " << k << ": " << legend(series) << "\n" << block.str();
+      blocks[k].emplace_back(s, next++);
+    }
+  if (next == 0 || !gnuplot_available()) return false;
+  const double mx = 0.05 * std::max(x_hi - x_lo, 1e-12), my = 0.05 * std::max(y_hi - y_lo, 1e-12);
+  std::ostringstream gp;
+  gp << "# " << figure.title << " (animation)\n"
+     << "if (!exists('gifout')) gifout = " << single_quoted(stem + ".gif") << "\n"
+     << "set encoding utf8\nset terminal gif animate delay 12 loop 0 size 760,820 noenhanced font "
+        "'DejaVu Sans,12'\nset output gifout\n"
+     << "set xlabel " << quoted(figure.xlabel) << "\nset ylabel " << quoted(figure.ylabel) << "\n"
+     << "set xrange [" << x_lo - mx << ":" << x_hi + mx << "]\nset yrange [" << y_lo - my << ":" << y_hi + my
+     << "]\n"
+     << (figure.equal_axes ? "set size ratio -1\n" : "")
+     << "set key below center\nset grid lc rgb '#e0e0e0'\n";
+  for (std::size_t k = 0; k < figure.frames.size(); ++k) {
+    if (blocks[k].empty()) continue;
+    gp << "set title " << quoted(k < figure.frame_titles.size() ? figure.frame_titles[k] : figure.title)
+       << "\nplot ";
+    for (std::size_t b = 0; b < blocks[k].size(); ++b) {
+      const Series& s = figure.frames[k][blocks[k][b].first];
+      const std::size_t colour = std::size_t(s.colour >= 0 ? s.colour : int(blocks[k][b].first)) %
+                                 (sizeof palette / sizeof *palette);
+      const bool certified = s.kind == Kind::certified_lower || s.kind == Kind::certified_upper;
+      gp << single_quoted(figure.id + "_animation.dat") << " index " << blocks[k][b].second
+         << " using 1:2 with "
+         << (s.lines && !s.markers ? "lines"
+             : s.lines             ? "linespoints"
+                                   : "points")
+         << (s.markers ? " pt " + std::to_string(certified ? 7 : 6) + " ps 0.8" : std::string())
+         << " lc rgb '" << (s.kind == Kind::input ? "#444444" : palette[colour]) << "' title "
+         << quoted(legend(s)) << (b + 1 < blocks[k].size() ? ", " : "\n");
+    }
+  }
+  out.write(stem + ".dat", data.str());
+  out.write(stem + ".gp", gp.str());
+  const std::string gif_tmp = stem + ".gif.tmp";
+  const std::filesystem::path root = out.root();
+  // The script reads its data relative to plots/, so it runs there.
+  const int status =
+      run_program({"gnuplot", "-e", "gifout=" + single_quoted(figure.id + "_animation.gif.tmp"),
+                   figure.id + "_animation.gp"},
+                  root / "plots", root / "plots" / "gnuplot.log");
+  std::error_code ec;
+  if (status != 0 || !std::filesystem::exists(root / gif_tmp)) {
+    std::filesystem::remove(root / gif_tmp, ec);
+    return false;
+  }
+  std::filesystem::rename(root / gif_tmp, root / (stem + ".gif"), ec);
+  if (ec) return false;
+  out.record(stem + ".gif");
+  return true;
+}
+
 }  // namespace
 
 bool gnuplot_available() {
@@ -236,6 +313,7 @@ RenderResult render(const Figure& figure, OutputDir& out) {
   out.record(stem + ".svg");
   out.record(stem + ".png");
   result.rendered = true;
+  if (!figure.frames.empty()) result.animated = render_animation(figure, out);
   return result;
 }
 

@@ -38,6 +38,12 @@ struct Figure {
   std::string key = "auto";
   std::vector<Series> series;
   std::vector<std::pair<double, std::string>> vertical_lines;  ///< x positions with a label
+  /// Optional animation, plots/<id>_animation.gif (gnuplot's gif terminal): one list of curves per frame,
+  /// drawn with the figure's labels on axes fixed over all frames (equal scales when `equal_axes`);
+  /// frame_titles[k], when given, is the title of frame k (else the figure title).
+  std::vector<std::vector<Series>> frames;
+  std::vector<std::string> frame_titles;
+  bool equal_axes = false;
 
   /// Adds a curve; points with a non-finite coordinate (or ≤ 0 on a log axis) are left out of the plot.
   Figure& add(Series s);
@@ -48,6 +54,7 @@ bool gnuplot_available();
 
 struct RenderResult {
   bool rendered = false;  ///< both the SVG and the PNG were produced
+  bool animated = false;  ///< the figure has frames and plots/<id>_animation.gif was produced
   std::string problem;    ///< why not (empty when rendered)
 };
 

@@ -10,6 +10,9 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/pairwise.hpp>
+#include <type_traits>
+
+#include "sinkhorn_dense_kernel.hpp"
 
 namespace regatta::measures {
 
@@ -237,6 +240,165 @@ Eigen::RowVectorXd box_centre(const Matrix<double>& x, const Matrix<double>& y) 
 
 }  // namespace
 
+namespace {
+
+/// Where the iteration stands (shared by the two evaluation paths, so one can hand over to the other).
+struct LoopState {
+  double epsilon = 0;
+  int in_stage = 0;
+  bool relaxing = false;
+  double previous_error = inf;
+};
+
+/// The log-domain iteration from (r.f, r.g) until convergence or the budget; true when converged.
+/// Over-relaxation at the target ε (while relaxing is on): h ← h + ω (T(h′) − h) for both potentials. The
+/// stopping test is only applied to plain iterations (exact columns); relaxing stops once the row error is
+/// within 10 × tolerance, or as soon as it grows (then the plain iteration finishes from where it is).
+bool log_domain_iterations(Transform& row_transform, Transform& col_transform, const Vector<double>& a,
+                           const Vector<double>& b, const AttentionSinkhornOptions& options, LoopState& s,
+                           SinkhornResult<double>& r) {
+  const SinkhornOptions& o = options.sinkhorn;
+  const double omega = options.over_relaxation;
+  while (r.iterations < o.max_iterations) {
+    const bool at_target = s.epsilon == o.epsilon;
+    const bool relaxed = s.relaxing && at_target;
+    const Vector<double> g_plain = col_transform(r.f, s.epsilon);
+    r.g = relaxed ? Vector<double>(r.g + omega * (g_plain - r.g)) : g_plain;
+    const Vector<double> f_new = row_transform(r.g, s.epsilon);
+    ++r.iterations;
+    ++s.in_stage;
+    const double error = at_target ? row_marginal_error(a, r.f, f_new, s.epsilon) : inf;
+    if (relaxed && (!(error <= s.previous_error * 2) || error <= 10 * o.tolerance)) s.relaxing = false;
+    if (at_target) s.previous_error = error;
+    if (at_target && !relaxed && error <= o.tolerance) {
+      evaluate(row_transform, a, b, s.epsilon, r);
+      if (r.marginal_error <= o.tolerance) return true;
+    }
+    if (r.iterations >= o.max_iterations) break;
+    r.f = relaxed ? Vector<double>(r.f + omega * (f_new - r.f)) : f_new;
+    advance_stage(s.epsilon, s.in_stage, r.stages, at_target, o);
+  }
+  return false;
+}
+
+enum class DenseOutcome { converged, exhausted, hand_over };
+
+bool positive_finite(const Vector<double>& v) { return v.allFinite() && (v.array() > 0).all(); }
+
+/// h^{1−ω} h_new^ω elementwise (the over-relaxed update of a scaling; ω = 1: h_new).
+Vector<double> relax(const Vector<double>& h, const Vector<double>& h_new, double omega) {
+  if (omega == 1) return h_new;
+  return ((1 - omega) * h.array().log() + omega * h_new.array().log()).exp().matrix();
+}
+
+/// The same iteration in the scaling form on a materialised stabilised kernel (SinkhornKernel::dense):
+/// f = α + ε log u, g = β + ε log v, P_ij = a_i b_j u_i K_ij v_j. Starts from (r.f, r.g) and leaves in
+/// (r.f, r.g) the potentials of the state it stops in (finite: a hand-over starts from them).
+template <class T>
+DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, Transform& row_transform,
+                              const Vector<double>& a, const Vector<double>& b,
+                              const AttentionSinkhornOptions& options, int threads, LoopState& s,
+                              SinkhornResult<double>& r) {
+  const SinkhornOptions& o = options.sinkhorn;
+  const double omega = options.over_relaxation;
+  // Scalings beyond e^{±threshold} are absorbed into the potentials and K is rebuilt: entries of K that
+  // flush to 0 then stand for plan entries below e^{2 threshold} · (smallest normal of T) · a_i b_j.
+  const double threshold = std::is_same_v<T, float> ? 10.0 : 30.0;
+  detail::DenseGibbsKernel<T> kernel(x, y, threads);
+  Vector<double> alpha = r.f, beta = r.g;
+  Vector<double> u = Vector<double>::Ones(a.size()), v = Vector<double>::Ones(b.size()), u_prev;
+  Vector<double> row_sums, col_sums;
+  double built = s.epsilon;
+  auto rebuild = [&] {
+    alpha += built * u.array().log().matrix();
+    beta += built * v.array().log().matrix();
+    built = s.epsilon;
+    kernel.build(alpha, beta, built);
+    u.setOnes();
+    v.setOnes();
+    kernel.apply_transpose(a, col_sums);
+  };
+  auto store = [&](const Vector<double>& uu, const Vector<double>& vv) {
+    r.f = alpha + built * uu.array().log().matrix();
+    r.g = beta + built * vv.array().log().matrix();
+  };
+  kernel.build(alpha, beta, built);
+  kernel.apply_transpose(a, col_sums);
+  while (r.iterations < o.max_iterations) {
+    const bool at_target = s.epsilon == o.epsilon;
+    const bool relaxed = s.relaxing && at_target;
+    if (!positive_finite(col_sums)) {
+      store(u, v);
+      return DenseOutcome::hand_over;
+    }
+    v = relax(v, col_sums.cwiseInverse(), relaxed ? omega : 1);  // columns: v_j = 1/Σ_i K_ij a_i u_i
+    u_prev = u;
+    kernel.sweep(b.cwiseProduct(v), relaxed ? omega : 1, a, u, row_sums, col_sums);
+    if (!positive_finite(row_sums)) {
+      store(u_prev, v);
+      return DenseOutcome::hand_over;
+    }
+    ++r.iterations;
+    ++s.in_stage;
+    // Row marginal of the plan of (u_prev, v): a_i u_prev_i Σ_j K_ij b_j v_j.
+    const double error = at_target ? (a.array() * (u_prev.array() * row_sums.array() - 1).abs()).sum() : inf;
+    if (relaxed && (!(error <= s.previous_error * 2) || error <= 10 * o.tolerance)) s.relaxing = false;
+    if (at_target) s.previous_error = error;
+    if (at_target && !relaxed && error <= o.tolerance) {
+      store(u_prev, v);
+      evaluate(row_transform, a, b, s.epsilon, r);  // the exact (streamed) marginal error decides
+      if (r.marginal_error <= o.tolerance) return DenseOutcome::converged;
+      return DenseOutcome::hand_over;  // K's rounding floor is above the tolerance
+    }
+    if (r.iterations >= o.max_iterations) {
+      store(u_prev, v);
+      return DenseOutcome::exhausted;
+    }
+    if (!positive_finite(u)) {
+      // The row update left the representable range: hand over from the last representable state.
+      store(u_prev, v);
+      return DenseOutcome::hand_over;
+    }
+    const double epsilon_before = s.epsilon;
+    advance_stage(s.epsilon, s.in_stage, r.stages, at_target, o);
+    const bool absorb =
+        u.array().log().abs().maxCoeff() > threshold || v.array().log().abs().maxCoeff() > threshold;
+    if (absorb || s.epsilon != epsilon_before) rebuild();
+  }
+  store(u, v);
+  return DenseOutcome::exhausted;
+}
+
+int team_size(const AttentionSinkhornOptions& options, Eigen::Index n, Eigen::Index m) {
+  const int threads = options.sinkhorn.reduce_options.threads;
+  if (threads > 0) return threads;
+  return std::int64_t(n) * m < single_thread_pairs ? 1 : omp_get_max_threads();
+}
+
+}  // namespace
+
+const char* to_string(SinkhornKernel kernel) {
+  switch (kernel) {
+    case SinkhornKernel::automatic:
+      return "automatic";
+    case SinkhornKernel::streamed:
+      return "streamed";
+    case SinkhornKernel::dense:
+      return "dense";
+  }
+  return "unknown";
+}
+
+bool uses_dense_kernel(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
+                       const AttentionSinkhornOptions& options) {
+  if (options.kernel == SinkhornKernel::streamed) return false;
+  if (!(mu.weights().array() > 0).all() || !(nu.weights().array() > 0).all()) return false;
+  if (options.kernel == SinkhornKernel::dense) return true;
+  const std::size_t entry = options.storage == SinkhornStorage::float32 ? sizeof(float) : sizeof(double);
+  const auto n = static_cast<std::size_t>(mu.size()), m = static_cast<std::size_t>(nu.size());
+  return n * m <= options.dense_kernel_bytes / entry;
+}
+
 SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
                                              const DiscreteMeasure<double>& nu,
                                              const AttentionSinkhornOptions& options) {
@@ -251,47 +413,30 @@ SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
 
   SinkhornResult<double> r;
   r.epsilon = o.epsilon;
-  double epsilon = initial_epsilon(x, y, o);
+  LoopState s;
+  s.epsilon = initial_epsilon(x, y, o);
+  s.relaxing = options.over_relaxation > 1;
   r.g = Vector<double>::Zero(nu.size());
-  r.f = row_transform(r.g, epsilon);
+  r.f = row_transform(r.g, s.epsilon);
   r.stages = 1;
-  int in_stage = 0;
-  bool converged = false;
-  // Over-relaxation at the target ε (while relaxing is on): h ← h + ω (T(h′) − h) for both potentials. The
-  // stopping test is only applied to plain iterations (exact columns); relaxing stops once the row error is
-  // within 10 × tolerance, or as soon as it grows (then the plain iteration finishes from where it is).
-  const double omega = options.over_relaxation;
-  bool relaxing = omega > 1;
-  double previous_error = std::numeric_limits<double>::infinity();
-  while (r.iterations < o.max_iterations) {
-    const bool at_target = epsilon == o.epsilon;
-    const bool relaxed = relaxing && at_target;
-    const Vector<double> g_plain = col_transform(r.f, epsilon);
-    r.g = relaxed ? Vector<double>(r.g + omega * (g_plain - r.g)) : g_plain;
-    const Vector<double> f_new = row_transform(r.g, epsilon);
-    ++r.iterations;
-    ++in_stage;
-    const double error = at_target ? row_marginal_error(a, r.f, f_new, epsilon) : inf;
-    if (relaxed && (!(error <= previous_error * 2) || error <= 10 * o.tolerance)) relaxing = false;
-    if (at_target) previous_error = error;
-    if (at_target && !relaxed && error <= o.tolerance) {
-      evaluate(row_transform, a, b, epsilon, r);
-      if (r.marginal_error <= o.tolerance) {
-        converged = true;
-        break;
-      }
-    }
-    if (r.iterations >= o.max_iterations) break;
-    r.f = relaxed ? Vector<double>(r.f + omega * (f_new - r.f)) : f_new;
-    advance_stage(epsilon, in_stage, r.stages, at_target, o);
+  bool converged = false, done = false;
+  if (uses_dense_kernel(mu, nu, options)) {
+    const int threads = team_size(options, mu.size(), nu.size());
+    const DenseOutcome outcome =
+        options.storage == SinkhornStorage::float32
+            ? dense_iterations<float>(x, y, row_transform, a, b, options, threads, s, r)
+            : dense_iterations<double>(x, y, row_transform, a, b, options, threads, s, r);
+    converged = outcome == DenseOutcome::converged;
+    done = outcome != DenseOutcome::hand_over;
   }
-  if (epsilon != o.epsilon) {
-    epsilon = o.epsilon;
+  if (!done) converged = log_domain_iterations(row_transform, col_transform, a, b, options, s, r);
+  if (s.epsilon != o.epsilon) {
+    s.epsilon = o.epsilon;
     ++r.stages;
-    r.f = row_transform(r.g, epsilon);
-    r.g = col_transform(r.f, epsilon);
+    r.f = row_transform(r.g, s.epsilon);
+    r.g = col_transform(r.f, s.epsilon);
   }
-  if (!converged) evaluate(row_transform, a, b, epsilon, r);
+  if (!converged) evaluate(row_transform, a, b, s.epsilon, r);
   r.status = converged ? SinkhornStatus::converged : SinkhornStatus::max_iterations;
   return r;
 }

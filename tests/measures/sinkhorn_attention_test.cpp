@@ -118,17 +118,91 @@ TEST(SinkhornAttention, Float32StorageMeetsItsToleranceAndStaysNearFloat64) {
   o.sinkhorn.epsilon = 0.1;
   o.sinkhorn.tolerance = 1e-4;  // above the float32 floor ~ eps_f · max|t| ~ 1e-7 · 100
   const SinkhornResult<double> r64 = sinkhorn_sq_euclidean(mu, nu, o);
-  for (bool acc : {true, false}) {
+  for (int variant = 0; variant < 3; ++variant) {  // streamed (double / float accumulation), dense
     o.storage = SinkhornStorage::float32;
-    o.accumulate_double = acc;
+    o.accumulate_double = variant != 1;
+    o.kernel = variant == 2 ? SinkhornKernel::dense : SinkhornKernel::streamed;
     const SinkhornResult<double> r32 = sinkhorn_sq_euclidean(mu, nu, o);
-    ASSERT_TRUE(r32.converged()) << r32.marginal_error;
+    ASSERT_TRUE(r32.converged()) << variant << " " << r32.marginal_error;
     // Both plans within tolerance of feasibility: costs agree to 2 · tolerance · max C.
     EXPECT_NEAR(r32.cost, r64.cost, 2 * o.sinkhorn.tolerance * max_cost(mu, nu));
     const DensePlan plan = dense_plan(mu, nu, r32);
     // The float32 evaluation of the marginal differs from the exact one by O(eps_f · |t| · n) per row sum.
     EXPECT_LE(plan.row_error, o.sinkhorn.tolerance + testing::rounding_bound<float>(64, nu.size()));
   }
+}
+
+// The dense scaling iteration (SinkhornKernel::dense) is the log-domain iteration in other coordinates: the
+// same plan to the tolerance, the same number of iterations up to threshold decisions taken on rounded
+// errors, and `converged` decided on the exact (streamed) marginal error of the returned potentials, which
+// the dense plan rebuilt here from those potentials confirms.
+TEST(SinkhornAttention, DenseScalingIterationReachesTheLogDomainPlan) {
+  for (Eigen::Index d : {2, 3, 10}) {
+    const auto mu = random_measure(45, d, 40 + d);
+    const auto nu = random_measure(38, d, 50 + d, 0.5);
+    const double cmax = max_cost(mu, nu);
+    for (double epsilon : {1.0, 0.05}) {
+      for (double omega : {1.0, 1.5}) {
+        AttentionSinkhornOptions o;
+        o.sinkhorn.epsilon = epsilon;
+        o.sinkhorn.tolerance = 1e-10;
+        o.over_relaxation = omega;
+        o.kernel = SinkhornKernel::streamed;
+        const SinkhornResult<double> reference = sinkhorn_sq_euclidean(mu, nu, o);
+        o.kernel = SinkhornKernel::dense;
+        ASSERT_TRUE(uses_dense_kernel(mu, nu, o));
+        const SinkhornResult<double> dense = sinkhorn_sq_euclidean(mu, nu, o);
+        ASSERT_TRUE(dense.converged()) << d << " " << epsilon << " " << omega << " " << dense.marginal_error;
+        ASSERT_TRUE(reference.converged());
+        EXPECT_LE(std::abs(dense.iterations - reference.iterations), 2)
+            << d << " " << epsilon << " " << omega;
+        EXPECT_NEAR(dense.cost, reference.cost, 4 * o.sinkhorn.tolerance * cmax);
+        const DensePlan plan = dense_plan(mu, nu, dense);
+        const double sum_tol = testing::rounding_bound<double>(16, mu.size() * nu.size());
+        EXPECT_NEAR(plan.row_error, dense.marginal_error, sum_tol);
+        EXPECT_LE(plan.row_error, o.sinkhorn.tolerance + sum_tol);
+        // Columns come from K's products: exact up to the rounding of K's entries and sums.
+        EXPECT_LE(plan.column_error, 1e-12);
+        EXPECT_NEAR(plan.cost, dense.cost, sum_tol * cmax * 4);
+      }
+    }
+  }
+}
+
+// Far-apart clouds at a small ε: the potentials move by many ε per stage, so the scalings are absorbed and
+// the kernel rebuilt again and again (or the log-domain iteration takes over); the result is still the
+// streamed one.
+TEST(SinkhornAttention, DenseKernelSurvivesAbsorptionsOnSeparatedClouds) {
+  const auto mu = random_measure(30, 3, 61);
+  const auto nu = random_measure(25, 3, 62, 6.0);
+  AttentionSinkhornOptions o;
+  o.sinkhorn.epsilon = 0.02;
+  o.sinkhorn.tolerance = 1e-9;
+  o.kernel = SinkhornKernel::streamed;
+  const SinkhornResult<double> reference = sinkhorn_sq_euclidean(mu, nu, o);
+  for (SinkhornStorage storage : {SinkhornStorage::float64, SinkhornStorage::float32}) {
+    o.storage = storage;
+    o.sinkhorn.tolerance = storage == SinkhornStorage::float32 ? 1e-4 : 1e-9;
+    o.kernel = SinkhornKernel::dense;
+    const SinkhornResult<double> dense = sinkhorn_sq_euclidean(mu, nu, o);
+    ASSERT_TRUE(dense.converged()) << to_string(storage) << " " << dense.marginal_error;
+    EXPECT_NEAR(dense.cost, reference.cost, 4 * o.sinkhorn.tolerance * max_cost(mu, nu))
+        << to_string(storage);
+  }
+}
+
+TEST(SinkhornAttention, DenseKernelOnlyWithinItsMemoryBudgetAndForPositiveWeights) {
+  const auto mu = random_measure(40, 3, 1), nu = random_measure(30, 3, 2);
+  AttentionSinkhornOptions o;
+  EXPECT_TRUE(uses_dense_kernel(mu, nu, o));
+  o.dense_kernel_bytes = 40 * 30 * sizeof(double) - 1;
+  EXPECT_FALSE(uses_dense_kernel(mu, nu, o));
+  o.storage = SinkhornStorage::float32;
+  EXPECT_TRUE(uses_dense_kernel(mu, nu, o));
+  o.kernel = SinkhornKernel::streamed;
+  EXPECT_FALSE(uses_dense_kernel(mu, nu, o));
+  o.kernel = SinkhornKernel::dense;
+  EXPECT_FALSE(uses_dense_kernel(random_measure(40, 3, 1, 0, true), nu, o)) << "a zero weight";
 }
 
 TEST(SinkhornAttention, DivergenceMatchesThePairwiseDivergenceAndVanishesOnEqualMeasures) {
