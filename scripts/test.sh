@@ -31,7 +31,8 @@ if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
   # Without NDEBUG, so regatta's own assert()s run; Eigen's internal index checks stay off (EIGEN_NO_DEBUG),
   # which would multiply the run time of the -O1 kernels.
   REGATTA_BUILD_DIR="$build-sanitize" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DEIGEN_NO_DEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF
+    "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DEIGEN_NO_DEBUG" -DREGATTA_SANITIZE=ON -DREGATTA_BUILD_TESTS=ON -DREGATTA_BUILD_BENCHMARKS=OFF \
+    -DREGATTA_MPI=OFF  # mpirun under ASan reports the MPI library's own allocations; MPI runs in the Release pass
   # The operators_* and proofs_check_* unit batteries are not built here (tests/CMakeLists.txt); three heavy
   # CLI / numerical cases run in the Release pass only (20-35 s each at -O0 under ASan; report_quick covers
   # the report code, the certify bad-input tests the certify parsing, the other SpectralNormFast cases it).
