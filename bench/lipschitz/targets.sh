@@ -36,21 +36,20 @@ for w in $which; do
         done
       done ;;
     l2big)
-      for n in 5 6; do
+      for n in ${BNB_BIG_N:-5 6}; do
         mpirun -n 2 "$regatta" lipschitz --kim-unit --n $n --box 3 --time-limit $limit --checkpoint "$tmp/cp$n.json" \
           --json >"$tmp/o.json" 2>/dev/null
         row "L2 unit, d = 1, N = $n, box R = 3, 2-norm" "$tmp/o.json"
       done ;;
     dot)
-      for spec in "d=1,heads=1,seed=1 --n 3" "d=2,heads=1,seed=1 --n 2" "d=2,heads=1,seed=1 --n 3"; do
-        for R in 1 2; do
-          # shellcheck disable=SC2086
-          "$regatta" lipschitz --random $spec --ball $R --time-limit $limit --json >"$tmp/o.json" 2>/dev/null
-          row "dot random $spec, ball R = $R, 2-norm" "$tmp/o.json"
-        done
+      for run in "d=1,heads=1,seed=1 --n 2 --ball 1" "d=1,heads=1,seed=1 --n 3 --ball 1" \
+                 "d=1,heads=1,seed=1 --n 3 --ball 2" "d=2,heads=1,seed=1 --n 2 --ball 1"; do
+        # shellcheck disable=SC2086
+        "$regatta" lipschitz --random $run --time-limit $limit --json >"$tmp/o.json" 2>/dev/null
+        row "dot random $run, 2-norm" "$tmp/o.json"
       done ;;
     mpi)
-      args=(lipschitz --kim-unit --n 4 --box 3 --gap 2e-3 --json)
+      args=(lipschitz --kim-unit --n 4 --box 3 --gap ${BNB_SPEEDUP_GAP:-4e-3} --json)
       "$regatta" "${args[@]}" --threads 1 >"$tmp/one.json" 2>/dev/null
       row "speed-up baseline: ${args[*]:1} (1 process, 1 thread)" "$tmp/one.json"
       mpirun -n 2 "$regatta" "${args[@]}" >"$tmp/two.json" 2>/dev/null
