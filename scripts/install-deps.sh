@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
+  openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot
 )
