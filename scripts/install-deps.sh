@@ -11,7 +11,7 @@ packages=(
   gnuplot-nox
   openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot python3-tqdm
 )
 
 missing=()

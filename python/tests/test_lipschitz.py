@@ -3,6 +3,7 @@ calls: the same numbers to the last bit), against an independent Jacobian (torch
 the interrupt / progress machinery of long searches."""
 import math
 import signal
+import sys
 import threading
 import time
 from decimal import Decimal
@@ -206,3 +207,19 @@ def test_measure_lipschitz_is_the_command_lines(tmp_path, cli, cross, extra):
     assert np.array_equal(np.load(tmp_path / "w_mu.npy"), r.witness[0])
     with pytest.raises(regatta.InputError, match="^m: applies to cross-attention only"):
         layer.measure_lipschitz(4, m=3)
+
+
+def test_progress_true_draws_a_tqdm_bar_on_stderr(capsys):
+    pytest.importorskip("tqdm")
+    layer = regatta.Layer.random(d=8, heads=2, seed=2)
+    layer.bracket(16, radius=1.0, budget=0, evaluations=400, progress=True)
+    err = capsys.readouterr().err
+    assert "search" in err and "400" in err  # the bar names the stage and its total
+
+
+def test_progress_true_without_tqdm_is_quiet(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # makes `import tqdm...` raise ImportError
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    layer = regatta.Layer.random(d=8, heads=2, seed=2)
+    layer.bracket(16, radius=1.0, budget=0, evaluations=400, progress=True)
+    assert capsys.readouterr().err == ""
