@@ -20,8 +20,8 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/resources.hpp>
-#include <regatta/operators/lipschitz/branch_bound.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
+#include <regatta/operators/lipschitz/branch_bound.hpp>
 #include "command.hpp"
 #include "json_output.hpp"
 #include "layer_options.hpp"
@@ -78,9 +78,12 @@ lip::Symmetries parse_symmetries(const std::string& text) {
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item == "permutation") s.permutation = true;
-    else if (item == "translation") s.translation = true;
-    else if (item == "sign") s.sign = true;
+    if (item == "permutation")
+      s.permutation = true;
+    else if (item == "translation")
+      s.translation = true;
+    else if (item == "sign")
+      s.sign = true;
     else
       throw InputError("--symmetry", "unknown reduction '" + item +
                                          "' (all, none, or a list of permutation, translation, sign)");
@@ -90,21 +93,25 @@ lip::Symmetries parse_symmetries(const std::string& text) {
 
 std::string describe(const lip::Symmetries& s) {
   std::string out;
-  for (const auto& [on, name] : {std::pair{s.permutation, "permutation"}, std::pair{s.translation, "translation"},
-                                 std::pair{s.sign, "sign"}})
+  for (const auto& [on, name] : {std::pair{s.permutation, "permutation"},
+                                 std::pair{s.translation, "translation"}, std::pair{s.sign, "sign"}})
     if (on) out += (out.empty() ? "" : ", ") + std::string(name);
   return out.empty() ? "none" : out;
 }
 
 nlohmann::json checkpoint_json(const lip::BranchBound& problem, const lip::BnbState& state) {
-  return {{"format", checkpoint_format}, {"problem", problem.problem_json()}, {"state", lip::state_to_json(state)}};
+  return {{"format", checkpoint_format},
+          {"problem", problem.problem_json()},
+          {"state", lip::state_to_json(state)}};
 }
 
 lip::BnbState read_resume(const lip::BranchBound& problem, const std::string& file) {
   const nlohmann::json j = io::read_json(file);
   if (!j.is_object() || !j.contains("format") || j.at("format") != checkpoint_format)
-    throw InputError(file, std::string("is not a regatta lipschitz checkpoint (format ") + checkpoint_format + ")");
-  if (const auto why = lip::BranchBound::describe_mismatch(problem.problem_json(), j.value("problem", nlohmann::json())))
+    throw InputError(file,
+                     std::string("is not a regatta lipschitz checkpoint (format ") + checkpoint_format + ")");
+  if (const auto why =
+          lip::BranchBound::describe_mismatch(problem.problem_json(), j.value("problem", nlohmann::json())))
     throw InputError(file, "was written for another problem: " + *why);
   if (!j.contains("state")) throw InputError(file, "has no 'state'");
   return lip::state_from_json(j.at("state"), problem.dimension(), file);
@@ -145,7 +152,8 @@ void run(const LipschitzArgs& args, int& result) {
   }
   if (args.n < 1) throw InputError("--n", "is required (sequence length >= 1)");
   if (args.box.has_value() == args.ball.has_value())
-    throw InputError("--box/--ball", "give exactly one domain: --box R ([-R, R]^(n x d)) or --ball R (||x_i|| <= R)");
+    throw InputError("--box/--ball",
+                     "give exactly one domain: --box R ([-R, R]^(n x d)) or --ball R (||x_i|| <= R)");
   lip::BnbDomain domain;
   domain.shape = args.box ? lip::DomainShape::box : lip::DomainShape::ball;
   domain.radius = args.box ? *args.box : *args.ball;
@@ -192,10 +200,13 @@ void run(const LipschitzArgs& args, int& result) {
 
   auto last_checkpoint = std::chrono::steady_clock::now();
   std::string stopped_by;
-  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const std::uint64_t first_step = state.steps;
   const auto should_stop = [&](const lip::BnbState& s) {
-    if (args.max_steps > 0 && s.steps - first_step >= std::uint64_t(args.max_steps)) stopped_by = "--max-steps";
+    if (args.max_steps > 0 && s.steps - first_step >= std::uint64_t(args.max_steps))
+      stopped_by = "--max-steps";
     if (args.max_boxes > 0 && s.evaluated >= std::uint64_t(args.max_boxes)) stopped_by = "--max-boxes";
     if (args.time_limit > 0 && seconds() >= args.time_limit) stopped_by = "--time-limit";
     return !stopped_by.empty();
@@ -226,11 +237,12 @@ void run(const LipschitzArgs& args, int& result) {
   const lip::BnbBracket b = problem.bracket(state);
   const double relative = b.lower > 0 ? (b.upper - b.lower) / b.lower : std::nan("");
   const std::vector<lip::BoundReport> bounds = published_bounds(resolved, domain, bnb.norm);
-  const std::string domain_text =
-      domain.shape == lip::DomainShape::box
-          ? "box [-" + number(domain.radius) + ", " + number(domain.radius) + "]^(" + std::to_string(domain.n) +
-                " x " + std::to_string(resolved.layer.d) + ")"
-          : "ball ||x_i|| <= " + number(domain.radius) + " for each of " + std::to_string(domain.n) + " tokens";
+  const std::string domain_text = domain.shape == lip::DomainShape::box
+                                      ? "box [-" + number(domain.radius) + ", " + number(domain.radius) +
+                                            "]^(" + std::to_string(domain.n) + " x " +
+                                            std::to_string(resolved.layer.d) + ")"
+                                      : "ball ||x_i|| <= " + number(domain.radius) + " for each of " +
+                                            std::to_string(domain.n) + " tokens";
   if (args.json) {
     nlohmann::json jb = nlohmann::json::array();
     for (const auto& r : bounds)
@@ -238,25 +250,26 @@ void run(const LipschitzArgs& args, int& result) {
                     {"certified_upper", number_or_null(r.certified_upper)},
                     {"ratio_to_upper", number_or_null(r.certified_upper / b.upper)},
                     {"note", r.note}});
-    const nlohmann::json out = {{"lower", b.lower},
-                                {"lower_kind", "certified"},
-                                {"upper", number_or_null(b.upper)},
-                                {"upper_kind", "certified"},
-                                {"relative_gap", number_or_null(relative)},
-                                {"requested_gap", args.gap},
-                                {"gap_reached", b.gap_reached},
-                                {"stopped_by", stopped_by.empty() ? nlohmann::json() : nlohmann::json(stopped_by)},
-                                {"norm", lip::to_string(bnb.norm)},
-                                {"domain", problem.problem_json().at("domain")},
-                                {"symmetries", describe(problem.symmetries())},
-                                {"witness", state.witness},
-                                {"boxes_evaluated", state.evaluated},
-                                {"frontier", state.frontier.size()},
-                                {"steps", state.steps},
-                                {"processes", ranks},
-                                {"resumed", resumed},
-                                {"seconds", seconds()},
-                                {"published_bounds", jb}};
+    const nlohmann::json out = {
+        {"lower", b.lower},
+        {"lower_kind", "certified"},
+        {"upper", number_or_null(b.upper)},
+        {"upper_kind", "certified"},
+        {"relative_gap", number_or_null(relative)},
+        {"requested_gap", args.gap},
+        {"gap_reached", b.gap_reached},
+        {"stopped_by", stopped_by.empty() ? nlohmann::json() : nlohmann::json(stopped_by)},
+        {"norm", lip::to_string(bnb.norm)},
+        {"domain", problem.problem_json().at("domain")},
+        {"symmetries", describe(problem.symmetries())},
+        {"witness", state.witness},
+        {"boxes_evaluated", state.evaluated},
+        {"frontier", state.frontier.size()},
+        {"steps", state.steps},
+        {"processes", ranks},
+        {"resumed", resumed},
+        {"seconds", seconds()},
+        {"published_bounds", jb}};
     std::cout << json_text(out) << "\n";
   } else {
     std::cout << "layer      " << describe(resolved) << "\n"
@@ -266,13 +279,16 @@ void run(const LipschitzArgs& args, int& result) {
               << "upper      " << upper_number(b.upper)
               << "  (certified: largest region enclosure over the remaining boxes)\n"
               << "gap        " << number(relative, 4) << " relative (requested " << number(args.gap) << "; "
-              << (b.gap_reached ? "reached" : "NOT reached, stopped by " + (stopped_by.empty() ? std::string("an unsplittable box") : stopped_by))
+              << (b.gap_reached ? "reached"
+                                : "NOT reached, stopped by " +
+                                      (stopped_by.empty() ? std::string("an unsplittable box") : stopped_by))
               << ")\n"
               << "search     " << state.evaluated << " boxes evaluated, " << state.frontier.size()
               << " in the frontier, " << state.steps << " batches, " << ranks << " process(es), "
               << number(seconds(), 4) << " s" << (resumed ? ", resumed from " + args.resume : "") << "\n";
     std::cout << "witness    X = [";
-    for (std::size_t i = 0; i < state.witness.size(); ++i) std::cout << (i ? ", " : "") << number(state.witness[i], 17);
+    for (std::size_t i = 0; i < state.witness.size(); ++i)
+      std::cout << (i ? ", " : "") << number(state.witness[i], 17);
     std::cout << "] (row-major n x d)\n";
     for (const auto& r : bounds)
       std::cout << "bound      " << lip::info(r.bound).id << " <= " << upper_number(r.certified_upper, 6)
@@ -287,25 +303,29 @@ void run(const LipschitzArgs& args, int& result) {
 
 void add_lipschitz_command(CLI::App& app, int& result) {
   auto args = std::make_shared<LipschitzArgs>();
-  auto* cmd = app.add_subcommand(
-      "lipschitz",
-      "Certified Lipschitz constant of a layer on a box or ball domain, by branch and bound (MPI with mpirun)");
+  auto* cmd = app.add_subcommand("lipschitz",
+                                 "Certified Lipschitz constant of a layer on a box or ball domain, by branch "
+                                 "and bound (MPI with mpirun)");
   add_layer_options(cmd, args->layer);
   cmd->add_flag("--kim-unit", args->kim_unit, "Kim et al.'s setting: L2 attention, d = H = 1, unit weights");
-  cmd->add_option("--n", args->n, "Sequence length (required; n*d <= " + std::to_string(lip::bnb_max_dimension) + ")")
+  cmd->add_option("--n", args->n,
+                  "Sequence length (required; n*d <= " + std::to_string(lip::bnb_max_dimension) + ")")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
-  cmd->add_option_function<double>("--box", [args](double v) { args->box = v; },
-                                   "Domain [-R, R]^(n x d): every entry of X in [-R, R]")
+  cmd->add_option_function<double>(
+         "--box", [args](double v) { args->box = v; }, "Domain [-R, R]^(n x d): every entry of X in [-R, R]")
       ->check(positive());
-  cmd->add_option_function<double>("--ball", [args](double v) { args->ball = v; },
-                                   "Domain: every token in the Euclidean ball ||x_i|| <= R")
+  cmd->add_option_function<double>(
+         "--ball", [args](double v) { args->ball = v; },
+         "Domain: every token in the Euclidean ball ||x_i|| <= R")
       ->check(positive());
   cmd->add_option("--norm", args->norm, "2 (Frobenius, default) or inf (max entry)");
   cmd->add_option("--gap", args->gap, "Stop when (upper - lower) <= GAP * lower (default 1e-2)")
       ->check(finite_in(0, 1e6, Ends::open_low));
-  cmd->add_option("--symmetry", args->symmetry,
-                  "Reductions to use where valid: all (default), none, or a list of permutation,translation,sign");
-  cmd->add_option("--batch", args->batch, "Boxes split per step (default 64; part of the checkpoint's problem)")
+  cmd->add_option(
+      "--symmetry", args->symmetry,
+      "Reductions to use where valid: all (default), none, or a list of permutation,translation,sign");
+  cmd->add_option("--batch", args->batch,
+                  "Boxes split per step (default 64; part of the checkpoint's problem)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-boxes", args->max_boxes, "Stop after evaluating this many boxes (0: no limit)")
       ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 62));
@@ -313,7 +333,8 @@ void add_lipschitz_command(CLI::App& app, int& result) {
       ->check(nonnegative(1e9));
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many batches in this run (0: no limit)")
       ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 62));
-  cmd->add_option("--checkpoint", args->checkpoint, "Write the frontier to FILE (JSON, atomically) periodically and at the end");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "Write the frontier to FILE (JSON, atomically) periodically and at the end");
   cmd->add_option("--checkpoint-every", args->checkpoint_every, "Seconds between checkpoints (default 60)")
       ->check(nonnegative(1e9));
   cmd->add_option("--resume", args->resume, "Continue from a checkpoint FILE of the same problem");

@@ -5,10 +5,10 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace regatta::cli::mpi {
@@ -16,10 +16,11 @@ namespace regatta::cli::mpi {
 namespace {
 
 // Messages are arrays of doubles (every integer sent is below 2^53, so it is exact).
-constexpr int tag_work = 1;    // rank 0 → worker: [threshold, first index, count, (lo, hi) per box]
-constexpr int tag_result = 2;  // worker → rank 0: [first index, count, (feasible, upper, lower, point) per box]
-constexpr int tag_stop = 3;    // rank 0 → worker: empty
-constexpr int chunk = 4;       // boxes per message
+constexpr int tag_work = 1;  // rank 0 → worker: [threshold, first index, count, (lo, hi) per box]
+constexpr int tag_result =
+    2;  // worker → rank 0: [first index, count, (feasible, upper, lower, point) per box]
+constexpr int tag_stop = 3;  // rank 0 → worker: empty
+constexpr int chunk = 4;     // boxes per message
 
 void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);

@@ -1,9 +1,9 @@
 #pragma once
 // `mpirun -n K regatta lipschitz ...`: the branch-and-bound frontier shared over MPI (cli/lipschitz_mpi.cpp,
 // built only when CMake finds MPI: REGATTA_HAVE_MPI). Rank 0 owns the state and the checkpoint and evaluates
-// boxes itself; the other ranks evaluate the boxes it sends them. Load balancing is dynamic within each batch:
-// a rank that returns a chunk of results gets the next chunk. The results are applied in the batch's own
-// order, so the bracket is the same for any number of ranks (and the same as in one process).
+// boxes itself; the other ranks evaluate the boxes it sends them. Load balancing is dynamic within each
+// batch: a rank that returns a chunk of results gets the next chunk. The results are applied in the batch's
+// own order, so the bracket is the same for any number of ranks (and the same as in one process).
 #include <functional>
 
 #include <regatta/operators/lipschitz/branch_bound.hpp>

@@ -23,10 +23,6 @@ namespace regatta::python {
 
 namespace {
 
-py::object optional_number(const std::optional<double>& v) {
-  return v ? py::object(py::float_(*v)) : py::object(py::none());
-}
-
 /// The CLI's memory check for one linearisation on n queries and m keys (cli/layer_options.cpp).
 void check_sequence_memory(const std::string& name, const LayerCore& l, double n, double m) {
   const double heads = l.layer.heads, d = l.layer.d;
@@ -246,14 +242,7 @@ py::dict bracket(const LayerCore& l, std::int64_t n, std::optional<double> radiu
   }
   interrupter.report("search", b.evaluations, b.evaluations);
   py::dict out;
-  out["lower"] = b.lower;
-  out["upper"] = b.upper;
-  out["ratio"] = b.ratio;
-  out["certified"] = b.certified;
-  out["lower_estimate"] = b.lower_estimate;
-  out["upper_estimate"] = b.upper_estimate;
-  out["lower_certified"] = optional_number(b.lower_certified);
-  out["upper_certified"] = optional_number(b.upper_certified);
+  put_bracket_ends(out, b);
   out["norm"] = lip::to_string(b.norm);
   out["n"] = b.n;
   out["radius"] = optional_number(b.radius);

@@ -13,15 +13,12 @@
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 #include "bindings.hpp"
+#include "convert.hpp"
 #include "interrupt.hpp"
 
 namespace regatta::python {
 
 namespace {
-
-py::object optional_number(const std::optional<double>& v) {
-  return v ? py::object(py::float_(*v)) : py::object(py::none());
-}
 
 py::dict measure_lipschitz(const LayerCore& l, std::int64_t n, std::optional<std::string> cross,
                            std::int64_t m, std::optional<double> radius, std::optional<double> query_radius,
@@ -71,14 +68,7 @@ py::dict measure_lipschitz(const LayerCore& l, std::int64_t n, std::optional<std
   }
   interrupter.report("search", b.evaluations, b.evaluations);
   py::dict out;
-  out["lower"] = b.lower;
-  out["upper"] = b.upper;
-  out["ratio"] = b.ratio;
-  out["certified"] = b.certified;
-  out["lower_estimate"] = b.lower_estimate;
-  out["upper_estimate"] = b.upper_estimate;
-  out["lower_certified"] = optional_number(b.lower_certified);
-  out["upper_certified"] = optional_number(b.upper_certified);
+  put_bracket_ends(out, b);
   out["argument"] = lip::to_string(s.argument);
   out["p"] = s.p;
   out["n"] = s.n;

@@ -11,8 +11,8 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/operators/model.hpp>
-#include <regatta/operators/model_tensors.hpp>
 #include <regatta/operators/model_robustness.hpp>
+#include <regatta/operators/model_tensors.hpp>
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "interrupt.hpp"

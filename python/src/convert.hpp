@@ -10,6 +10,7 @@
 // array (pybind11's Eigen caster), which then owns it.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <pybind11/numpy.h>
@@ -38,5 +39,24 @@ std::map<std::string, io::Array> tensors_of(const py::dict& tensors, const std::
 /// How many input arrays needed NumPy's conversion buffer (non-float64 or non-C-contiguous) since the module
 /// was loaded: the zero-copy test reads it.
 std::int64_t conversion_count();
+
+/// A number or None (an optional result of the library).
+inline py::object optional_number(const std::optional<double>& v) {
+  return v ? py::object(py::float_(*v)) : py::object(py::none());
+}
+
+/// The ends every bracket result shares (lip::Bracket, lip::MeasureBracket): the headline pair, whether it
+/// is certified, the estimates and the certified ends when computed.
+template <class Bracket>
+void put_bracket_ends(py::dict& out, const Bracket& b) {
+  out["lower"] = b.lower;
+  out["upper"] = b.upper;
+  out["ratio"] = b.ratio;
+  out["certified"] = b.certified;
+  out["lower_estimate"] = b.lower_estimate;
+  out["upper_estimate"] = b.upper_estimate;
+  out["lower_certified"] = optional_number(b.lower_certified);
+  out["upper_certified"] = optional_number(b.upper_certified);
+}
 
 }  // namespace regatta::python

@@ -7,9 +7,6 @@ import importlib.util
 import json
 import os
 import struct
-import sys
-import types
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -102,19 +99,14 @@ def test_model_from_a_state_dict_is_the_file_model(model, data, state_dict, conf
 
 
 def train_module():
-    """tests/data/vit_digits/train.py, imported for its VisionTransformer class (its imports of scikit-learn,
-    used only to train, are stubbed when scikit-learn is absent); torch's default dtype is restored."""
+    """tests/data/vit_digits/train.py, imported for its VisionTransformer class (it imports scikit-learn only
+    inside main(), to train); torch's default dtype, which the script sets, is restored."""
     torch = pytest.importorskip("torch")
-    stubs = {}
-    if importlib.util.find_spec("sklearn") is None:
-        stubs = {name: types.ModuleType(name) for name in ("sklearn", "sklearn.datasets", "sklearn.model_selection")}
-        stubs["sklearn.datasets"].load_digits = stubs["sklearn.model_selection"].train_test_split = None
     dtype = torch.get_default_dtype()
     try:
-        with mock.patch.dict(sys.modules, stubs):
-            spec = importlib.util.spec_from_file_location("vit_digits_train", os.path.join(FIXTURE, "train.py"))
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+        spec = importlib.util.spec_from_file_location("vit_digits_train", os.path.join(FIXTURE, "train.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     finally:
         torch.set_default_dtype(dtype)
     return torch, module

@@ -221,11 +221,11 @@ BnbEvaluation BranchBound::evaluate(const BnbBox& box, double threshold) const {
       C(i, a) = lo + (hi - lo) / 2;  // inside [lo, hi]
     }
   // J(c) enclosed by the library's structured rows at the exact point c.
-  const Matrix<interval64> at_centre = block_dense_jacobian_on_box<interval64>(layer_, options_, C.cast<interval64>());
+  const Matrix<interval64> at_centre =
+      block_dense_jacobian_on_box<interval64>(layer_, options_, C.cast<interval64>());
   // Over the box: the centred form where it applies (much tighter on small boxes), else the naive enclosure.
-  const Matrix<interval64> J = centred_
-                                   ? detail::centred_enclosure(layer_, options_, X, C, at_centre)
-                                   : block_dense_jacobian_on_box<interval64>(layer_, options_, X);
+  const Matrix<interval64> J = centred_ ? detail::centred_enclosure(layer_, options_, X, C, at_centre)
+                                        : block_dense_jacobian_on_box<interval64>(layer_, options_, X);
   out.upper = norm_upper(J, bnb_.norm);
   // The lower end at a point of D: the centre (the box domain contains it), or its projection on the balls.
   out.point = domain_point(box);
@@ -236,7 +236,8 @@ BnbEvaluation BranchBound::evaluate(const BnbBox& box, double threshold) const {
   Matrix<double> mid(at_centre.rows(), at_centre.cols());
   if (at_c) {
     for (Index r = 0; r < mid.rows(); ++r)
-      for (Index c = 0; c < mid.cols(); ++c) mid(r, c) = at_centre(r, c).lower() / 2 + at_centre(r, c).upper() / 2;
+      for (Index c = 0; c < mid.cols(); ++c)
+        mid(r, c) = at_centre(r, c).lower() / 2 + at_centre(r, c).upper() / 2;
   } else {
     mid = block_dense_jacobian<double>(layer_, options_, P);
   }
@@ -352,37 +353,36 @@ nlohmann::json BranchBound::problem_json() const {
     WV.push_back(matrix_json(l.WV[h]));
   }
   const auto vec = [](const Vector<double>& v) { return std::vector<double>(v.data(), v.data() + v.size()); };
-  return {
-      {"layer",
-       {{"kind", operators::to_string(l.kind)},
-        {"d", l.d},
-        {"heads", l.heads},
-        {"head_dim", l.head_dim},
-        {"value_dim", l.value_dim},
-        {"WQ", WQ},
-        {"WK", WK},
-        {"WV", WV},
-        {"WO", matrix_json(l.WO)},
-        {"bQ", vectors_json(l.bQ)},
-        {"bK", vectors_json(l.bK)},
-        {"bV", vectors_json(l.bV)},
-        {"bO", vec(l.bO)},
-        {"norm_gamma", vec(l.norm_gamma)},
-        {"norm_beta", vec(l.norm_beta)},
-        {"norm_eps", l.norm_eps}}},
-      {"options",
-       {{"causal", options_.causal},
-        {"residual", options_.residual},
-        {"allow_untied_l2", options_.allow_untied_l2},
-        {"prenorm", operators::to_string(options_.prenorm)},
-        {"sinkhorn_iterations", options_.sinkhorn_iterations}}},
-      {"domain", {{"shape", to_string(domain_.shape)}, {"radius", domain_.radius}, {"n", domain_.n}}},
-      {"norm", to_string(bnb_.norm)},
-      {"symmetries",
-       {{"permutation", symmetries_.permutation},
-        {"translation", symmetries_.translation},
-        {"sign", symmetries_.sign}}},
-      {"batch", bnb_.batch}};
+  return {{"layer",
+           {{"kind", operators::to_string(l.kind)},
+            {"d", l.d},
+            {"heads", l.heads},
+            {"head_dim", l.head_dim},
+            {"value_dim", l.value_dim},
+            {"WQ", WQ},
+            {"WK", WK},
+            {"WV", WV},
+            {"WO", matrix_json(l.WO)},
+            {"bQ", vectors_json(l.bQ)},
+            {"bK", vectors_json(l.bK)},
+            {"bV", vectors_json(l.bV)},
+            {"bO", vec(l.bO)},
+            {"norm_gamma", vec(l.norm_gamma)},
+            {"norm_beta", vec(l.norm_beta)},
+            {"norm_eps", l.norm_eps}}},
+          {"options",
+           {{"causal", options_.causal},
+            {"residual", options_.residual},
+            {"allow_untied_l2", options_.allow_untied_l2},
+            {"prenorm", operators::to_string(options_.prenorm)},
+            {"sinkhorn_iterations", options_.sinkhorn_iterations}}},
+          {"domain", {{"shape", to_string(domain_.shape)}, {"radius", domain_.radius}, {"n", domain_.n}}},
+          {"norm", to_string(bnb_.norm)},
+          {"symmetries",
+           {{"permutation", symmetries_.permutation},
+            {"translation", symmetries_.translation},
+            {"sign", symmetries_.sign}}},
+          {"batch", bnb_.batch}};
 }
 
 std::optional<std::string> BranchBound::describe_mismatch(const nlohmann::json& mine,
@@ -403,8 +403,8 @@ nlohmann::json state_to_json(const BnbState& state) {
   nlohmann::json frontier = nlohmann::json::array();
   for (const BnbBox& b : state.frontier)
     frontier.push_back({{"id", b.id}, {"upper", number_or_null(b.upper)}, {"lo", b.lo}, {"hi", b.hi}});
-  return {{"lower", state.lower},       {"witness", state.witness},   {"pruned_upper", state.pruned_upper},
-          {"next_id", state.next_id},   {"evaluated", state.evaluated}, {"steps", state.steps},
+  return {{"lower", state.lower},     {"witness", state.witness},     {"pruned_upper", state.pruned_upper},
+          {"next_id", state.next_id}, {"evaluated", state.evaluated}, {"steps", state.steps},
           {"frontier", frontier}};
 }
 
@@ -415,7 +415,8 @@ BnbState state_from_json(const nlohmann::json& v, Eigen::Index dimension, const 
   try {
     const auto finite = [&](const char* key) {
       const double x = v.at(key).get<double>();
-      if (!std::isfinite(x) || x < 0) throw InputError(source, std::string("'") + key + "' must be finite, >= 0");
+      if (!std::isfinite(x) || x < 0)
+        throw InputError(source, std::string("'") + key + "' must be finite, >= 0");
       return x;
     };
     s.lower = finite("lower");
@@ -429,7 +430,8 @@ BnbState state_from_json(const nlohmann::json& v, Eigen::Index dimension, const 
       box.id = b.at("id").get<std::uint64_t>();
       if (box.id >= s.next_id) throw InputError(source, "a frontier box has an id >= next_id");
       box.upper = b.at("upper").is_null() ? infinity : b.at("upper").get<double>();
-      if (std::isnan(box.upper) || box.upper < 0) throw InputError(source, "a frontier box has a bad 'upper'");
+      if (std::isnan(box.upper) || box.upper < 0)
+        throw InputError(source, "a frontier box has a bad 'upper'");
       box.lo = read_vector(b.at("lo"), k, source, "a frontier box's 'lo'");
       box.hi = read_vector(b.at("hi"), k, source, "a frontier box's 'hi'");
       for (std::size_t j = 0; j < k; ++j)

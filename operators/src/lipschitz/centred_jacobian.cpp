@@ -24,7 +24,7 @@ struct Dual {
   std::array<interval64, size> g{};
 
   Dual() { g.fill(interval64(0.0)); }
-  Dual(double c) : v(c) { g.fill(interval64(0.0)); }  // NOLINT: implicit, a constant
+  Dual(double c) : v(c) { g.fill(interval64(0.0)); }      // NOLINT: implicit, a constant
   Dual(interval64 c) : v(c) { g.fill(interval64(0.0)); }  // NOLINT: implicit, a constant
 };
 

@@ -12,7 +12,8 @@
 // The derivatives come from forward-mode differentiation in interval64 (a value and K partials, one per box
 // coordinate) of the closed-form Jacobian of softmax attention (attention.md §4): for head h with
 // q_i = x_i W^Q + b_Q, k_j = x_j W^K + b_K, u_j = (x_j M_h + b_V) W^O_h (M_h = W^V, or W^Q W^Qᵀ W^V/√d_h for
-// L2), scores s_ij (dot: q_i·k_j/√d_h; l2: −‖q_i − k_j‖²/√d_h), P = softmax_row(S + mask), F_i = Σ_j P_ij u_j:
+// L2), scores s_ij (dot: q_i·k_j/√d_h; l2: −‖q_i − k_j‖²/√d_h), P = softmax_row(S + mask), F_i = Σ_j P_ij
+// u_j:
 //   ∂F_i/∂x_k = P_ik (M_h W^O_h)ᵀ + Σ_j P_ij (u_j − F_i)ᵀ ∂s_ij/∂x_k    (+ I_d δ_ik for a residual),
 //   dot: ∂s_ij/∂x_k = (δ_ik k_j W^Qᵀ + δ_jk q_i W^Kᵀ)/√d_h,
 //   l2:  ∂s_ij/∂x_k = −2 (q_i − k_j)(δ_ik W^Q − δ_jk W^K)ᵀ/√d_h.
@@ -48,7 +49,8 @@ JacobianDerivatives jacobian_derivatives_on_box(const operators::AttentionLayer&
 /// J(c) + Σ_k [∂J/∂x_k](B)·(B_k − c_k), intersected with the naive enclosure: CERTIFIED, every J(X) with
 /// X in the box lies in it. `at_centre` must enclose J(c) for the c given (c inside the box).
 Matrix<interval64> centred_enclosure(const operators::AttentionLayer& layer,
-                                     const operators::AttentionOptions& options, const Matrix<interval64>& box,
-                                     const Matrix<double>& centre, const Matrix<interval64>& at_centre);
+                                     const operators::AttentionOptions& options,
+                                     const Matrix<interval64>& box, const Matrix<double>& centre,
+                                     const Matrix<interval64>& at_centre);
 
 }  // namespace regatta::lip::detail

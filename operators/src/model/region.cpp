@@ -61,8 +61,8 @@ void layer_norm_stage(Matrix<S>& X, std::vector<Matrix<S>>& T, const NormParamet
 
 /// X ← X + MLP(N(X)) with N = LN₂ (pre-norm) or the identity (post-norm), with its tangents.
 template <class S>
-void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::vector<Matrix<S>>& T,
-               double r, const std::function<void()>& tick) {
+void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::vector<Matrix<S>>& T, double r,
+               const std::function<void()>& tick) {
   const Matrix<S> R = centred_region(X, T, r);
   const Vector<S> gamma = blk.norm2.gamma.cast<S>();
   const Matrix<S> W1 = blk.fc1.W.cast<S>(), W2 = blk.fc2.W.cast<S>();

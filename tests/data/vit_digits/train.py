@@ -28,8 +28,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 torch.set_default_dtype(torch.float64)
@@ -130,6 +128,10 @@ def write_npz(path, arrays):
 
 
 def main():
+    # scikit-learn only supplies the training data: importing this file for its model classes does not need it.
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
     digits = load_digits()
     images = digits.images / 16.0
     x_train, x_test, y_train, y_test = train_test_split(images, digits.target, test_size=450,

@@ -115,7 +115,11 @@ std::vector<Setting> settings() {
   return {{"kim_unit_n2_box", kim_unit_layer(), {}, {DomainShape::box, 1.5, 2}},
           {"kim_unit_n3_box_inf", kim_unit_layer(), {}, {DomainShape::box, 1.0, 3}, Norm::inf},
           {"dot_d2_n1_ball", random_dot(2, 7), {}, {DomainShape::ball, 1.0, 1}},
-          {"dot_d1_n2_ball_residual_causal_inf", random_dot(1, 8), causal, {DomainShape::ball, 0.7, 2}, Norm::inf},
+          {"dot_d1_n2_ball_residual_causal_inf",
+           random_dot(1, 8),
+           causal,
+           {DomainShape::ball, 0.7, 2},
+           Norm::inf},
           {"dot_d1_n3_box_residual", random_dot(1, 9), residual, {DomainShape::box, 1.0, 3}}};
 }
 
@@ -173,9 +177,21 @@ TEST(BranchBound, EachSymmetryReductionAgreesWithTheUnreducedSearch) {
   const Symmetries none{false, false, false};
   const std::vector<Reduction> reductions = {
       {"l2_permutation", kim_unit_layer(), {DomainShape::box, 1.5, 2}, {true, false, false}, none},
-      {"l2_translation", kim_unit_layer(), {DomainShape::box, 1.5, 2}, {true, true, false}, {true, false, false}},
-      {"l2_sign_sorted", kim_unit_layer(), {DomainShape::box, 1.5, 2}, {true, false, true}, {true, false, false}},
-      {"l2_sign_translated", kim_unit_layer(), {DomainShape::box, 1.5, 3}, {true, true, true}, {true, true, false}},
+      {"l2_translation",
+       kim_unit_layer(),
+       {DomainShape::box, 1.5, 2},
+       {true, true, false},
+       {true, false, false}},
+      {"l2_sign_sorted",
+       kim_unit_layer(),
+       {DomainShape::box, 1.5, 2},
+       {true, false, true},
+       {true, false, false}},
+      {"l2_sign_translated",
+       kim_unit_layer(),
+       {DomainShape::box, 1.5, 3},
+       {true, true, true},
+       {true, true, false}},
       {"dot_sign_alone", random_dot(1, 3), {DomainShape::ball, 1.0, 2}, {false, false, true}, none},
       {"dot_sign_sorted", random_dot(1, 3), {DomainShape::ball, 1.0, 2}, {true, false, true}, none}};
   for (const Reduction& r : reductions) {
@@ -205,7 +221,8 @@ TEST(BranchBound, ReductionsAreDroppedWhereTheyDoNotHold) {
   spec.d = 2;
   spec.heads = 1;
   spec.biases = true;
-  const Symmetries biased = applicable_symmetries(operators::random_layer(spec), {}, {DomainShape::box, 1, 2}, {});
+  const Symmetries biased =
+      applicable_symmetries(operators::random_layer(spec), {}, {DomainShape::box, 1, 2}, {});
   EXPECT_FALSE(biased.sign);  // query/key biases make the scores odd in part
   AttentionOptions prenorm;
   prenorm.prenorm = operators::Prenorm::layernorm;
@@ -260,7 +277,6 @@ TEST(BranchBound, RefusesBadProblemsAndMalformedStates) {
   EXPECT_NE(why->find("domain"), std::string::npos) << *why;
   EXPECT_FALSE(BranchBound::describe_mismatch(problem.problem_json(), problem.problem_json()).has_value());
 }
-
 
 AttentionLayer layer_of(AttentionKind kind, int d, int heads, bool biases, std::uint64_t seed) {
   operators::RandomLayerSpec s;

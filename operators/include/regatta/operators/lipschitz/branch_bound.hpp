@@ -39,8 +39,8 @@ std::string to_string(DomainShape shape);
 
 struct BnbDomain {
   DomainShape shape = DomainShape::box;
-  double radius = 0;  ///< R, finite and > 0
-  Eigen::Index n = 0; ///< tokens
+  double radius = 0;   ///< R, finite and > 0
+  Eigen::Index n = 0;  ///< tokens
 };
 
 /// Symmetry reductions (each is used only where it is valid; see symmetry_refusal):
@@ -69,35 +69,35 @@ inline constexpr Eigen::Index bnb_max_dimension = 12;
 
 struct BnbOptions {
   Norm norm = Norm::two;
-  double gap = 1e-2;    ///< stop when upper − lower ≤ gap·lower (finite, > 0)
+  double gap = 1e-2;  ///< stop when upper − lower ≤ gap·lower (finite, > 0)
   Symmetries symmetries{};
-  int batch = 64;       ///< boxes split per step (≥ 1); part of the problem's identity for resume
+  int batch = 64;  ///< boxes split per step (≥ 1); part of the problem's identity for resume
 };
 
 /// One box of the frontier: entry k = i·d + a of lo/hi bounds x_{i,a} (row-major, as the Jacobian).
 struct BnbBox {
   std::vector<double> lo, hi;
-  double upper = 0;     ///< CERTIFIED: sup over the box of ‖J‖ ≤ upper
-  std::uint64_t id = 0; ///< creation order: the tie-break of the best-first order
+  double upper = 0;      ///< CERTIFIED: sup over the box of ‖J‖ ≤ upper
+  std::uint64_t id = 0;  ///< creation order: the tie-break of the best-first order
 };
 
 /// What evaluating one box gives (a pure function of the box: the unit of work of the parallel drivers).
 struct BnbEvaluation {
   bool feasible = false;  ///< false: the box misses the reduced domain (dropped)
-  double upper = 0;       ///< CERTIFIED upper bound on sup over the box of ‖J‖ (+inf: enclosure not finite)
-  double lower = 0;       ///< CERTIFIED lower bound on ‖J(point)‖, point ∈ D
+  double upper = 0;  ///< CERTIFIED upper bound on sup over the box of ‖J‖ (+inf: enclosure not finite)
+  double lower = 0;  ///< CERTIFIED lower bound on ‖J(point)‖, point ∈ D
   std::vector<double> point;
 };
 
 /// The whole state of a run; with the problem it determines the rest of the run.
 struct BnbState {
   std::vector<BnbBox> frontier;
-  double lower = 0;              ///< CERTIFIED
-  std::vector<double> witness;   ///< the point of `lower` (n·d, row-major)
-  double pruned_upper = 0;       ///< CERTIFIED: max u(B) over pruned boxes
+  double lower = 0;             ///< CERTIFIED
+  std::vector<double> witness;  ///< the point of `lower` (n·d, row-major)
+  double pruned_upper = 0;      ///< CERTIFIED: max u(B) over pruned boxes
   std::uint64_t next_id = 0;
-  std::uint64_t evaluated = 0;   ///< boxes evaluated
-  std::uint64_t steps = 0;       ///< batches done
+  std::uint64_t evaluated = 0;  ///< boxes evaluated
+  std::uint64_t steps = 0;      ///< batches done
 };
 
 struct BnbBracket {
@@ -140,7 +140,8 @@ class BranchBound {
   /// The problem as JSON (layer weights, options, domain, norm, symmetries, batch): a resume file must
   /// carry the same. describe_mismatch names the first part that differs (nullopt: the same problem).
   nlohmann::json problem_json() const;
-  static std::optional<std::string> describe_mismatch(const nlohmann::json& mine, const nlohmann::json& theirs);
+  static std::optional<std::string> describe_mismatch(const nlohmann::json& mine,
+                                                      const nlohmann::json& theirs);
 
  private:
   bool feasible(const BnbBox& box) const;
