@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
+#include <list>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -39,6 +41,44 @@ MPI_Status wait_for(int source, int tag) {
   }
 }
 
+/// Messages sent without waiting for the receiver. A blocking MPI_Send of even a few hundred bytes returned
+/// here (OpenMPI 4.1, ob1/vader) only once the receiving rank next entered MPI, i.e. after it had finished
+/// its current chunk: rank 0 then waited a chunk's time per message and the workers did all the work. Each
+/// message keeps its buffer until its request completes (completed ones are reaped at every send).
+class Outbox {
+ public:
+  Outbox() = default;
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+  ~Outbox() { wait_all(); }
+
+  void send(std::vector<double> data, int rank, int tag) {
+    reap();
+    pending_.push_back({std::move(data), MPI_REQUEST_NULL});
+    Pending& p = pending_.back();
+    check(MPI_Isend(p.data.data(), int(p.data.size()), MPI_DOUBLE, rank, tag, MPI_COMM_WORLD, &p.request),
+          "MPI_Isend");
+  }
+  void wait_all() {
+    for (Pending& p : pending_) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+    pending_.clear();
+  }
+
+ private:
+  struct Pending {
+    std::vector<double> data;
+    MPI_Request request;
+  };
+  void reap() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      int done = 0;
+      check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      it = done ? pending_.erase(it) : std::next(it);
+    }
+  }
+  std::list<Pending> pending_;  // a list: a buffer never moves while its send is in flight
+};
+
 }  // namespace
 
 bool available() { return true; }
@@ -63,7 +103,8 @@ void stop_workers(int size) {
 
 void worker(const lip::BranchBound& problem) {
   const std::size_t k = std::size_t(problem.dimension());
-  std::vector<double> in, out;
+  std::vector<double> in;
+  Outbox outbox;  // results go out while the next chunk is evaluated
   for (;;) {
     const MPI_Status status = wait_for(0, MPI_ANY_TAG);
     int count = 0;
@@ -74,7 +115,7 @@ void worker(const lip::BranchBound& problem) {
     if (status.MPI_TAG == tag_stop) return;
     const double threshold = in[0];
     const std::size_t first = std::size_t(in[1]), boxes = std::size_t(in[2]);
-    out.assign({double(first), double(boxes)});
+    std::vector<double> out{double(first), double(boxes)};
     lip::BnbBox box;
     for (std::size_t b = 0; b < boxes; ++b) {
       const double* p = in.data() + 3 + b * 2 * k;
@@ -88,7 +129,7 @@ void worker(const lip::BranchBound& problem) {
       point.resize(k, 0.0);
       out.insert(out.end(), point.begin(), point.end());
     }
-    check(MPI_Send(out.data(), int(out.size()), MPI_DOUBLE, 0, tag_result, MPI_COMM_WORLD), "MPI_Send");
+    outbox.send(std::move(out), 0, tag_result);
   }
 }
 
@@ -97,7 +138,8 @@ void master(const lip::BranchBound& problem, lip::BnbState& state,
             const std::function<void(const lip::BnbState&)>& on_step, int size) {
   const std::size_t k = std::size_t(problem.dimension());
   try {
-    std::vector<double> message, incoming;
+    std::vector<double> incoming;
+    Outbox outbox;
     while (!problem.done(state) && !(should_stop && should_stop(state))) {
       const double threshold = problem.threshold(state);
       std::vector<lip::BnbBox> boxes = problem.split_batch(state);
@@ -106,15 +148,14 @@ void master(const lip::BranchBound& problem, lip::BnbState& state,
       int busy = 0;
       const auto send_chunk = [&](int rank) {
         const std::size_t count = std::min<std::size_t>(chunk, boxes.size() - next);
-        message.assign({threshold, double(next), double(count)});
+        std::vector<double> message{threshold, double(next), double(count)};
         for (std::size_t b = next; b < next + count; ++b) {
           message.insert(message.end(), boxes[b].lo.begin(), boxes[b].lo.end());
           message.insert(message.end(), boxes[b].hi.begin(), boxes[b].hi.end());
         }
         next += count;
         ++busy;
-        check(MPI_Send(message.data(), int(message.size()), MPI_DOUBLE, rank, tag_work, MPI_COMM_WORLD),
-              "MPI_Send");
+        outbox.send(std::move(message), rank, tag_work);
       };
       const auto take_result = [&](const MPI_Status& status) {
         int count = 0;

@@ -49,7 +49,7 @@ for w in $which; do
         row "dot random $run, 2-norm" "$tmp/o.json"
       done ;;
     mpi)
-      args=(lipschitz --kim-unit --n 4 --box 3 --gap ${BNB_SPEEDUP_GAP:-4e-3} --json)
+      args=(lipschitz --kim-unit --n 4 --box 3 --gap ${BNB_SPEEDUP_GAP:-1e-3} --json)
       "$regatta" "${args[@]}" --threads 1 >"$tmp/one.json" 2>/dev/null
       row "speed-up baseline: ${args[*]:1} (1 process, 1 thread)" "$tmp/one.json"
       mpirun -n 2 "$regatta" "${args[@]}" >"$tmp/two.json" 2>/dev/null
