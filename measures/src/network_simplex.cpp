@@ -93,6 +93,7 @@ class Solver {
     tolerance_ = 16 * std::numeric_limits<double>::epsilon() * big_;
     block_ = std::max<std::int64_t>(16, std::int64_t(options.block_factor * std::sqrt(double(nm_))));
     block_ = std::min(block_, total_arcs_);
+    poll_ = options.poll;
     max_iterations_ = options.max_iterations > 0 ? options.max_iterations
                                                  : std::int64_t(1000000) + 1000 * std::int64_t(n_ + m_);
     // Dense reduced cost rows are needed by the pricing loop; cache the sink-column map once.
@@ -136,6 +137,7 @@ class Solver {
       if (!pivot(e)) return TransportStatus::infeasible;
       ++iterations_;
       if (iterations_ % period == 0) recompute_potentials();
+      if (poll_ && iterations_ % 1024 == 0) poll_(iterations_, max_iterations_);
     }
   }
 
@@ -345,6 +347,7 @@ class Solver {
   std::int64_t nm_, total_arcs_;
   double big_ = 1, tolerance_ = 0;
   std::int64_t block_ = 16, max_iterations_ = 0, iterations_ = 0, next_arc_ = 0;
+  std::function<void(std::int64_t, std::int64_t)> poll_;
   std::vector<int> parent_;
   std::vector<std::int64_t> arc_;
   std::vector<char> up_;

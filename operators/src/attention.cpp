@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <regatta/core/checks.hpp>
@@ -14,8 +15,8 @@ namespace regatta::operators {
 namespace {
 
 /// Z·W + 1·bᵀ (b may be absent: empty list).
-Matrix<double> project(const Matrix<double>& Z, const Matrix<double>& W, const std::vector<Vector<double>>& b,
-                       std::size_t h) {
+Matrix<double> project(const MatrixRef<double>& Z, const Matrix<double>& W,
+                       const std::vector<Vector<double>>& b, std::size_t h) {
   Matrix<double> out = Z * W;
   if (!b.empty()) out.rowwise() += b[h].transpose();
   return out;
@@ -45,18 +46,27 @@ Vector<double> checked_log_weights(const Vector<double>& w, Eigen::Index expecte
   return all_zero ? Vector<double>() : w;
 }
 
-/// The inputs of one call after validation and pre-normalisation.
+/// The inputs of one call after validation and pre-normalisation. Without a pre-norm the inputs are read in
+/// place (the views point at the caller's X and Y); with one, at the normalised copies held here. Neither
+/// copyable nor movable, so that the views never dangle.
 struct Setup {
-  Matrix<double> queries_in, context_in;                  // N(X), N(Y) (the inputs when there is no pre-norm)
-  Vector<double> query_log_weights, context_log_weights;  // empty: all 0
+  Setup(const AttentionLayer& layer, const MatrixRef<double>& X, const MatrixRef<double>& Y, bool self,
+        const Vector<double>& query_log_weights, const Vector<double>& context_log_weights,
+        const AttentionOptions& options);
+  Setup(const Setup&) = delete;
+  Setup& operator=(const Setup&) = delete;
+
+  Matrix<double> normalized_queries, normalized_context;    // N(X), N(Y) with a pre-norm
+  std::optional<MatrixRef<double>> queries_in, context_in;  // N(X), N(Y): the inputs without a pre-norm
+  Vector<double> query_log_weights, context_log_weights;    // empty: all 0
   pairwise::Kernel kernel;
   double inv_sqrt_dh = 1;
   int iterations = 1;
 };
 
-Setup prepare(const AttentionLayer& layer, const Matrix<double>& X, const Matrix<double>& Y, bool self,
-              const Vector<double>& query_log_weights, const Vector<double>& context_log_weights,
-              const AttentionOptions& options) {
+Setup::Setup(const AttentionLayer& layer, const MatrixRef<double>& X, const MatrixRef<double>& Y, bool self,
+             const Vector<double>& query_log_weights_in, const Vector<double>& context_log_weights_in,
+             const AttentionOptions& options) {
   layer.validate();
   check_nonempty("X", X.rows());
   check_cols("X", X.cols(), layer.d);
@@ -78,23 +88,31 @@ Setup prepare(const AttentionLayer& layer, const Matrix<double>& X, const Matrix
                               std::to_string(n) + ", m = " + std::to_string(m) +
                               "): the last context rows would see no query");
 
-  Setup s;
-  s.query_log_weights = checked_log_weights(query_log_weights, n, "log_weights");
-  s.context_log_weights = checked_log_weights(context_log_weights, m, "log_weights");
-  s.queries_in = normalize_rows(options.prenorm, X, layer.norm_gamma, layer.norm_beta, layer.norm_eps);
-  if (!self)
-    s.context_in = normalize_rows(options.prenorm, Y, layer.norm_gamma, layer.norm_beta, layer.norm_eps);
-  s.inv_sqrt_dh = 1.0 / std::sqrt(double(layer.head_dim));
-  s.kernel = pairwise::Kernel{
+  query_log_weights = checked_log_weights(query_log_weights_in, n, "log_weights");
+  context_log_weights = checked_log_weights(context_log_weights_in, m, "log_weights");
+  if (options.prenorm == Prenorm::none) {
+    queries_in.emplace(X);
+    context_in.emplace(self ? X : Y);
+  } else {
+    normalized_queries =
+        normalize_rows(options.prenorm, Matrix<double>(X), layer.norm_gamma, layer.norm_beta, layer.norm_eps);
+    queries_in.emplace(normalized_queries);
+    if (self) {
+      context_in.emplace(normalized_queries);
+    } else {
+      normalized_context = normalize_rows(options.prenorm, Matrix<double>(Y), layer.norm_gamma,
+                                          layer.norm_beta, layer.norm_eps);
+      context_in.emplace(normalized_context);
+    }
+  }
+  inv_sqrt_dh = 1.0 / std::sqrt(double(layer.head_dim));
+  kernel = pairwise::Kernel{
       layer.kind == AttentionKind::dot ? pairwise::ScoreKind::dot : pairwise::ScoreKind::neg_sq_dist,
-      s.inv_sqrt_dh, 1.0, options.causal ? pairwise::MaskKind::causal : pairwise::MaskKind::none};
-  s.iterations = options.sinkhorn_iterations;
-  return s;
+      inv_sqrt_dh, 1.0, options.causal ? pairwise::MaskKind::causal : pairwise::MaskKind::none};
+  iterations = options.sinkhorn_iterations;
 }
 
-const Matrix<double>& context_of(const Setup& s) {
-  return s.context_in.size() != 0 ? s.context_in : s.queries_in;
-}
+const MatrixRef<double>& context_of(const Setup& s) { return *s.context_in; }
 
 /// Projected queries, keys and values of one head.
 struct Head {
@@ -102,8 +120,8 @@ struct Head {
 };
 
 Head make_head(const AttentionLayer& layer, const Setup& s, std::size_t h, bool with_values) {
-  const Matrix<double>& Y = context_of(s);
-  Head head{project(s.queries_in, layer.WQ[h], layer.bQ, h), project(Y, layer.WK[h], layer.bK, h), {}};
+  const MatrixRef<double>& Y = context_of(s);
+  Head head{project(*s.queries_in, layer.WQ[h], layer.bQ, h), project(Y, layer.WK[h], layer.bK, h), {}};
   if (with_values) {
     // l2 value map Y·A_h·WV_h = (Y·WQ_h)·(WQ_hᵀ·WV_h)/√d_h, evaluated without forming the d×d matrix A_h.
     const Matrix<double> value_map =
@@ -149,7 +167,7 @@ Potentials sinkhorn_potentials(const Head& head, const Setup& s) {
 }
 
 /// Σ_h K_h·values_h·WO_h + 1 bOᵀ (+ X when residual).
-Matrix<double> forward(const AttentionLayer& layer, const Matrix<double>& X, const Setup& s,
+Matrix<double> forward(const AttentionLayer& layer, const MatrixRef<double>& X, const Setup& s,
                        const AttentionOptions& options) {
   Matrix<double> out = Matrix<double>::Zero(X.rows(), layer.d);
   for (std::size_t h = 0; h < std::size_t(layer.heads); ++h) {
@@ -197,18 +215,22 @@ Matrix<double> kernel_matrix(const AttentionLayer& layer, int head_index, const 
 
 }  // namespace
 
-Matrix<double> attend(const AttentionLayer& layer, const Matrix<double>& X, const AttentionOptions& options) {
-  return forward(layer, X, prepare(layer, X, X, true, {}, {}, options), options);
+Matrix<double> attend(const AttentionLayer& layer, const MatrixRef<double>& X,
+                      const AttentionOptions& options) {
+  const Setup s(layer, X, X, true, {}, {}, options);
+  return forward(layer, X, s, options);
 }
 
-Matrix<double> attend_cross(const AttentionLayer& layer, const Matrix<double>& X, const Matrix<double>& Y,
-                            const AttentionOptions& options) {
-  return forward(layer, X, prepare(layer, X, Y, false, {}, {}, options), options);
+Matrix<double> attend_cross(const AttentionLayer& layer, const MatrixRef<double>& X,
+                            const MatrixRef<double>& Y, const AttentionOptions& options) {
+  const Setup s(layer, X, Y, false, {}, {}, options);
+  return forward(layer, X, s, options);
 }
 
-Matrix<double> attend_weighted(const AttentionLayer& layer, const Matrix<double>& X,
+Matrix<double> attend_weighted(const AttentionLayer& layer, const MatrixRef<double>& X,
                                const Vector<double>& log_weights, const AttentionOptions& options) {
-  return forward(layer, X, prepare(layer, X, X, true, log_weights, log_weights, options), options);
+  const Setup s(layer, X, X, true, log_weights, log_weights, options);
+  return forward(layer, X, s, options);
 }
 
 namespace {
@@ -223,26 +245,30 @@ void require_softmax_for_weighted_context(const Vector<double>& w, const Attenti
 
 }  // namespace
 
-Matrix<double> attend_cross_weighted(const AttentionLayer& layer, const Matrix<double>& X,
-                                     const Matrix<double>& Y, const Vector<double>& context_log_weights,
+Matrix<double> attend_cross_weighted(const AttentionLayer& layer, const MatrixRef<double>& X,
+                                     const MatrixRef<double>& Y, const Vector<double>& context_log_weights,
                                      const AttentionOptions& options) {
   require_softmax_for_weighted_context(context_log_weights, options);
-  return forward(layer, X, prepare(layer, X, Y, false, {}, context_log_weights, options), options);
+  const Setup s(layer, X, Y, false, {}, context_log_weights, options);
+  return forward(layer, X, s, options);
 }
 
-Matrix<double> attention_kernel(const AttentionLayer& layer, int head, const Matrix<double>& X,
-                                const Matrix<double>& Y, const AttentionOptions& options) {
-  return kernel_matrix(layer, head, prepare(layer, X, Y, false, {}, {}, options));
+Matrix<double> attention_kernel(const AttentionLayer& layer, int head, const MatrixRef<double>& X,
+                                const MatrixRef<double>& Y, const AttentionOptions& options) {
+  const Setup s(layer, X, Y, false, {}, {}, options);
+  return kernel_matrix(layer, head, s);
 }
 
-Matrix<double> attention_kernel_weighted(const AttentionLayer& layer, int head, const Matrix<double>& X,
-                                         const Matrix<double>& Y, const Vector<double>& context_log_weights,
+Matrix<double> attention_kernel_weighted(const AttentionLayer& layer, int head, const MatrixRef<double>& X,
+                                         const MatrixRef<double>& Y,
+                                         const Vector<double>& context_log_weights,
                                          const AttentionOptions& options) {
   require_softmax_for_weighted_context(context_log_weights, options);
-  return kernel_matrix(layer, head, prepare(layer, X, Y, false, {}, context_log_weights, options));
+  const Setup s(layer, X, Y, false, {}, context_log_weights, options);
+  return kernel_matrix(layer, head, s);
 }
 
-Matrix<double> attend_stack(const std::vector<AttentionLayer>& layers, const Matrix<double>& X,
+Matrix<double> attend_stack(const std::vector<AttentionLayer>& layers, const MatrixRef<double>& X,
                             const AttentionOptions& options) {
   if (layers.empty()) throw InputError("layers", "the stack is empty (depth must be >= 1)");
   for (std::size_t k = 1; k < layers.size(); ++k)

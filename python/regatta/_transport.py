@@ -8,14 +8,17 @@ from ._results import ClaimResult, WassersteinResult
 
 
 def wasserstein(a, b, *, weights_a=None, weights_b=None, p=2.0, method="exact", certify=False, epsilon=None,
-                tolerance=None, max_iterations=None, directions=None, seed=None, normalize=False):
+                tolerance=None, max_iterations=None, directions=None, seed=None, normalize=False, progress=None):
     """W_p between mu = sum_i weights_a[i] delta_{a[i]} and nu (uniform weights by default), as
     `regatta wasserstein`: method 'exact' (network simplex; certify=True adds the certified bracket),
     'sinkhorn' (entropic estimate, epsilon / tolerance / max_iterations), 'sliced' (Monte-Carlo, directions /
-    seed) or '1d'. Atoms: n x d, or 1-D for d = 1."""
+    seed) or '1d'. Atoms: n x d, or 1-D for d = 1. The exact method stops on Ctrl-C (KeyboardInterrupt)
+    within about a second and reports its pivots to `progress` (a callable or True for a tqdm bar)."""
     opt = lambda x: None if x is None else array(x)  # noqa: E731
-    raw = _regatta.wasserstein(array(a), array(b), opt(weights_a), opt(weights_b), float(p), str(method),
-                               bool(certify), epsilon, tolerance, max_iterations, directions, seed, bool(normalize))
+    with hook(progress) as callback:
+        raw = _regatta.wasserstein(array(a), array(b), opt(weights_a), opt(weights_b), float(p), str(method),
+                                   bool(certify), epsilon, tolerance, max_iterations, directions, seed,
+                                   bool(normalize), callback)
     return WassersteinResult(raw)
 
 

@@ -91,31 +91,34 @@ void bind_layer(py::module_& m) {
       .def(
           "attend",
           [](const LayerCore& l, const py::handle& X, int depth) {
-            Matrix<double> Y = matrix_arg(X, "X", l.layer.d);
+            const MatrixView x = matrix_view(X, "X", l.layer.d);
             if (depth < 1) throw InputError("depth", "must be >= 1");
             py::gil_scoped_release release;
-            for (int k = 0; k < depth; ++k) Y = operators::attend(l.layer, Y, l.options);
+            Matrix<double> Y = operators::attend(l.layer, x.map(), l.options);
+            for (int k = 1; k < depth; ++k) Y = operators::attend(l.layer, Y, l.options);
             return Y;
           },
           py::arg("X"), py::arg("depth") = 1)
       .def(
           "attend_cross",
           [](const LayerCore& l, const py::handle& X, const py::handle& context, int depth) {
-            Matrix<double> Y = matrix_arg(X, "X", l.layer.d);
-            const Matrix<double> C = matrix_arg(context, "context", l.layer.d);
+            const MatrixView x = matrix_view(X, "X", l.layer.d);
+            const MatrixView c = matrix_view(context, "context", l.layer.d);
             if (depth < 1) throw InputError("depth", "must be >= 1");
             py::gil_scoped_release release;
-            for (int k = 0; k < depth; ++k) Y = operators::attend_cross(l.layer, Y, C, l.options);
+            Matrix<double> Y = operators::attend_cross(l.layer, x.map(), c.map(), l.options);
+            for (int k = 1; k < depth; ++k) Y = operators::attend_cross(l.layer, Y, c.map(), l.options);
             return Y;
           },
           py::arg("X"), py::arg("context"), py::arg("depth") = 1)
       .def(
           "kernel",
           [](const LayerCore& l, int head, const py::handle& X, const py::handle& context) {
-            const Matrix<double> Q = matrix_arg(X, "X", l.layer.d);
-            const Matrix<double> C = context.is_none() ? Q : matrix_arg(context, "context", l.layer.d);
+            const MatrixView q = matrix_view(X, "X", l.layer.d);
+            const MatrixView c =
+                matrix_view(context.is_none() ? X : context, context.is_none() ? "X" : "context", l.layer.d);
             py::gil_scoped_release release;
-            return operators::attention_kernel(l.layer, head, Q, C, l.options);
+            return operators::attention_kernel(l.layer, head, q.map(), c.map(), l.options);
           },
           py::arg("head"), py::arg("X"), py::arg("context") = py::none())
       .def(
@@ -165,7 +168,8 @@ void bind_layer(py::module_& m) {
           "_time_attend",
           [](const LayerCore& l, const py::handle& X, int repeats) {
             // The C++ call alone, for bench/python/overhead.py: seconds per operators::attend call.
-            const Matrix<double> x = matrix_arg(X, "X", l.layer.d);
+            const MatrixView view = matrix_view(X, "X", l.layer.d);
+            const auto& x = view.map();
             if (repeats < 1) throw InputError("repeats", "must be >= 1");
             py::gil_scoped_release release;
             double sink = 0;

@@ -15,6 +15,7 @@
 #include <regatta/measures/wasserstein.hpp>
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "interrupt.hpp"
 
 namespace regatta::python {
 
@@ -54,7 +55,7 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
                      const py::handle& weights_b, double p, const std::string& method, bool certify,
                      std::optional<double> epsilon, std::optional<double> tolerance,
                      std::optional<std::int64_t> max_iterations, std::optional<int> directions,
-                     std::optional<std::uint64_t> seed, bool normalize) {
+                     std::optional<std::uint64_t> seed, bool normalize, const py::object& progress) {
   if (!std::isfinite(p) || p < 1)
     throw InputError("p", "must be a finite number >= 1 (W_p is not a metric for p < 1)");
   if (method != "exact" && method != "sinkhorn" && method != "sliced" && method != "1d")
@@ -110,9 +111,20 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
     measures::WassersteinResult w;
     std::optional<measures::CertifiedBracket> c;
     {
+      // Ctrl-C: the simplex polls every 1024 pivots; the certification (MPFR c-transforms, OpenMP) runs to
+      // its end once started, and a pending interrupt is raised right after it.
+      Interrupter interrupter(progress);
+      measures::NetworkSimplexOptions options;
+      options.poll = [&](std::int64_t pivots, std::int64_t limit) {
+        interrupter.poll("wasserstein: network simplex pivots", pivots, limit);
+      };
       py::gil_scoped_release release;
-      w = measures::wasserstein_exact(mu, nu, p);
-      if (certify) c = measures::certify_wasserstein(mu, nu, p, w.plan, true);
+      w = measures::wasserstein_exact(mu, nu, p, options);
+      if (certify) {
+        interrupter.report("wasserstein: certifying the bracket", 0, 1);
+        c = measures::certify_wasserstein(mu, nu, p, w.plan, true);
+        interrupter.report("wasserstein: certifying the bracket", 1, 1);
+      }
     }
     out["value"] = w.value;
     out["cost"] = w.cost;
@@ -193,7 +205,7 @@ void bind_transport(py::module_& m) {
         py::arg("weights_b") = py::none(), py::arg("p") = 2.0, py::arg("method") = "exact",
         py::arg("certify") = false, py::arg("epsilon") = py::none(), py::arg("tolerance") = py::none(),
         py::arg("max_iterations") = py::none(), py::arg("directions") = py::none(),
-        py::arg("seed") = py::none(), py::arg("normalize") = false);
+        py::arg("seed") = py::none(), py::arg("normalize") = false, py::arg("progress") = py::none());
 }
 
 }  // namespace regatta::python

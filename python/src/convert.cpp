@@ -12,6 +12,7 @@ namespace regatta::python {
 namespace {
 
 std::atomic<std::int64_t> conversions{0};
+std::atomic<std::int64_t> input_copies{0};
 
 std::string shape_text(const py::array& a) {
   std::ostringstream os;
@@ -44,18 +45,25 @@ py::array_t<double, py::array::c_style> as_doubles(const py::handle& object, con
 }  // namespace
 
 std::int64_t conversion_count() { return conversions.load(); }
+std::int64_t input_copy_count() { return input_copies.load(); }
 
-Matrix<double> matrix_arg(const py::handle& object, const std::string& name, Eigen::Index cols) {
-  const auto a = as_doubles(object, name);
+MatrixView matrix_view(const py::handle& object, const std::string& name, Eigen::Index cols) {
+  auto a = as_doubles(object, name);
   if (a.ndim() != 2) throw InputError(name, "expected a 2-D array (n x d), got shape " + shape_text(a));
   const Eigen::Index rows = a.shape(0), columns = a.shape(1);
   if (rows == 0 || columns == 0) throw InputError(name, "is empty (shape " + shape_text(a) + ")");
   if (cols != 0 && columns != cols)
     throw InputError(
         name, "has " + std::to_string(columns) + " columns, the layer expects d = " + std::to_string(cols));
-  const Eigen::Map<const Matrix<double>> view(a.data(), rows, columns);
-  check_finite(name, view);
+  MatrixView view(std::move(a));
+  check_finite(name, view.map());
   return view;
+}
+
+Matrix<double> matrix_arg(const py::handle& object, const std::string& name, Eigen::Index cols) {
+  const MatrixView view = matrix_view(object, name, cols);
+  ++input_copies;
+  return view.map();
 }
 
 Vector<double> vector_arg(const py::handle& object, const std::string& name, Eigen::Index size) {

@@ -3,11 +3,14 @@
 // library's row-major Matrix<double> / Vector<double>, with the checks and messages of the library
 // (core/checks.hpp): the argument's Python name is the subject of every InputError.
 //
-// Copies. The library's entry points take `const Matrix<double>&`, an owning row-major matrix, so every
-// input is copied once into one; a C-contiguous float64 array is read in place for that copy (no conversion
-// buffer), any other array (float32, Fortran order, strided views) is converted by NumPy into one C-ordered
-// float64 buffer first. Outputs are not copied: the Matrix a library call returns is moved into the NumPy
-// array (pybind11's Eigen caster), which then owns it.
+// Copies. The forward passes (attend, attend_cross, kernel) take MatrixRef<double> views: a C-contiguous
+// float64 array reaches the library in place through matrix_view, with no copy at all. Any other array
+// (float32, Fortran order, strided views) is converted by NumPy into one C-ordered float64 buffer first
+// (counted by conversion_count). Entry points that keep their input (a linearisation stores its point) or
+// take an owning Matrix copy it once through matrix_arg (counted by input_copy_count). Outputs are not
+// copied: the Matrix a library call returns is moved into the NumPy array (pybind11's Eigen caster), which
+// owns it. A view is read while the GIL is released, as NumPy's own routines do: another Python thread
+// writing the same array meanwhile races with the computation.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,7 +26,23 @@ namespace regatta::python {
 
 namespace py = pybind11;
 
-/// A 2-D real array named `name` with `cols` columns (0: any), nonempty and finite.
+/// A 2-D real array viewed in place (the view keeps the array alive; destroy it with the GIL held).
+class MatrixView {
+ public:
+  explicit MatrixView(py::array_t<double, py::array::c_style> array)
+      : array_(std::move(array)), map_(array_.data(), array_.shape(0), array_.shape(1)) {}
+  const Eigen::Map<const Matrix<double>>& map() const { return map_; }
+
+ private:
+  py::array_t<double, py::array::c_style> array_;
+  Eigen::Map<const Matrix<double>> map_;
+};
+
+/// A 2-D real array named `name` with `cols` columns (0: any), nonempty and finite, read in place when it is
+/// C-contiguous float64.
+MatrixView matrix_view(const py::handle& object, const std::string& name, Eigen::Index cols = 0);
+
+/// The same, copied into an owning Matrix (for entry points that keep or own their input).
 Matrix<double> matrix_arg(const py::handle& object, const std::string& name, Eigen::Index cols = 0);
 
 /// A 1-D real array named `name` of length `size` (0: any), finite.
@@ -39,6 +58,8 @@ std::map<std::string, io::Array> tensors_of(const py::dict& tensors, const std::
 /// How many input arrays needed NumPy's conversion buffer (non-float64 or non-C-contiguous) since the module
 /// was loaded: the zero-copy test reads it.
 std::int64_t conversion_count();
+/// How many arrays matrix_arg copied into an owning Matrix since the module was loaded.
+std::int64_t input_copy_count();
 
 /// A number or None (an optional result of the library).
 inline py::object optional_number(const std::optional<double>& v) {

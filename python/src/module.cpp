@@ -33,6 +33,9 @@ PYBIND11_MODULE(_regatta, m) {
       "x as decimal text with `digits` significant digits, rounded down, up or to nearest (exact, MPFR)");
   m.def("_conversion_count", &regatta::python::conversion_count,
         "Input arrays that needed a conversion buffer (not C-contiguous float64) since the module loaded");
+  m.def("_input_copy_count", &regatta::python::input_copy_count,
+        "Input arrays copied into an owning library matrix since the module loaded (the forward passes read "
+        "C-contiguous float64 inputs in place and copy none)");
 
   regatta::python::bind_layer(m);
   regatta::python::bind_lipschitz(m);

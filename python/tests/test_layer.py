@@ -145,8 +145,14 @@ def test_no_conversion_copy_for_c_contiguous_float64_and_outputs_are_not_copied(
     layer = regatta.Layer.random(d=4, heads=2, seed=1)
     X = rng.standard_normal((5, 4))
     before = regatta._regatta._conversion_count()
+    copies = regatta._regatta._input_copy_count()
     Y = layer(X)
-    assert regatta._regatta._conversion_count() == before  # read in place
+    assert regatta._regatta._conversion_count() == before  # no conversion buffer
+    assert regatta._regatta._input_copy_count() == copies  # and no copy: the library reads X in place
+    layer.kernel(0, X)
+    assert regatta._regatta._input_copy_count() == copies
+    layer.linearize(X)  # a linearisation keeps its point: one counted copy
+    assert regatta._regatta._input_copy_count() == copies + 1
     layer(np.asfortranarray(X))
     layer(X.astype(np.float32))
     layer(X[::2])  # strided view

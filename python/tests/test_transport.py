@@ -96,3 +96,27 @@ def test_proofs_check_is_the_command_lines(cli):
         (t["verdict"], t["certified"], t.get("max_ratio"))
     with pytest.raises(regatta.InputError, match="^claims: unknown claim ID 'no.such'"):
         regatta.proofs_check(["no.such"])
+
+
+def test_ctrl_c_interrupts_a_long_exact_wasserstein_within_a_second():
+    from test_lipschitz import assert_ctrl_c_stops_within_a_second
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((20000, 2)), rng.standard_normal((20000, 2)) + 0.3  # minutes of pivots
+    assert_ctrl_c_stops_within_a_second(lambda: regatta.wasserstein(a, b, certify=True), after=1.0)
+    # The module still works afterwards.
+    assert float(regatta.wasserstein(a[:3], b[:3]).value) > 0
+
+
+def test_exact_wasserstein_reports_its_pivots():
+    # Reports are throttled to one per 25 ms: 1,500 atoms a side take ~0.25 s (~30,000 pivots).
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((1500, 2)), rng.standard_normal((1500, 2))
+    calls = []
+    regatta.wasserstein(a, b, progress=lambda *c: calls.append(c))
+    assert {c[0] for c in calls} == {"wasserstein: network simplex pivots"}
+    calls.clear()
+    regatta.wasserstein(a[:50], b[:50], certify=True, progress=lambda *c: calls.append(c))
+    assert ("wasserstein: certifying the bracket", 1, 1) in calls
+    pivots = [c[1] for c in calls if c[0] == "wasserstein: network simplex pivots"]
+    assert pivots == sorted(pivots) and all(p % 1024 == 0 for p in pivots)

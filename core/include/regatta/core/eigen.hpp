@@ -70,6 +70,11 @@ template <class S>
 using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class S>
 using Vector = Eigen::Matrix<S, Eigen::Dynamic, 1>;
+/// A read-only view of a row-major matrix with unit inner stride: binds a Matrix<S>, a block of whole rows
+/// or a Map of someone else's C-ordered buffer (a NumPy array) without copying. Entry points that only read
+/// their input take this, so that a caller holding foreign memory need not copy it into a Matrix first.
+template <class S>
+using MatrixRef = Eigen::Ref<const Matrix<S>>;
 
 /// Converts every entry with scalar_cast<To> (see convert.hpp for what each direction guarantees).
 template <class To, class Derived>

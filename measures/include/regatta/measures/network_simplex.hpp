@@ -59,6 +59,10 @@ struct TransportPlan {
 struct NetworkSimplexOptions {
   std::int64_t max_iterations = 0;  ///< 0: automatic, 10^6 + 1000 (n + m)
   double block_factor = 1.0;        ///< block size = max(16, block_factor * sqrt(n m))
+  /// Called with (pivots so far, the pivot limit) every 1024 pivots when set; it may throw to abandon the
+  /// solve (the exception propagates unchanged; nothing is left behind). The Python module runs signal
+  /// handlers here, so that Ctrl-C stops a long exact or certified Wasserstein computation.
+  std::function<void(std::int64_t, std::int64_t)> poll;
 };
 
 /// Cost given as a dense n x m matrix (row-major; entries finite, checked).

@@ -46,30 +46,32 @@ struct AttentionOptions {
   int sinkhorn_iterations = 1;
 };
 
+/// Inputs are read in place (MatrixRef: a Matrix, or a Map of a caller's C-ordered buffer, is not copied).
+///
 /// Self-attention F(X) of tokens X (n×d). Throws InputError for a wrong-width, empty or non-finite X, an
 /// invalid layer, sinkhorn_iterations < 1, or an untied l2 layer unless allowed ("untied L2 is outside the
 /// L2 theorem").
-Matrix<double> attend(const AttentionLayer& layer, const Matrix<double>& X,
+Matrix<double> attend(const AttentionLayer& layer, const MatrixRef<double>& X,
                       const AttentionOptions& options = {});
 
 /// Cross-attention of queries X (n×d) to context Y (m×d); same errors, Y checked as X. Causal Sinkhorn
 /// attention (t ≥ 2) needs n ≥ m (every context column must see a query).
-Matrix<double> attend_cross(const AttentionLayer& layer, const Matrix<double>& X, const Matrix<double>& Y,
-                            const AttentionOptions& options = {});
+Matrix<double> attend_cross(const AttentionLayer& layer, const MatrixRef<double>& X,
+                            const MatrixRef<double>& Y, const AttentionOptions& options = {});
 
 /// Self-attention of tokens carrying log-weights ω ∈ [−∞, ∞)^n (attention.md §3.3): ω_j is added to every
 /// logit of key j, in the row steps, the column steps (as a query log-weight) and the output; ω = log w for
 /// the atoms of a weighted measure (Sinkhorn then has both marginals w). An empty ω, or one whose entries
 /// are all exactly 0, runs exactly the unweighted path of attend(). Throws as attend() and for a wrong length
 /// or a NaN / +inf entry ("log_weights"), and when a query sees no key of finite log-weight.
-Matrix<double> attend_weighted(const AttentionLayer& layer, const Matrix<double>& X,
+Matrix<double> attend_weighted(const AttentionLayer& layer, const MatrixRef<double>& X,
                                const Vector<double>& log_weights, const AttentionOptions& options = {});
 
 /// Cross-attention to a context carrying log-weights ω (length m; empty or all 0: exactly attend_cross).
 /// Softmax only: a non-empty ω with sinkhorn_iterations ≠ 1 throws InputError (the Sinkhorn marginals of a
 /// weighted context need the query weights too; use attend_weighted for self-attention).
-Matrix<double> attend_cross_weighted(const AttentionLayer& layer, const Matrix<double>& X,
-                                     const Matrix<double>& Y, const Vector<double>& context_log_weights,
+Matrix<double> attend_cross_weighted(const AttentionLayer& layer, const MatrixRef<double>& X,
+                                     const MatrixRef<double>& Y, const Vector<double>& context_log_weights,
                                      const AttentionOptions& options = {});
 
 /// The materialised kernel K_h (n×m) of head `head` (0-based) for queries X and context Y — the softmax P_h
@@ -77,19 +79,20 @@ Matrix<double> attend_cross_weighted(const AttentionLayer& layer, const Matrix<d
 /// potentials as attend_cross, then exp of the materialised log-kernel (pairwise::log_kernel_matrix):
 /// O(n·m) memory, for tests and small sizes (InputError beyond pairwise::max_materialized_entries). Masked
 /// entries are exactly 0. Errors as attend_cross, plus a head outside 0..H−1 ("head").
-Matrix<double> attention_kernel(const AttentionLayer& layer, int head, const Matrix<double>& X,
-                                const Matrix<double>& Y, const AttentionOptions& options = {});
+Matrix<double> attention_kernel(const AttentionLayer& layer, int head, const MatrixRef<double>& X,
+                                const MatrixRef<double>& Y, const AttentionOptions& options = {});
 
 /// The kernel of attend_cross_weighted (softmax only for a non-empty ω): row i is
 /// softmax_j(S_ij + M_ij + ω_j); entries of keys with ω_j = −∞ are exactly 0.
-Matrix<double> attention_kernel_weighted(const AttentionLayer& layer, int head, const Matrix<double>& X,
-                                         const Matrix<double>& Y, const Vector<double>& context_log_weights,
+Matrix<double> attention_kernel_weighted(const AttentionLayer& layer, int head, const MatrixRef<double>& X,
+                                         const MatrixRef<double>& Y,
+                                         const Vector<double>& context_log_weights,
                                          const AttentionOptions& options = {});
 
 /// F_L ∘ … ∘ F_1 (X) with F_k = attend(layers[k], ·, options) (attention.md §2.3); weight sharing is the
 /// same layer repeated. Throws InputError for an empty list ("layers") or a layer whose width differs from
 /// layers[0] ("layers[k]"), and as attend().
-Matrix<double> attend_stack(const std::vector<AttentionLayer>& layers, const Matrix<double>& X,
+Matrix<double> attend_stack(const std::vector<AttentionLayer>& layers, const MatrixRef<double>& X,
                             const AttentionOptions& options = {});
 
 }  // namespace regatta::operators
