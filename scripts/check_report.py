@@ -168,6 +168,37 @@ def main():
             check(float(r["two"]) <= exact * (1 + 1e-12), f"{config}, n = {n}: certified {r['two']} > SVD {exact!r}")
         print(f"castin {config:22s} n = {n:4d}: ||J||_2 by SVD {exact:.12g} (report estimate {float(r['two_est']):.12g})")
 
+    # The true constant (section 8): sup over the domain of ||J||_2 sampled on a grid with torch.autograd must
+    # lie below the certified upper end, and (for N = 2, where a 41 x 41 grid is fine enough) near or above
+    # the certified lower end; the published bound is recomputed from its formula and must lie above both.
+    for name, f, bound_of in (
+        ("true_constant_l2.csv", l2_unit,
+         lambda n, R: math.sqrt(n) * (4 * lambda_n(n) + 1)),  # kim.thm32_2, d = d_h = 1, unit weights
+        ("true_constant_dot.csv", dot_head(1.0),
+         lambda n, R: math.sqrt(3) * math.sqrt(R**4 * (4 * n + 1) + n)),  # castin.sqrt_n, A = V = 1
+    ):
+        if not (d / "tables" / name).exists():
+            check(False, f"{name} missing")
+            continue
+        for r in rows(d, name):
+            n, R = int(r["n"]), float(r["R"])
+            lower, upper = float(r["lower"]), float(r["upper"])
+            check(lower <= upper, f"{name} N = {n}, R = {R}: lower {lower} > upper {upper}")
+            bound = bound_of(n, R)
+            check(close(float(r["bound_value"]), bound, 1e-12), f"{name} N = {n}, R = {R}: bound {r['bound_value']} vs {bound!r}")
+            check(bound >= upper * (1 - 1e-12), f"{name} N = {n}, R = {R}: published bound {bound!r} below the true constant {upper}")
+            rng = np.random.default_rng(n * 100 + int(R * 10))
+            if n == 2:
+                g = np.linspace(-R, R, 41)
+                points = [np.array([a, b]) for a in g for b in g]
+            else:
+                points = list(rng.uniform(-R, R, size=(400, n)))
+            sampled = max(two_norm(jacobian(f, [float(v) for v in x])) for x in points)
+            check(sampled <= upper * (1 + 1e-12), f"{name} N = {n}, R = {R}: sampled ||J||_2 {sampled!r} > certified upper {upper}")
+            if n == 2:
+                check(sampled >= lower * (1 - 5e-2), f"{name} N = 2, R = {R}: grid max {sampled!r} far below the certified lower {lower}")
+            print(f"true constant {name[14:-4]:3s} N = {n}, R = {R:3g}: sampled max {sampled:.6g} in [{lower:.6g}, {upper:.6g}]? bound {bound:.6g}")
+
     for r in rows(d, "proofs_check.csv"):
         check(r["verdict"] == r["expected"] or (r["expected"] == "identity" and r["verdict"] == "identity"),
               f"proofs-check {r['id']}: verdict {r['verdict']}, expected {r['expected']}")

@@ -44,6 +44,7 @@ std::vector<Section> run_report(const ReportOptions& options, const std::string&
       {5, "proofs", "proofs-check: the claims catalogue", section_proofs},
       {6, "meanfield", "Mean field: grid measure against samples", section_mean_field},
       {7, "flow", "Attention dynamics and clustering", section_flow},
+      {8, "true_constant", "The true constant (branch and bound)", section_true_constant},
   };
   std::vector<Section> sections;
   for (const Entry& e : entries) {

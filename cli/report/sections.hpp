@@ -25,6 +25,10 @@ Section section_proofs(const Context& ctx);
 /// 6. Mean field: attention on a grid measure against n samples of the same density.
 Section section_mean_field(const Context& ctx);
 
+/// 8. The true constant on bounded domains by branch and bound (Kim's L2 layer on boxes, dot-product
+///    attention on balls) against every published bound that applies there.
+Section section_true_constant(const Context& ctx);
+
 /// Runs every section (progress on stderr), writes every file under options.out. Returns the sections.
 std::vector<Section> run_report(const ReportOptions& options, const std::string& version);
 
