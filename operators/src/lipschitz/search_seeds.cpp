@@ -75,7 +75,7 @@ std::vector<SeedFamily> near_extremal_families(const AttentionLayer& layer, cons
         const double hi = std::min(std::sqrt(40 / lambda), top);
         const double lo = std::min(std::sqrt(0.05 / lambda), hi / 10);
         families.push_back({"kim" + head + label,
-                            [n, u, zero](double s) { return balanced_input(n, u, s, zero); }, lo, hi,
+                            [n, dir = u, zero](double s) { return balanced_input(n, dir, s, zero); }, lo, hi,
                             unique_tokens({zero}, n)});
       }
     } else {
@@ -85,13 +85,13 @@ std::vector<SeedFamily> near_extremal_families(const AttentionLayer& layer, cons
           {" (Gaussian direction)", gaussian}};
       for (const auto& [label, u] : directions) {
         families.push_back({"thm31 balanced" + head + label,
-                            [n, u, zero](double c) { return balanced_input(n, u, c, zero); }, bottom, top,
-                            unique_tokens({zero}, n)});
+                            [n, dir = u, zero](double c) { return balanced_input(n, dir, c, zero); }, bottom,
+                            top, unique_tokens({zero}, n)});
         const Eigen::Index spike = zero == 0 ? 1 : 0;
         families.push_back({"thm31 spike" + head + label,
-                            [n, u, spike](double c) {
-                              Matrix<double> X = Matrix<double>::Zero(n, u.size());
-                              if (spike < n) X.row(spike) = c * u.transpose();
+                            [n, dir = u, spike](double c) {
+                              Matrix<double> X = Matrix<double>::Zero(n, dir.size());
+                              if (spike < n) X.row(spike) = c * dir.transpose();
                               return X;
                             },
                             bottom, top, unique_tokens({zero, spike}, n)});

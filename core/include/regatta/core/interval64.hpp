@@ -51,7 +51,9 @@ inline constexpr double max_finite = std::numeric_limits<double>::max();
 // Operands and results in [tiny, huge] have exact fma remainders for × ÷ √ (no underflow of the error term).
 inline constexpr double tiny = 0x1p-900;
 inline constexpr double huge = 0x1p900;
-#if defined(FP_FAST_FMA)
+// FP_FAST_FMA comes from <cmath> when the compiler says so (GCC does for an FMA target; clang 14 does not,
+// though it emits the instruction): __FMA__, the target's own macro, covers both.
+#if defined(FP_FAST_FMA) || defined(__FMA__)
 inline constexpr bool tight = true;  // a hardware fma: the error terms are cheap and exact
 #else
 inline constexpr bool tight = false;  // no hardware fma: every inexact-looking endpoint widens by one ulp

@@ -323,7 +323,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
     const S xi_round = lift<S>(default_power_tolerance<double>(n * d, n * d)) * xi_terms;
     S kappa_ratio(0), kappa_below(0);
     for (long h = 0; h < w.heads; ++h) {
-      const auto [C, B] = score_factors<S>(w, h, X);
+      // Named copies, not a structured binding: clang 14 cannot capture bindings in the lambdas below.
+      const auto factors = score_factors<S>(w, h, X);
+      const auto& C = std::get<0>(factors);
+      const auto& B = std::get<1>(factors);
       const Matrix<S> Kk = kappa_matrix<S>(C, B);
       const S kappa = spec<S>(Kk);
       kappa_ratio = num::smax<S>(kappa_ratio, num::frobenius<S>(kappa_apply<S>(C, B, uk)) / kappa);
