@@ -9,9 +9,14 @@ cd "$(dirname "$0")/.."
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-15}
 cxx=${FUZZ_CXX:-$(command -v clang++ || echo /usr/bin/clang++)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  -DREGATTA_BUILD_FUZZERS=ON -DREGATTA_BUILD_TESTS=OFF -DREGATTA_BUILD_CLI=OFF -DREGATTA_BUILD_BENCHMARKS=OFF \
-  -DREGATTA_NATIVE=OFF >/dev/null
+# FUZZ_CONFIGURE=0: $build is already configured with clang and REGATTA_BUILD_FUZZERS=ON (scripts/test.sh
+# reuses its clang sanitizer build, whose configuration the fuzz targets do not depend on: they compile their
+# own instrumented copy of the parsers).
+if [ "${FUZZ_CONFIGURE:-1}" = 1 ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
+    -DREGATTA_BUILD_FUZZERS=ON -DREGATTA_BUILD_TESTS=OFF -DREGATTA_BUILD_CLI=OFF -DREGATTA_BUILD_BENCHMARKS=OFF \
+    -DREGATTA_NATIVE=OFF >/dev/null
+fi
 cmake --build "$build" --target regatta_fuzzers
 status=0
 for target in npy npz safetensors spec; do

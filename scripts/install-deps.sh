@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
   openmpi-bin libopenmpi-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libomp-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot python3-tqdm
 )
 
