@@ -140,14 +140,14 @@ Block<S>::Block(const AttentionLayer& layer, const AttentionOptions& options)
 }
 
 template <class S>
-std::shared_ptr<const BlockState<S>> Block<S>::state(const Mat<S>& X, const Mat<S>& Y, bool self) const {
+std::shared_ptr<const BlockState<S>> Block<S>::state(MatrixRef<S> X, MatrixRef<S> Y, bool self) const {
   check_nonempty("X", X.rows());
   check_cols("X", X.cols(), d_);
   if (!self) {
     check_nonempty("Y", Y.rows());
     check_cols("Y", Y.cols(), d_);
   }
-  for (const Mat<S>* Z : {&X, &Y})
+  for (const MatrixRef<S>* Z : {&X, &Y})
     for (Eigen::Index i = 0; i < Z->rows(); ++i)
       for (Eigen::Index a = 0; a < Z->cols(); ++a)
         if (!scalar_traits<S>::is_finite((*Z)(i, a)))
@@ -264,7 +264,7 @@ std::vector<Mat<S>> Block<S>::kernels_cross(const Mat<S>& X, const Mat<S>& Y) co
 }
 
 template <class S>
-Linearization<S> Block<S>::linearize(const Mat<S>& X) const {
+Linearization<S> Block<S>::linearize(MatrixRef<S> X) const {
   Linearization<S> lin;
   auto st = owning(state(X, X, true), *this);
   lin.value_ = st->value();
@@ -273,7 +273,7 @@ Linearization<S> Block<S>::linearize(const Mat<S>& X) const {
 }
 
 template <class S>
-CrossLinearization<S> Block<S>::linearize_cross(const Mat<S>& X, const Mat<S>& Y) const {
+CrossLinearization<S> Block<S>::linearize_cross(MatrixRef<S> X, MatrixRef<S> Y) const {
   CrossLinearization<S> lin;
   lin.state_ = owning(state(X, Y, false), *this);
   lin.value_ = lin.state_->value();

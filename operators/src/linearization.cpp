@@ -20,7 +20,7 @@ using detail::owning;
 namespace {
 
 template <class S>
-void check_tangent(const char* name, const Mat<S>& T, Eigen::Index rows, Eigen::Index cols) {
+void check_tangent(const char* name, MatrixRef<S> T, Eigen::Index rows, Eigen::Index cols) {
   check_shape(name, T.rows(), T.cols(), rows, cols);
 }
 
@@ -32,7 +32,7 @@ Eigen::Index Linearization<S>::input_cols() const {
 }
 
 template <class S>
-Mat<S> Linearization<S>::jvp(const Mat<S>& Xdot) const {
+Mat<S> Linearization<S>::jvp(MatrixRef<S> Xdot) const {
   check_tangent<S>("Xdot", Xdot, rows(), input_cols());
   Mat<S> T = regatta::detail::at_working_precision_all(Xdot);
   for (const auto& st : states_) {
@@ -45,7 +45,7 @@ Mat<S> Linearization<S>::jvp(const Mat<S>& Xdot) const {
 }
 
 template <class S>
-Mat<S> Linearization<S>::vjp(const Mat<S>& Fbar) const {
+Mat<S> Linearization<S>::vjp(MatrixRef<S> Fbar) const {
   check_tangent<S>("Fbar", Fbar, rows(), value_.cols());
   Mat<S> G = regatta::detail::at_working_precision_all(Fbar);
   for (auto it = states_.rbegin(); it != states_.rend(); ++it) {
@@ -60,7 +60,7 @@ Mat<S> Linearization<S>::vjp(const Mat<S>& Fbar) const {
 }
 
 template <class S>
-Mat<S> CrossLinearization<S>::jvp_query(const Mat<S>& Xdot) const {
+Mat<S> CrossLinearization<S>::jvp_query(MatrixRef<S> Xdot) const {
   check_tangent<S>("Xdot", Xdot, state_->X.rows(), state_->X.cols());
   const Mat<S> T = regatta::detail::at_working_precision_all(Xdot);
   Mat<S> out = state_->attention_jvp(state_->norm_jvp(state_->X, T), Mat<S>());
@@ -69,14 +69,14 @@ Mat<S> CrossLinearization<S>::jvp_query(const Mat<S>& Xdot) const {
 }
 
 template <class S>
-Mat<S> CrossLinearization<S>::jvp_context(const Mat<S>& Ydot) const {
+Mat<S> CrossLinearization<S>::jvp_context(MatrixRef<S> Ydot) const {
   check_tangent<S>("Ydot", Ydot, state_->Y.rows(), state_->Y.cols());
   const Mat<S> T = regatta::detail::at_working_precision_all(Ydot);
   return state_->attention_jvp(Mat<S>(), state_->norm_jvp(state_->Y, T));
 }
 
 template <class S>
-Mat<S> CrossLinearization<S>::vjp_query(const Mat<S>& Fbar) const {
+Mat<S> CrossLinearization<S>::vjp_query(MatrixRef<S> Fbar) const {
   check_tangent<S>("Fbar", Fbar, value_.rows(), value_.cols());
   const Mat<S> G = regatta::detail::at_working_precision_all(Fbar);
   Mat<S> Xn_bar, Yn_bar;
@@ -87,7 +87,7 @@ Mat<S> CrossLinearization<S>::vjp_query(const Mat<S>& Fbar) const {
 }
 
 template <class S>
-Mat<S> CrossLinearization<S>::vjp_context(const Mat<S>& Fbar) const {
+Mat<S> CrossLinearization<S>::vjp_context(MatrixRef<S> Fbar) const {
   check_tangent<S>("Fbar", Fbar, value_.rows(), value_.cols());
   const Mat<S> G = regatta::detail::at_working_precision_all(Fbar);
   Mat<S> Xn_bar, Yn_bar;
@@ -114,7 +114,7 @@ Mat<S> Stack<S>::forward(const Mat<S>& X) const {
 }
 
 template <class S>
-Linearization<S> Stack<S>::linearize(const Mat<S>& X) const {
+Linearization<S> Stack<S>::linearize(MatrixRef<S> X) const {
   Linearization<S> lin;
   Mat<S> Z = X;
   for (const auto& b : blocks_) {

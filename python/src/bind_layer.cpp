@@ -59,7 +59,7 @@ py::tuple measure_tuple(const measures::DiscreteMeasure<double>& mu) {
   return py::make_tuple(Matrix<double>(mu.atoms()), Vector<double>(mu.weights()));
 }
 
-void check_direction(const Matrix<double>& M, Eigen::Index rows, Eigen::Index cols, const char* name) {
+void check_direction(const MatrixRef<double>& M, Eigen::Index rows, Eigen::Index cols, const char* name) {
   if (M.rows() != rows || M.cols() != cols)
     throw InputError(name, "has shape (" + std::to_string(M.rows()) + ", " + std::to_string(M.cols()) +
                                "), expected (" + std::to_string(rows) + ", " + std::to_string(cols) + ")");
@@ -150,18 +150,18 @@ void bind_layer(py::module_& m) {
       .def(
           "linearize",
           [](const LayerCore& l, const py::handle& X) {
-            const Matrix<double> x = matrix_arg(X, "X", l.layer.d);
+            const MatrixView x = matrix_view(X, "X", l.layer.d);
             py::gil_scoped_release release;
-            return operators::Block<double>(l.layer, l.options).linearize(x);
+            return operators::Block<double>(l.layer, l.options).linearize(x.map());
           },
           py::arg("X"))
       .def(
           "linearize_cross",
           [](const LayerCore& l, const py::handle& X, const py::handle& context) {
-            const Matrix<double> x = matrix_arg(X, "X", l.layer.d);
-            const Matrix<double> y = matrix_arg(context, "context", l.layer.d);
+            const MatrixView x = matrix_view(X, "X", l.layer.d);
+            const MatrixView y = matrix_view(context, "context", l.layer.d);
             py::gil_scoped_release release;
-            return operators::Block<double>(l.layer, l.options).linearize_cross(x, y);
+            return operators::Block<double>(l.layer, l.options).linearize_cross(x.map(), y.map());
           },
           py::arg("X"), py::arg("context"))
       .def(
@@ -188,7 +188,8 @@ void bind_layer(py::module_& m) {
       .def(
           "jvp",
           [](const operators::Linearization<double>& lin, const py::handle& Xdot) {
-            const Matrix<double> v = matrix_arg(Xdot, "Xdot");
+            const MatrixView v_view = matrix_view(Xdot, "Xdot");
+            const auto& v = v_view.map();
             check_direction(v, lin.rows(), lin.input_cols(), "Xdot");
             py::gil_scoped_release release;
             return lin.jvp(v);
@@ -197,7 +198,8 @@ void bind_layer(py::module_& m) {
       .def(
           "vjp",
           [](const operators::Linearization<double>& lin, const py::handle& Fbar) {
-            const Matrix<double> u = matrix_arg(Fbar, "Fbar");
+            const MatrixView u_view = matrix_view(Fbar, "Fbar");
+            const auto& u = u_view.map();
             check_direction(u, lin.rows(), lin.value().cols(), "Fbar");
             py::gil_scoped_release release;
             return lin.vjp(u);
@@ -218,7 +220,8 @@ void bind_layer(py::module_& m) {
       .def(
           "jvp_query",
           [](const operators::CrossLinearization<double>& lin, const py::handle& Xdot) {
-            const Matrix<double> v = matrix_arg(Xdot, "Xdot");
+            const MatrixView v_view = matrix_view(Xdot, "Xdot");
+            const auto& v = v_view.map();
             check_direction(v, lin.value().rows(), lin.value().cols(), "Xdot");
             py::gil_scoped_release release;
             return lin.jvp_query(v);
@@ -227,7 +230,8 @@ void bind_layer(py::module_& m) {
       .def(
           "vjp_query",
           [](const operators::CrossLinearization<double>& lin, const py::handle& Fbar) {
-            const Matrix<double> u = matrix_arg(Fbar, "Fbar");
+            const MatrixView u_view = matrix_view(Fbar, "Fbar");
+            const auto& u = u_view.map();
             check_direction(u, lin.value().rows(), lin.value().cols(), "Fbar");
             py::gil_scoped_release release;
             return lin.vjp_query(u);
@@ -236,7 +240,8 @@ void bind_layer(py::module_& m) {
       .def(
           "jvp_context",
           [](const operators::CrossLinearization<double>& lin, const py::handle& Ydot, Eigen::Index m_rows) {
-            const Matrix<double> v = matrix_arg(Ydot, "Ydot");
+            const MatrixView v_view = matrix_view(Ydot, "Ydot");
+            const auto& v = v_view.map();
             check_direction(v, m_rows, lin.value().cols(), "Ydot");
             py::gil_scoped_release release;
             return lin.jvp_context(v);
@@ -245,7 +250,8 @@ void bind_layer(py::module_& m) {
       .def(
           "vjp_context",
           [](const operators::CrossLinearization<double>& lin, const py::handle& Fbar) {
-            const Matrix<double> u = matrix_arg(Fbar, "Fbar");
+            const MatrixView u_view = matrix_view(Fbar, "Fbar");
+            const auto& u = u_view.map();
             check_direction(u, lin.value().rows(), lin.value().cols(), "Fbar");
             py::gil_scoped_release release;
             return lin.vjp_context(u);

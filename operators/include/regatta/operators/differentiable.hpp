@@ -31,9 +31,9 @@ class Linearization {
   /// F(X) at the point.
   const Matrix<S>& value() const { return value_; }
   /// DF(X)[Ẋ]; Ẋ has the shape of X.
-  Matrix<S> jvp(const Matrix<S>& Xdot) const;
+  Matrix<S> jvp(MatrixRef<S> Xdot) const;
   /// DF(X)ᵀ[F̄]; F̄ has the shape of F(X).
-  Matrix<S> vjp(const Matrix<S>& Fbar) const;
+  Matrix<S> vjp(MatrixRef<S> Fbar) const;
 
   Eigen::Index rows() const { return value_.rows(); }
   Eigen::Index input_cols() const;
@@ -52,10 +52,10 @@ template <class S>
 class CrossLinearization {
  public:
   const Matrix<S>& value() const { return value_; }
-  Matrix<S> jvp_query(const Matrix<S>& Xdot) const;    ///< ∂F/∂X [Ẋ]
-  Matrix<S> jvp_context(const Matrix<S>& Ydot) const;  ///< ∂F/∂Y [Ẏ]
-  Matrix<S> vjp_query(const Matrix<S>& Fbar) const;    ///< (∂F/∂X)ᵀ[F̄], n×d
-  Matrix<S> vjp_context(const Matrix<S>& Fbar) const;  ///< (∂F/∂Y)ᵀ[F̄], m×d
+  Matrix<S> jvp_query(MatrixRef<S> Xdot) const;    ///< ∂F/∂X [Ẋ]
+  Matrix<S> jvp_context(MatrixRef<S> Ydot) const;  ///< ∂F/∂Y [Ẏ]
+  Matrix<S> vjp_query(MatrixRef<S> Fbar) const;    ///< (∂F/∂X)ᵀ[F̄], n×d
+  Matrix<S> vjp_context(MatrixRef<S> Fbar) const;  ///< (∂F/∂Y)ᵀ[F̄], m×d
 
  private:
   template <class>
@@ -83,8 +83,9 @@ class Block {
   std::vector<Matrix<S>> kernels(const Matrix<S>& X) const;
   std::vector<Matrix<S>> kernels_cross(const Matrix<S>& X, const Matrix<S>& Y) const;
 
-  Linearization<S> linearize(const Matrix<S>& X) const;
-  CrossLinearization<S> linearize_cross(const Matrix<S>& X, const Matrix<S>& Y) const;
+  /// The linearisation keeps its own copy of the point (at working precision); X may be a view (MatrixRef).
+  Linearization<S> linearize(MatrixRef<S> X) const;
+  CrossLinearization<S> linearize_cross(MatrixRef<S> X, MatrixRef<S> Y) const;
 
   /// The converted weights (for bounds and tests).
   const std::vector<Matrix<S>>& WQ() const { return WQ_; }
@@ -93,7 +94,7 @@ class Block {
   const std::vector<Matrix<S>>& WVO() const { return WVO_; }
 
  private:
-  std::shared_ptr<const BlockState<S>> state(const Matrix<S>& X, const Matrix<S>& Y, bool self) const;
+  std::shared_ptr<const BlockState<S>> state(MatrixRef<S> X, MatrixRef<S> Y, bool self) const;
   friend struct BlockState<S>;
   template <class>
   friend class Stack;
@@ -116,7 +117,7 @@ class Stack {
   /// Throws InputError for an empty list or blocks of different widths.
   explicit Stack(std::vector<Block<S>> blocks);
   Matrix<S> forward(const Matrix<S>& X) const;
-  Linearization<S> linearize(const Matrix<S>& X) const;
+  Linearization<S> linearize(MatrixRef<S> X) const;
   std::size_t depth() const { return blocks_.size(); }
 
  private:

@@ -49,13 +49,14 @@ S pow_nonnegative(const S& dist, const S& p) {
 
 /// Every entry carried at the current working precision (a copy for fixed-precision types: IEEE and
 /// interval64); see at_working_precision.
-template <class M>
-M at_working_precision_all(const M& a) {
-  using S = typename M::Scalar;
+/// Takes any dense expression (a matrix, an Eigen::Ref view of caller-owned data) and returns a plain matrix.
+template <class Derived>
+typename Derived::PlainObject at_working_precision_all(const Eigen::DenseBase<Derived>& a) {
+  using S = typename Derived::Scalar;
   if constexpr (!scalar_traits<S>::is_multiprecision) {
     return a;
   } else {
-    M r(a.rows(), a.cols());
+    typename Derived::PlainObject r(a.rows(), a.cols());
     for (Eigen::Index i = 0; i < a.rows(); ++i)
       for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = at_working_precision(a(i, j));
     return r;
