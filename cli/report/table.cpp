@@ -1,12 +1,13 @@
 // Report tables (see table.hpp).
 #include "table.hpp"
 
-#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include <regatta/core/decimal.hpp>
 
@@ -92,7 +93,9 @@ Table& Table::column(std::string key, std::string header, Kind kind, std::string
 }
 
 void Table::add_row(std::vector<Cell> cells) {
-  assert(cells.size() == columns_.size());
+  if (cells.size() != columns_.size())
+    throw std::logic_error("report table: a row of " + std::to_string(cells.size()) +
+                           " cells in a table of " + std::to_string(columns_.size()) + " columns");
   rows_.push_back(std::move(cells));
 }
 

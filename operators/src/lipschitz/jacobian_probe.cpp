@@ -1,9 +1,10 @@
 // Matrix-free Jacobian probes (jacobian_probe.hpp).
 #include "jacobian_probe.hpp"
 
-#include <cassert>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace regatta::lip::detail {
 
@@ -18,7 +19,7 @@ Probe power_probe(const operators::Linearization<double>& lin, const Matrix<doub
   Probe p;
   Matrix<double> v = start;
   double nv = v.norm();
-  assert(nv > 0);
+  if (!(nv > 0)) throw std::logic_error("power_probe: the start vector is zero or not finite");
   v /= nv;
   double previous = 0;
   for (int k = 0; k < iterations; ++k) {

@@ -1,7 +1,8 @@
 // The forward pass of a Model and the MLP activations (model.hpp).
 #include <mpfr.h>
+#include <stdexcept>
+#include <string>
 
-#include <cassert>
 #include <cmath>
 #include <numbers>
 #include <regatta/core/error.hpp>
@@ -193,7 +194,9 @@ Matrix<S> activation_derivative(Activation activation, const Matrix<S>& H) {
 
 template <class S>
 Matrix<S> embed(const Model& m, const Vector<S>& image) {
-  assert(image.size() == m.input_size());
+  if (image.size() != m.input_size())  // callers check the image against the model first
+    throw std::logic_error("embed: image of " + std::to_string(image.size()) + " values, the model takes " +
+                           std::to_string(m.input_size()));
   const int K = m.channels * m.patch_size * m.patch_size;
   Matrix<S> P(m.patch_count(), K);
   for (int q = 0; q < m.patch_count(); ++q)
