@@ -195,6 +195,7 @@ SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S
     const Vector<S> f_new = -S(epsilon) * row_transform(r.g, epsilon).lse;
     ++r.iterations;
     ++in_stage;
+    if (options.poll) options.poll(r.iterations, options.max_iterations);
     const bool at_target = epsilon == options.epsilon;
     if (at_target && row_marginal(a, r.f, f_new, epsilon).first <= options.tolerance) {
       // Confirm with the reported evaluation, so that status and marginal_error never disagree.
@@ -241,6 +242,7 @@ SinkhornResult<S> sinkhorn_symmetric(const DiscreteMeasure<S>& mu, double p, con
     const Vector<S> t = -S(epsilon) * transform(r.f, epsilon).lse;
     ++r.iterations;
     ++in_stage;
+    if (options.poll) options.poll(r.iterations, options.max_iterations);
     const bool at_target = epsilon == options.epsilon;
     if (at_target && row_marginal(a, r.f, t, epsilon).first <= options.tolerance) {
       r.g = r.f;

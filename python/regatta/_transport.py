@@ -12,8 +12,9 @@ def wasserstein(a, b, *, weights_a=None, weights_b=None, p=2.0, method="exact", 
     """W_p between mu = sum_i weights_a[i] delta_{a[i]} and nu (uniform weights by default), as
     `regatta wasserstein`: method 'exact' (network simplex; certify=True adds the certified bracket),
     'sinkhorn' (entropic estimate, epsilon / tolerance / max_iterations), 'sliced' (Monte-Carlo, directions /
-    seed) or '1d'. Atoms: n x d, or 1-D for d = 1. The exact method stops on Ctrl-C (KeyboardInterrupt)
-    within about a second and reports its pivots to `progress` (a callable or True for a tqdm bar)."""
+    seed) or '1d'. Atoms: n x d, or 1-D for d = 1. The exact and Sinkhorn methods stop on Ctrl-C
+    (KeyboardInterrupt) within about a second and report their pivots / iterations to `progress` (a callable
+    or True for a tqdm bar); the sliced and 1-D methods (sorting, O(n log n) per direction) run to their end."""
     opt = lambda x: None if x is None else array(x)  # noqa: E731
     with hook(progress) as callback:
         raw = _regatta.wasserstein(array(a), array(b), opt(weights_a), opt(weights_b), float(p), str(method),

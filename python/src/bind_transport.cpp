@@ -151,6 +151,11 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
     if (max_iterations) o.max_iterations = *max_iterations;
     std::optional<measures::SinkhornResult<double>> r;
     {
+      // Ctrl-C and progress: polled after every iteration (two streamed reductions over the n x m pairs).
+      Interrupter interrupter(progress);
+      o.poll = [&](std::int64_t iterations, std::int64_t limit) {
+        interrupter.poll("wasserstein: sinkhorn iterations", iterations, limit);
+      };
       py::gil_scoped_release release;
       r.emplace(measures::sinkhorn(mu, nu, p, o));
     }

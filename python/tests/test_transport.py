@@ -108,6 +108,26 @@ def test_ctrl_c_interrupts_a_long_exact_wasserstein_within_a_second():
     assert float(regatta.wasserstein(a[:3], b[:3]).value) > 0
 
 
+def test_ctrl_c_interrupts_a_long_sinkhorn_within_a_second():
+    from test_lipschitz import assert_ctrl_c_stops_within_a_second
+
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((3000, 2)), rng.standard_normal((3000, 2)) + 0.3
+    # A small epsilon, an unreachable tolerance and no iteration limit to speak of: minutes of iterations of
+    # a few tens of milliseconds each.
+    assert_ctrl_c_stops_within_a_second(
+        lambda: regatta.wasserstein(a, b, method="sinkhorn", epsilon=1e-4, tolerance=1e-15,
+                                    max_iterations=10**9), after=1.0)
+    # Progress: 150 iterations on 1,000 atoms a side (an unreachable tolerance), about half a second, against
+    # reports throttled to one per 25 ms.
+    calls = []
+    r = regatta.wasserstein(a[:1000], b[:1000], method="sinkhorn", epsilon=1e-3, tolerance=1e-15,
+                            max_iterations=150, progress=lambda *c: calls.append(c))
+    assert r.raw["iterations"] == 150
+    assert calls and {c[0] for c in calls} == {"wasserstein: sinkhorn iterations"}
+    assert all(0 < c[1] <= 150 and c[2] == 150 for c in calls)
+
+
 def test_exact_wasserstein_reports_its_pivots():
     # Reports are throttled to one per 25 ms: 1,500 atoms a side take ~0.25 s (~30,000 pivots).
     rng = np.random.default_rng(6)

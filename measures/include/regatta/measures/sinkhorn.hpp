@@ -37,6 +37,7 @@
 // Instantiated for float and double (float: the tolerance must stay above ~n·eps(float)).
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 #include <regatta/core/pairwise.hpp>
 #include <regatta/measures/discrete_measure.hpp>
@@ -58,6 +59,10 @@ struct SinkhornOptions {
   std::int64_t max_iterations = 100000;  ///< total iterations over all stages (>= 1)
   double tolerance = 1e-9;               ///< on ‖P 1 − a‖₁ (the column marginals are exact)
   pairwise::Options reduce_options{};  ///< threads = 0 means 1 thread below 2^16 pairs, OpenMP default above
+  /// When set, called after every iteration with (iterations so far, max_iterations): progress, and a way
+  /// to stop (it may throw; the exception leaves sinkhorn with no result). Not called by the ε-scaling
+  /// epilogue or the final evaluation (one iteration each).
+  std::function<void(std::int64_t, std::int64_t)> poll;
 };
 
 template <class S>
