@@ -72,7 +72,7 @@ struct LipschitzArgs {
 };
 
 lip::Symmetries parse_symmetries(const std::string& text) {
-  lip::Symmetries s{false, false, false};
+  lip::Symmetries s{false, false, false, false};
   if (text == "all") return lip::Symmetries{};
   if (text == "none") return s;
   std::stringstream in(text);
@@ -84,17 +84,21 @@ lip::Symmetries parse_symmetries(const std::string& text) {
       s.translation = true;
     else if (item == "sign")
       s.sign = true;
+    else if (item == "rotation")
+      s.rotation = true;
     else
-      throw InputError("--symmetry", "unknown reduction '" + item +
-                                         "' (all, none, or a list of permutation, translation, sign)");
+      throw InputError("--symmetry",
+                       "unknown reduction '" + item +
+                           "' (all, none, or a list of permutation, translation, sign, rotation)");
   }
   return s;
 }
 
 std::string describe(const lip::Symmetries& s) {
   std::string out;
-  for (const auto& [on, name] : {std::pair{s.permutation, "permutation"},
-                                 std::pair{s.translation, "translation"}, std::pair{s.sign, "sign"}})
+  for (const auto& [on, name] :
+       {std::pair{s.permutation, "permutation"}, std::pair{s.translation, "translation"},
+        std::pair{s.sign, "sign"}, std::pair{s.rotation, "rotation"}})
     if (on) out += (out.empty() ? "" : ", ") + std::string(name);
   return out.empty() ? "none" : out;
 }
@@ -237,12 +241,12 @@ void run(const LipschitzArgs& args, int& result) {
   const lip::BnbBracket b = problem.bracket(state);
   const double relative = b.lower > 0 ? (b.upper - b.lower) / b.lower : std::nan("");
   const std::vector<lip::BoundReport> bounds = published_bounds(resolved, domain, bnb.norm);
-  const std::string domain_text = domain.shape == lip::DomainShape::box
-                                      ? "box [-" + number(domain.radius) + ", " + number(domain.radius) +
-                                            "]^(" + std::to_string(domain.n) + " x " +
-                                            std::to_string(resolved.layer.d) + ")"
-                                      : "ball ||x_i|| <= " + number(domain.radius) + " for each of " +
-                                            std::to_string(domain.n) + " tokens";
+  const std::string domain_text =
+      domain.shape == lip::DomainShape::box
+          ? "box [-" + number(domain.radius) + ", " + number(domain.radius) + "]^(" +
+                std::to_string(domain.n) + " x " + std::to_string(resolved.layer.d) + ")"
+          : "ball ||x_i|| <= " + number(domain.radius) + " for each of " + std::to_string(domain.n) +
+                " tokens" + (problem.polar() ? " (boxes in polar coordinates)" : "");
   if (args.json) {
     nlohmann::json jb = nlohmann::json::array();
     for (const auto& r : bounds)
@@ -321,9 +325,9 @@ void add_lipschitz_command(CLI::App& app, int& result) {
   cmd->add_option("--norm", args->norm, "2 (Frobenius, default) or inf (max entry)");
   cmd->add_option("--gap", args->gap, "Stop when (upper - lower) <= GAP * lower (default 1e-2)")
       ->check(finite_in(0, 1e6, Ends::open_low));
-  cmd->add_option(
-      "--symmetry", args->symmetry,
-      "Reductions to use where valid: all (default), none, or a list of permutation,translation,sign");
+  cmd->add_option("--symmetry", args->symmetry,
+                  "Reductions to use where valid: all (default), none, or a list of "
+                  "permutation,translation,sign,rotation");
   cmd->add_option("--batch", args->batch,
                   "Boxes split per step (default 64; part of the checkpoint's problem)")
       ->check(CLI::Range(1, 1 << 20));

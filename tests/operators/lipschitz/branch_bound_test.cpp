@@ -105,6 +105,19 @@ AttentionLayer random_dot(int d, std::uint64_t seed) {
   return operators::random_layer(s);
 }
 
+/// d = 2, one head, WQ, WK, WV, WO of the form aI + bJ (dyadic entries): rotation equivariant.
+AttentionLayer isotropic_dot() {
+  AttentionLayer L = random_dot(2, 1);
+  Matrix<double> R(2, 2), V(2, 2);
+  R << 0.5, -1.0, 1.0, 0.5;
+  V << 0.75, 0.25, -0.25, 0.75;
+  L.WQ[0] = R;
+  L.WK[0] = Matrix<double>::Identity(2, 2);
+  L.WV[0] = V;
+  L.WO = Matrix<double>::Identity(2, 2);
+  return L;
+}
+
 std::vector<Setting> settings() {
   AttentionOptions residual;
   residual.residual = true;
@@ -120,7 +133,12 @@ std::vector<Setting> settings() {
            causal,
            {DomainShape::ball, 0.7, 2},
            Norm::inf},
-          {"dot_d1_n3_box_residual", random_dot(1, 9), residual, {DomainShape::box, 1.0, 3}}};
+          {"dot_d1_n3_box_residual", random_dot(1, 9), residual, {DomainShape::box, 1.0, 3}},
+          // Polar boxes (d = 2 balls): with the rotation reduction (θ_1 = 0, sorted angles), with rotation
+          // but no permutation (causal), and with the ∞-norm, which keeps the sign reduction instead.
+          {"dot_d2_n2_ball_rotation", isotropic_dot(), {}, {DomainShape::ball, 1.0, 2}},
+          {"dot_d2_n2_ball_rotation_causal", isotropic_dot(), causal, {DomainShape::ball, 0.8, 2}},
+          {"dot_d2_n2_ball_inf", isotropic_dot(), {}, {DomainShape::ball, 0.8, 2}, Norm::inf, 3e-2}};
 }
 
 TEST(BranchBound, BracketHoldsAgainstTheGenericJacobianAndReachesTheGap) {
@@ -174,26 +192,34 @@ TEST(BranchBound, EachSymmetryReductionAgreesWithTheUnreducedSearch) {
     BnbDomain domain;
     Symmetries with, without;
   };
-  const Symmetries none{false, false, false};
+  const Symmetries none{false, false, false, false};
   const std::vector<Reduction> reductions = {
-      {"l2_permutation", kim_unit_layer(), {DomainShape::box, 1.5, 2}, {true, false, false}, none},
+      {"l2_permutation", kim_unit_layer(), {DomainShape::box, 1.5, 2}, {true, false, false, false}, none},
       {"l2_translation",
        kim_unit_layer(),
        {DomainShape::box, 1.5, 2},
-       {true, true, false},
-       {true, false, false}},
+       {true, true, false, false},
+       {true, false, false, false}},
       {"l2_sign_sorted",
        kim_unit_layer(),
        {DomainShape::box, 1.5, 2},
-       {true, false, true},
-       {true, false, false}},
+       {true, false, true, false},
+       {true, false, false, false}},
       {"l2_sign_translated",
        kim_unit_layer(),
        {DomainShape::box, 1.5, 3},
-       {true, true, true},
-       {true, true, false}},
-      {"dot_sign_alone", random_dot(1, 3), {DomainShape::ball, 1.0, 2}, {false, false, true}, none},
-      {"dot_sign_sorted", random_dot(1, 3), {DomainShape::ball, 1.0, 2}, {true, false, true}, none}};
+       {true, true, true, false},
+       {true, true, false, false}},
+      {"dot_sign_alone", random_dot(1, 3), {DomainShape::ball, 1.0, 2}, {false, false, true, false}, none},
+      {"dot_sign_sorted", random_dot(1, 3), {DomainShape::ball, 1.0, 2}, {true, false, true, false}, none},
+      {"d2_sign_alone", random_dot(2, 3), {DomainShape::ball, 1.0, 1}, {false, false, true, false}, none},
+      // Rotation (polar boxes) against Cartesian boxes without it.
+      {"rotation_alone", isotropic_dot(), {DomainShape::ball, 1.0, 1}, {false, false, false, true}, none},
+      {"rotation_sorted",
+       isotropic_dot(),
+       {DomainShape::ball, 0.5, 2},
+       {true, false, false, true},
+       {true, false, true, false}}};
   for (const Reduction& r : reductions) {
     SCOPED_TRACE(r.name);
     const double gap = 2e-2;
@@ -203,9 +229,19 @@ TEST(BranchBound, EachSymmetryReductionAgreesWithTheUnreducedSearch) {
     EXPECT_EQ(reduced.symmetries().permutation, r.with.permutation);
     EXPECT_EQ(reduced.symmetries().translation, r.with.translation);
     EXPECT_EQ(reduced.symmetries().sign, r.with.sign);
+    EXPECT_EQ(reduced.symmetries().rotation, r.with.rotation);
     const BnbBracket a = reduced.bracket(solve(reduced)), b = full.bracket(solve(full));
     EXPECT_LE(std::max(a.lower, b.lower), std::min(a.upper, b.upper));
   }
+}
+
+TEST(BranchBound, PolarBoxesOnlyWithTheRotationReduction) {
+  const BnbDomain disk{DomainShape::ball, 1, 2};
+  EXPECT_TRUE(BranchBound(isotropic_dot(), {}, disk, {}).polar());
+  EXPECT_FALSE(BranchBound(random_dot(2, 5), {}, disk, {}).polar());  // no rotation: Cartesian boxes
+  BnbOptions no_rotation;
+  no_rotation.symmetries.rotation = false;
+  EXPECT_FALSE(BranchBound(isotropic_dot(), {}, disk, no_rotation).polar());
 }
 
 TEST(BranchBound, ReductionsAreDroppedWhereTheyDoNotHold) {
@@ -227,6 +263,21 @@ TEST(BranchBound, ReductionsAreDroppedWhereTheyDoNotHold) {
   AttentionOptions prenorm;
   prenorm.prenorm = operators::Prenorm::layernorm;
   EXPECT_FALSE(applicable_symmetries(kim_unit_layer(), prenorm, {DomainShape::box, 1, 3}, {}).translation);
+  // Rotation: the isotropic layer on a d = 2 ball with the 2-norm; not a generic layer, not a box, not with
+  // the ∞-norm (not rotation invariant), not with Cartesian boxes. Where it holds, sign is not used.
+  const BnbDomain disk{DomainShape::ball, 1, 2};
+  const Symmetries iso = BranchBound(isotropic_dot(), {}, disk, {}).symmetries();
+  EXPECT_TRUE(iso.rotation);
+  EXPECT_FALSE(iso.sign);
+  EXPECT_FALSE(BranchBound(random_dot(2, 3), {}, disk, {}).symmetries().rotation);
+  EXPECT_FALSE(BranchBound(isotropic_dot(), {}, {DomainShape::box, 1, 2}, {}).symmetries().rotation);
+  EXPECT_FALSE(BranchBound(isotropic_dot(), {}, disk, BnbOptions{Norm::inf}).symmetries().rotation);
+  BnbOptions cartesian;
+  cartesian.polar = false;
+  EXPECT_FALSE(BranchBound(isotropic_dot(), {}, disk, cartesian).symmetries().rotation);
+  AttentionLayer skewed = isotropic_dot();
+  skewed.WV[0](0, 1) = 0.5;  // no longer aI + bJ
+  EXPECT_FALSE(BranchBound(skewed, {}, disk, {}).symmetries().rotation);
 }
 
 TEST(BranchBound, ResumedRunEndsInTheSameStateAsAnUninterruptedOne) {

@@ -6,7 +6,8 @@
 // ‖J(X)‖ in the induced norm (2: the spectral norm of the n·d × n·d Jacobian, token matrices in Frobenius
 // norm; inf: the maximum absolute row sum, token matrices in max-entry norm). Domains, centred at 0:
 //   box   [−R, R]^{n×d}                     (every entry of X in [−R, R])
-//   ball  {X : ‖x_i‖₂ ≤ R for every token}  (a product of Euclidean balls; covered by boxes)
+//   ball  {X : ‖x_i‖₂ ≤ R for every token}  (a product of Euclidean balls; covered by boxes; with the
+//         rotation reduction (d = 2) the boxes are in polar coordinates (r_i, θ_i), r_i ∈ [0, R])
 //
 // Bracket. The frontier is a set of boxes covering the part of D that the symmetry reductions keep. For each
 // box B the upper end u(B) ≥ sup over B of ‖J‖ comes from the interval64 Jacobian enclosure over B
@@ -50,13 +51,20 @@ struct BnbDomain {
 ///   sign         J(−X) = J(X) when the scores are even and the values odd up to a constant (no query or
 ///                key bias for dot, tied L2; no pre-norm): keep x_{1,1} + x_{n,1} ≥ 0 with permutation
 ///                (x_{1,1} ≥ 0 without), or, with translation, x_{2,1} − x_{1,1} ≤ x_{n,1} − x_{n−1,1}
+///   rotation     F(XQ) = F(X)Q + const for every rotation Q of the plane (d = 2 ball domain, polar
+///                coordinates; no pre-norm, no query or key bias, and per head WQ_h, WK_h, WV_h, WO_h all
+///                2×2 of the form aI + bJ,
+///                J the quarter turn, checked exactly; the 2-norm only): keep θ_1 = 0; it contains the
+///                sign reduction (−I is a rotation), which is then not used
 struct Symmetries {
   bool permutation = true;
   bool translation = true;
   bool sign = true;
+  bool rotation = true;
 };
 
 /// The reductions that apply to (layer, options, domain) among those requested; the others are dropped.
+/// BranchBound further drops rotation unless its boxes are polar and the norm is 2 (symmetries()).
 Symmetries applicable_symmetries(const operators::AttentionLayer& layer,
                                  const operators::AttentionOptions& options, const BnbDomain& domain,
                                  const Symmetries& requested);
@@ -72,9 +80,14 @@ struct BnbOptions {
   double gap = 1e-2;  ///< stop when upper − lower ≤ gap·lower (finite, > 0)
   Symmetries symmetries{};
   int batch = 64;  ///< boxes split per step (≥ 1); part of the problem's identity for resume
+  /// Allow polar coordinates, which the rotation reduction needs (false: Cartesian boxes and no rotation
+  /// reduction; for comparisons).
+  bool polar = true;
 };
 
-/// One box of the frontier: entry k = i·d + a of lo/hi bounds x_{i,a} (row-major, as the Jacobian).
+/// One box of the frontier: entry k = i·d + a of lo/hi bounds x_{i,a} (row-major, as the Jacobian); in
+/// polar coordinates (BranchBound::polar()) entries 2i and 2i + 1 bound r_i and θ_i, x_i = r_i(cos θ_i,
+/// sin θ_i).
 struct BnbBox {
   std::vector<double> lo, hi;
   double upper = 0;      ///< CERTIFIED: sup over the box of ‖J‖ ≤ upper
@@ -118,6 +131,8 @@ class BranchBound {
   const BnbDomain& domain() const { return domain_; }
   const BnbOptions& options() const { return bnb_; }
   Eigen::Index dimension() const { return domain_.n * layer_.d; }
+  /// True when the boxes are in polar coordinates (with the rotation reduction: symmetries().rotation).
+  bool polar() const { return polar_; }
 
   /// The root box of the reduced domain, evaluated.
   BnbState initial_state() const;
@@ -146,6 +161,9 @@ class BranchBound {
  private:
   bool feasible(const BnbBox& box) const;
   std::vector<double> domain_point(const BnbBox& box) const;
+  /// The width by which split_batch chooses the coordinate to halve (θ_i counts as r_i's upper end times
+  /// its width: the arc length).
+  double split_width(const BnbBox& box, std::size_t k) const;
 
   operators::AttentionLayer layer_;
   operators::AttentionOptions options_;
@@ -153,6 +171,7 @@ class BranchBound {
   BnbOptions bnb_;
   Symmetries symmetries_;
   bool centred_ = false;  ///< the centred enclosure applies (no pre-norm)
+  bool polar_ = false;
 };
 
 /// Checkpoint files: {"format", "problem", "state"}, doubles written exactly (shortest round-trip text).
