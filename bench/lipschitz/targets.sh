@@ -2,8 +2,9 @@
 # The targets of issue #18 for `regatta lipschitz` (docs/branch-and-bound.md): prints one markdown row per run
 # (setting, certified bracket, relative gap, boxes, seconds, processes) for bench/RESULTS.md.
 #   bench/lipschitz/targets.sh [REGATTA] [WHICH...]    WHICH: l2 (N = 2, 3, 4 on [-R, R]^N, R = 1, 2, 3),
-#   l2big (N = 5, 6, R = 3, two ranks, time limit), dot (d <= 2, n <= 3 on balls), mpi (speed-up of
-#   mpirun -n 2 over one process on a run of >= 60 s). Default: all.
+#   l2big (N = 5, 6, R = 3, two ranks, time limit), dot (d <= 2, n <= 3 on balls: random layers, and the
+#   isotropic d = 2 layer with the rotation reduction), mpi (speed-up of mpirun -n 2 over one process on a run
+#   of >= 60 s: N = 5 on [-1.75, 1.75]^5, 113 s for one process on this machine). Default: all.
 set -euo pipefail
 regatta=${1:-build/cli/regatta}
 shift || true
@@ -14,11 +15,19 @@ echo "load: $(uptime)"
 row() {  # row LABEL JSON_FILE
   /usr/bin/python3 - "$1" "$2" <<'PY'
 import json, sys
+from decimal import Decimal, ROUND_CEILING, ROUND_FLOOR
 label, path = sys.argv[1], sys.argv[2]
 j = json.load(open(path))
-bounds = "; ".join(f"{b['id']} {b['certified_upper']:.4g}" for b in j["published_bounds"]) or "none"
+# Certified ends printed outward at 6 decimals: the exact binary value, rounded down / up.
+six = Decimal("0.000001")
+lower = Decimal(j["lower"]).quantize(six, rounding=ROUND_FLOOR)
+upper = Decimal(j["upper"]).quantize(six, rounding=ROUND_CEILING)
+def up4(x):  # a certified upper bound at 4 significant digits, rounded up
+    d = Decimal(x)
+    return str(d.quantize(Decimal(1).scaleb(d.adjusted() - 3), rounding=ROUND_CEILING))
+bounds = "; ".join(f"{b['id']} {up4(b['certified_upper'])}" for b in j["published_bounds"]) or "none"
 gap = j["relative_gap"]
-print(f"| {label} | [{j['lower']:.6f}, {j['upper']:.6f}] | {gap:.2e} | {'yes' if j['gap_reached'] else 'no: ' + str(j['stopped_by'])} "
+print(f"| {label} | [{lower}, {upper}] | {gap:.2e} | {'yes' if j['gap_reached'] else 'no: ' + str(j['stopped_by'])} "
       f"| {j['boxes_evaluated']} | {j['seconds']:.1f} | {j['processes']} | {bounds} |")
 PY
 }
@@ -43,13 +52,21 @@ for w in $which; do
       done ;;
     dot)
       for run in "d=1,heads=1,seed=1 --n 2 --ball 1" "d=1,heads=1,seed=1 --n 3 --ball 1" \
-                 "d=1,heads=1,seed=1 --n 3 --ball 2" "d=2,heads=1,seed=1 --n 2 --ball 1"; do
+                 "d=1,heads=1,seed=1 --n 3 --ball 2" "d=2,heads=1,seed=1 --n 2 --ball 1" \
+                 "d=2,heads=1,seed=1 --n 3 --ball 1"; do
         # shellcheck disable=SC2086
         "$regatta" lipschitz --random $run --time-limit $limit --json >"$tmp/o.json" 2>/dev/null
         row "dot random $run, 2-norm" "$tmp/o.json"
+      done
+      # The isotropic layer WQ = WK = WV = WO = I (d = 2): the rotation reduction applies (polar boxes).
+      /usr/bin/python3 -c "import numpy as np; I = np.eye(2); np.savez('$tmp/iso.npz', in_proj_weight=np.vstack([I, I, I]), **{'out_proj.weight': I})"
+      for run in "--n 2 --ball 1" "--n 3 --ball 0.5" "--n 3 --ball 1"; do
+        # shellcheck disable=SC2086
+        "$regatta" lipschitz --layer "$tmp/iso.npz" --heads 1 $run --time-limit $limit --json >"$tmp/o.json" 2>/dev/null
+        row "dot isotropic d=2 $run, 2-norm" "$tmp/o.json"
       done ;;
     mpi)
-      args=(lipschitz --kim-unit --n 4 --box 3 --gap ${BNB_SPEEDUP_GAP:-1e-3} --json)
+      args=(lipschitz --kim-unit --n ${BNB_SPEEDUP_N:-5} --box ${BNB_SPEEDUP_R:-1.75} --gap ${BNB_SPEEDUP_GAP:-1e-2} --json)
       "$regatta" "${args[@]}" --threads 1 >"$tmp/one.json" 2>/dev/null
       row "speed-up baseline: ${args[*]:1} (1 process, 1 thread)" "$tmp/one.json"
       mpirun -n 2 "$regatta" "${args[@]}" >"$tmp/two.json" 2>/dev/null
