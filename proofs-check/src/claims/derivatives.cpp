@@ -6,6 +6,7 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/proofs/detail/attention_map.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -69,13 +70,19 @@ class L2Jacobian final : public ClaimBase<L2Jacobian> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  const Keys keys{"n", "d", "head_dim"};
+  static Layout layout(long n, long d, long dh) { return Layout().add("X", n, d).add("W", d, dh); }
+  Layout layout(const Point& p) const {
+    return layout(keys.of(p, "n"), keys.of(p, "d"), keys.of(p, "head_dim"));
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(1, 6), d = rng.integer(1, 3), dh = rng.integer(1, d);
     p.k = {n, d, dh};
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(1.0));
+    const Layout l = layout(n, d, dh);
+    l.fill(p.x, "X", [&] { return rng.corner(1.0); });
     const double ws = std::pow(10.0, rng.uniform(std::log10(0.3), std::log10(3.0)));
-    for (long i = 0; i < d * dh; ++i) p.x.push_back(ws * rng.normal());
+    l.fill(p.x, "W", [&] { return ws * rng.normal(); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -88,22 +95,22 @@ class L2Jacobian final : public ClaimBase<L2Jacobian> {
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::sqrt;
-    const long n = pt.k.at(0), d = pt.k.at(1), dh = pt.k.at(2);
-    if (pt.x.size() != static_cast<std::size_t>(n * d + d * dh)) throw InputError("point", "wrong size");
+    const long n = keys.of(pt, "n"), d = keys.of(pt, "d"), dh = keys.of(pt, "head_dim");
+    const Layout l = layout(pt);
+    l.check(pt);
     AttentionLayer layer;
     layer.d = static_cast<int>(d);
     layer.heads = 1;
     layer.head_dim = static_cast<int>(dh);
     layer.value_dim = static_cast<int>(d);
     layer.kind = AttentionKind::l2;
-    const Matrix<double> Wd = Eigen::Map<const Matrix<double>>(pt.x.data() + n * d, d, dh);
+    const Matrix<double> Wd = l.matrix<double>(pt, "W");
     layer.WQ = {Wd};
     layer.WK = {Wd};
     layer.WV = {Matrix<double>::Identity(d, d)};
     layer.WO = Matrix<double>::Identity(d, d);
     const Block<S> block(layer);
-    Reader r(pt);
-    const Matrix<S> X = r.matrix<S>(n, d), W = r.matrix<S>(d, dh);
+    const Matrix<S> X = l.matrix<S>(pt, "X"), W = l.matrix<S>(pt, "W");
     const Matrix<S> Jlib = operators::dense_jacobian(block.linearize(X));
     const S root4 = sqrt(sqrt(lift<S>(static_cast<double>(dh))));
     const Matrix<S> Wn = W / root4;                                  // W / d_h^(1/4)
@@ -203,6 +210,10 @@ class Derivatives final : public ClaimBase<Derivatives> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  // kind: 0 dot, 1 tied L2; prenorm: 0 none, 1 layernorm, 2 rmsnorm; seed: of the random layer's weights.
+  const Keys keys{"n", "d", "heads", "kind", "causal", "residual", "prenorm", "seed"};
+  static Layout layout(long n, long d) { return Layout().add("X", n, d).add("weight_scale", 1); }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long heads = rng.integer(1, 2), d = heads * rng.integer(1, 2), n = rng.integer(1, 5);
@@ -214,8 +225,9 @@ class Derivatives final : public ClaimBase<Derivatives> {
            rng.integer(0, 1),
            rng.integer(0, 2),
            static_cast<long>(rng.integer(0, 1000))};
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(1.0));
-    p.x.push_back(std::pow(10.0, rng.uniform(-0.5, 0.7)));
+    const Layout l = layout(n, d);
+    l.fill(p.x, "X", [&] { return rng.corner(1.0); });
+    l.fill(p.x, "weight_scale", [&] { return std::pow(10.0, rng.uniform(-0.5, 0.7)); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -228,26 +240,28 @@ class Derivatives final : public ClaimBase<Derivatives> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), d = pt.k.at(1), heads = pt.k.at(2);
-    if (pt.k.size() != 8 || pt.x.size() != static_cast<std::size_t>(n * d + 1))
-      throw InputError("point", "wrong size");
+    if (pt.k.size() != keys.size()) throw InputError("point", "wrong size");
+    const long n = keys.of(pt, "n"), d = keys.of(pt, "d"), heads = keys.of(pt, "heads"),
+               prenorm = keys.of(pt, "prenorm");
+    const auto seed = static_cast<std::uint64_t>(keys.of(pt, "seed"));
+    const Layout l = layout(pt);
+    l.check(pt);
     operators::RandomLayerSpec spec;
     spec.d = static_cast<int>(d);
     spec.heads = static_cast<int>(heads);
-    spec.kind = pt.k[3] == 0 ? AttentionKind::dot : AttentionKind::l2;
-    spec.seed = static_cast<std::uint64_t>(pt.k[7]);
-    spec.scale = pt.x.back();
+    spec.kind = keys.of(pt, "kind") == 0 ? AttentionKind::dot : AttentionKind::l2;
+    spec.seed = seed;
+    spec.scale = l.raw(pt, "weight_scale");
     const AttentionLayer layer = operators::random_layer(spec);
     AttentionOptions options;
-    options.causal = pt.k[4] != 0;
-    options.residual = pt.k[5] != 0;
-    options.prenorm = pt.k[6] == 0
-                          ? operators::Prenorm::none
-                          : (pt.k[6] == 1 ? operators::Prenorm::layernorm : operators::Prenorm::rmsnorm);
+    options.causal = keys.of(pt, "causal") != 0;
+    options.residual = keys.of(pt, "residual") != 0;
+    options.prenorm = prenorm == 0   ? operators::Prenorm::none
+                      : prenorm == 1 ? operators::Prenorm::layernorm
+                                     : operators::Prenorm::rmsnorm;
     const Block<S> block(layer, options);
-    Reader r(pt);
-    const Matrix<S> X = r.matrix<S>(n, d);
-    Rng rng(static_cast<std::uint64_t>(pt.k[7]) + 17);
+    const Matrix<S> X = l.matrix<S>(pt, "X");
+    Rng rng(seed + 17);
     Matrix<S> Xdot(n, d), Ybar(n, d);
     for (long i = 0; i < n; ++i)
       for (long a = 0; a < d; ++a) {
