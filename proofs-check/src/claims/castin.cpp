@@ -5,6 +5,7 @@
 
 #include <regatta/proofs/detail/attention_map.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -15,6 +16,10 @@ using detail::MaskKind;
 using detail::ScoreKind;
 
 /// Point: k = {n, d, causal}; x = (X (n×d), A (d×d), V (d×d)).
+const Keys head_keys{"n", "d", "causal"};
+Layout head_layout(long n, long d) { return Layout().add("X", n, d).add("A", d, d).add("V", d, d); }
+Layout head_layout(const Point& p) { return head_layout(head_keys.of(p, "n"), head_keys.of(p, "d")); }
+
 template <class S>
 struct Head {
   long n, d;
@@ -24,13 +29,13 @@ struct Head {
 
 template <class S>
 Head<S> read_head(const Point& pt) {
-  const long n = pt.k.at(0), d = pt.k.at(1);
-  if (n < 1 || d < 1 || pt.x.size() != static_cast<std::size_t>(n * d + 2 * d * d))
-    throw InputError("point", "wrong size");
-  Reader r(pt);
-  Head<S> h{n, d, r.matrix<S>(n, d), r.matrix<S>(d, d), r.matrix<S>(d, d), {}};
+  const long n = head_keys.of(pt, "n"), d = head_keys.of(pt, "d");
+  if (n < 1 || d < 1) throw InputError("point", "wrong size");
+  const Layout l = head_layout(n, d);
+  l.check(pt);
+  Head<S> h{n, d, l.matrix<S>(pt, "X"), l.matrix<S>(pt, "A"), l.matrix<S>(pt, "V"), {}};
   h.map.kind = ScoreKind::dot;
-  h.map.mask = pt.k.at(2) != 0 ? MaskKind::causal : MaskKind::none;
+  h.map.mask = head_keys.of(pt, "causal") != 0 ? MaskKind::causal : MaskKind::none;
   h.map.heads.push_back({h.A, Matrix<S>::Identity(d, d), Matrix<S>(h.V.transpose()), S(1)});
   return h;
 }
@@ -40,8 +45,11 @@ Point sample_head(Rng& rng, bool allow_causal) {
   const long n = rng.coin(0.3) ? rng.integer(1, 3) : rng.integer(2, 12), d = rng.integer(1, 3);
   p.k = {n, d, allow_causal && rng.coin(0.4) ? 1L : 0L};
   const double xs = std::pow(10.0, rng.uniform(-1, 0.8));
-  for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(xs));
-  for (long i = 0; i < 2 * d * d; ++i) p.x.push_back(rng.normal() * (rng.coin(0.2) ? 3.0 : 1.0));
+  const Layout l = head_layout(n, d);
+  l.fill(p.x, "X", [&] { return rng.corner(xs); });
+  const auto weight = [&] { return rng.normal() * (rng.coin(0.2) ? 3.0 : 1.0); };
+  l.fill(p.x, "A", weight);
+  l.fill(p.x, "V", weight);
   return p;
 }
 
@@ -54,22 +62,21 @@ std::vector<Point> adversarial_family(bool causal_too) {
         const double R = sign < 0 ? 2.0 : 4.0;
         Point p;
         p.k = {n, 1, causal};
-        p.x.push_back(sign < 0 ? -R : R);
-        for (long i = 1; i < n; ++i) p.x.push_back(sign < 0 ? R : R / 2);
-        p.x.push_back(static_cast<double>(sign));
-        p.x.push_back(1.0);
+        const Layout l = head_layout(n, 1);
+        long i = 0;
+        l.fill(p.x, "X", [&] { return i++ == 0 ? (sign < 0 ? -R : R) : (sign < 0 ? R : R / 2); });
+        l.fill(p.x, "A", [&] { return static_cast<double>(sign); });
+        l.fill(p.x, "V", [] { return 1.0; });
         out.push_back(p);
       }
   return out;
 }
 
 nlohmann::json describe_head(const Point& p) {
-  const long n = p.k.at(0), d = p.k.at(1);
-  return {{"family", p.family},
-          {"causal", p.k.at(2) != 0},
-          {"X", rows_json(p.x, 0, n, d)},
-          {"A", rows_json(p.x, static_cast<std::size_t>(n * d), d, d)},
-          {"V", rows_json(p.x, static_cast<std::size_t>(n * d + d * d), d, d)}};
+  nlohmann::json out = head_layout(p).describe(p);  // X, A, V as rows
+  out["family"] = p.family;
+  out["causal"] = head_keys.of(p, "causal") != 0;
+  return out;
 }
 
 enum class Which { sqrt_n, local };
@@ -168,9 +175,9 @@ class CastinBound final : public ClaimBase<CastinBound> {
 /// The smallest gap between the largest and the second largest score of a row (scores x_iᵀ A x_j in double),
 /// or 0 when a row has a tie.
 double min_score_gap(const Point& pt) {
-  const long n = pt.k.at(0), d = pt.k.at(1);
-  const Matrix<double> X = Eigen::Map<const Matrix<double>>(pt.x.data(), n, d);
-  const Matrix<double> A = Eigen::Map<const Matrix<double>>(pt.x.data() + n * d, d, d);
+  const long n = head_keys.of(pt, "n");
+  const Layout l = head_layout(pt);
+  const Matrix<double> X = l.matrix<double>(pt, "X"), A = l.matrix<double>(pt, "A");
   const Matrix<double> Sc = X * A * X.transpose();
   double gap = INFINITY;
   for (long i = 0; i < n; ++i) {
@@ -224,8 +231,9 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
   bool searchable() const override { return false; }
   Point sample(Rng& rng) const override {
     Point p = sample_head(rng, false);
-    p.k[0] = std::max(2L, p.k[0] % 7);
-    p.x.resize(static_cast<std::size_t>(p.k[0] * p.k[1] + 2 * p.k[1] * p.k[1]));
+    long& n = p.k[head_keys.index("n")];
+    n = std::max(2L, n % 7);
+    p.x.resize(head_layout(p).size());
     for (double& v : p.x) v = rng.normal();
     return p;
   }
