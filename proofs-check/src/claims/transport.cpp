@@ -9,6 +9,7 @@
 #include <regatta/measures/sinkhorn.hpp>
 #include <regatta/measures/wasserstein.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -99,14 +100,24 @@ class OneDExact final : public ClaimBase<OneDExact> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  // Atoms x_a (n), x_b (m) on the line, then raw weights (normalised by dyadic_weights).
+  const Keys keys{"n", "m", "p"};
+  static Layout layout(long n, long m) {
+    return Layout().add("x_a", n).add("x_b", m).add("w_a", n).add("w_b", m);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "m")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(1, 7), m = rng.integer(1, 7);
     p.k = {n, m, rng.integer(1, 3)};
     const double scale = std::pow(10.0, rng.uniform(-2, 2));
-    for (long i = 0; i < n + m; ++i)
-      p.x.push_back(rng.coin(0.2) ? std::round(rng.normal()) : rng.corner(scale));
-    for (long i = 0; i < n + m; ++i) p.x.push_back(rng.coin(0.15) ? 0.0 : rng.uniform());
+    const Layout l = layout(n, m);
+    const auto atom = [&] { return rng.coin(0.2) ? std::round(rng.normal()) : rng.corner(scale); };
+    const auto weight = [&] { return rng.coin(0.15) ? 0.0 : rng.uniform(); };
+    l.fill(p.x, "x_a", atom);
+    l.fill(p.x, "x_b", atom);
+    l.fill(p.x, "w_a", weight);
+    l.fill(p.x, "w_b", weight);
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -119,20 +130,21 @@ class OneDExact final : public ClaimBase<OneDExact> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), m = pt.k.at(1);
-    const double p = static_cast<double>(pt.k.at(2));
-    if (pt.x.size() != static_cast<std::size_t>(2 * (n + m))) throw InputError("point", "wrong size");
+    const long n = keys.of(pt, "n"), m = keys.of(pt, "m");
+    const double p = static_cast<double>(keys.of(pt, "p"));
+    const Layout l = layout(pt);
+    l.check(pt);
     const auto nn = static_cast<std::size_t>(n), mm = static_cast<std::size_t>(m);
-    const Matrix<double> xa = Eigen::Map<const Matrix<double>>(pt.x.data(), n, 1);
-    const Matrix<double> xb = Eigen::Map<const Matrix<double>>(pt.x.data() + n, m, 1);
-    const Vector<double> wa = dyadic_weights(slice(pt.x, nn + mm, nn));
-    const Vector<double> wb = dyadic_weights(slice(pt.x, 2 * nn + mm, mm));
+    const Matrix<double> xa = l.matrix<double>(pt, "x_a"), xb = l.matrix<double>(pt, "x_b");
+    const Vector<double> wa = dyadic_weights(slice(pt.x, l.at("w_a"), nn));
+    const Vector<double> wb = dyadic_weights(slice(pt.x, l.at("w_b"), mm));
     const DiscreteMeasure<double> mu_d(xa, wa), nu_d(xb, wb);
     const DiscreteMeasure<S> mu = lift_measure<S>(xa, wa), nu = lift_measure<S>(xb, wb);
     const S w1 = measures::wasserstein_1d_cost<S>(mu, nu, 1.0);
     const S wp = measures::wasserstein_1d_cost<S>(mu, nu, p);
     // CDF integral over the merged sorted breakpoints.
-    std::vector<double> z(pt.x.begin(), pt.x.begin() + n + m);
+    std::vector<double> z(xa.data(), xa.data() + n);
+    z.insert(z.end(), xb.data(), xb.data() + m);
     std::sort(z.begin(), z.end());
     z.erase(std::unique(z.begin(), z.end()), z.end());
     S cdf(0);
@@ -195,22 +207,27 @@ class ElementaryBounds final : public ClaimBase<ElementaryBounds> {
         "a certified inequality when the enclosures separate.";
   }
   const ClaimInfo& info() const override { return info_; }
+  // X, Y: n atoms each (uniform weights); w2: raw weights of a second measure on X.
+  const Keys keys{"n", "d", "axis"};
+  static Layout layout(long n, long d) { return Layout().add("X", n, d).add("Y", n, d).add("w2", n); }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = 1L << rng.integer(0, 3), d = rng.integer(1, 3);
     p.k = {n, d, rng.integer(0, d - 1)};
     const double scale = std::pow(10.0, rng.uniform(-2, 2));
-    for (long i = 0; i < 2 * n * d; ++i) p.x.push_back(rng.corner(scale));
+    const Layout l = layout(n, d);
+    l.fill(p.x, "X", [&] { return rng.corner(scale); });
+    l.fill(p.x, "Y", [&] { return rng.corner(scale); });
     if (rng.coin(0.3))  // Y a small perturbation of X (the identity coupling is then nearly optimal)
-      for (long i = 0; i < n * d; ++i)
-        p.x[static_cast<std::size_t>(n * d + i)] =
-            p.x[static_cast<std::size_t>(i)] + 1e-3 * scale * rng.normal();
-    for (long i = 0; i < n; ++i) p.x.push_back(rng.coin(0.2) ? 0.0 : rng.uniform());
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n * d); ++i)
+        p.x[l.at("Y") + i] = p.x[l.at("X") + i] + 1e-3 * scale * rng.normal();
+    l.fill(p.x, "w2", [&] { return rng.coin(0.2) ? 0.0 : rng.uniform(); });
     return p;
   }
   /// Atoms stay in a box (|coordinate| ≤ 1e3) and raw weights nonnegative.
   void repair(Point& p) const override {
-    const std::size_t base = static_cast<std::size_t>(2 * p.k[0] * p.k[1]);
+    const std::size_t base = layout(p).at("w2");
     for (std::size_t i = 0; i < p.x.size(); ++i)
       p.x[i] = i < base ? std::clamp(p.x[i], -1e3, 1e3) : std::abs(p.x[i]);
   }
@@ -225,14 +242,13 @@ class ElementaryBounds final : public ClaimBase<ElementaryBounds> {
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::sqrt;
-    const long n = pt.k.at(0), d = pt.k.at(1), axis = pt.k.at(2);
-    if (pt.x.size() != static_cast<std::size_t>(2 * n * d + n) || (n & (n - 1)) != 0 || axis < 0 || axis >= d)
-      throw InputError("point", "wrong size");
-    const Matrix<double> X = Eigen::Map<const Matrix<double>>(pt.x.data(), n, d);
-    const Matrix<double> Y = Eigen::Map<const Matrix<double>>(pt.x.data() + n * d, n, d);
+    const long n = keys.of(pt, "n"), d = keys.of(pt, "d"), axis = keys.of(pt, "axis");
+    const Layout l = layout(pt);
+    l.check(pt);
+    if ((n & (n - 1)) != 0 || axis < 0 || axis >= d) throw InputError("point", "wrong size");
+    const Matrix<double> X = l.matrix<double>(pt, "X"), Y = l.matrix<double>(pt, "Y");
     const Vector<double> u = Vector<double>::Constant(n, 1.0 / static_cast<double>(n));
-    const Vector<double> w2 =
-        dyadic_weights(slice(pt.x, static_cast<std::size_t>(2 * n * d), static_cast<std::size_t>(n)));
+    const Vector<double> w2 = dyadic_weights(slice(pt.x, l.at("w2"), static_cast<std::size_t>(n)));
     const DiscreteMeasure<double> mu(X, u), nu(Y, u), mu2(X, w2);
     const S W1 = transport_distance<S>(mu, nu, 1), W2 = transport_distance<S>(mu, nu, 2),
             W3 = transport_distance<S>(mu, nu, 3);
@@ -299,15 +315,25 @@ class CertifiedBracketClaim final : public ClaimBase<CertifiedBracketClaim> {
         "numbers are doubles, so every scalar type compares the same values.";
   }
   const ClaimInfo& info() const override { return info_; }
+  // X (n×d), Y (m×d), raw weights, and δ: the relative noise of the perturbed plans and potentials.
+  const Keys keys{"n", "m", "d", "p"};
+  static Layout layout(long n, long m, long d) {
+    return Layout().add("X", n, d).add("Y", m, d).add("w_a", n).add("w_b", m).add("delta", 1);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "m"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(1, 9), m = rng.integer(1, 9), d = rng.integer(1, 3);
     p.k = {n, m, d, rng.integer(1, 2)};
     const double scale = std::pow(10.0, rng.uniform(-2, 2));
-    for (long i = 0; i < (n + m) * d; ++i)
-      p.x.push_back(rng.coin(0.2) ? std::round(rng.normal()) : rng.corner(scale));
-    for (long i = 0; i < n + m; ++i) p.x.push_back(rng.coin(0.15) ? 0.0 : rng.uniform());
-    p.x.push_back(std::pow(10.0, rng.uniform(-8, -1)));
+    const Layout l = layout(n, m, d);
+    const auto atom = [&] { return rng.coin(0.2) ? std::round(rng.normal()) : rng.corner(scale); };
+    const auto weight = [&] { return rng.coin(0.15) ? 0.0 : rng.uniform(); };
+    l.fill(p.x, "X", atom);
+    l.fill(p.x, "Y", atom);
+    l.fill(p.x, "w_a", weight);
+    l.fill(p.x, "w_b", weight);
+    l.fill(p.x, "delta", [&] { return std::pow(10.0, rng.uniform(-8, -1)); });
     return p;
   }
   /// The brackets are certified by construction: a climb has nothing to maximise, random points suffice.
@@ -320,16 +346,15 @@ class CertifiedBracketClaim final : public ClaimBase<CertifiedBracketClaim> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), m = pt.k.at(1), d = pt.k.at(2);
-    const double p = static_cast<double>(pt.k.at(3));
-    if (pt.x.size() != static_cast<std::size_t>((n + m) * d + n + m + 1))
-      throw InputError("point", "wrong size");
-    const Matrix<double> X = Eigen::Map<const Matrix<double>>(pt.x.data(), n, d);
-    const Matrix<double> Y = Eigen::Map<const Matrix<double>>(pt.x.data() + n * d, m, d);
-    const std::size_t base = static_cast<std::size_t>((n + m) * d);
-    const DiscreteMeasure<double> mu(X, dyadic_weights(slice(pt.x, base, static_cast<std::size_t>(n)))),
-        nu(Y, dyadic_weights(slice(pt.x, base + static_cast<std::size_t>(n), static_cast<std::size_t>(m))));
-    const double delta = pt.x.back();
+    const long n = keys.of(pt, "n"), m = keys.of(pt, "m");
+    const double p = static_cast<double>(keys.of(pt, "p"));
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Matrix<double> X = l.matrix<double>(pt, "X"), Y = l.matrix<double>(pt, "Y");
+    const DiscreteMeasure<double> mu(X,
+                                     dyadic_weights(slice(pt.x, l.at("w_a"), static_cast<std::size_t>(n)))),
+        nu(Y, dyadic_weights(slice(pt.x, l.at("w_b"), static_cast<std::size_t>(m))));
+    const double delta = l.raw(pt, "delta");
     const measures::WassersteinResult exact = measures::wasserstein_exact(mu, nu, p);
     const measures::CertifiedBracket b = measures::certify_wasserstein(mu, nu, p, exact.plan, true);
     Rng rng(static_cast<std::uint64_t>(n * 1000 + m));
@@ -390,13 +415,24 @@ class EntropicBracket final : public ClaimBase<EntropicBracket> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  // X (n×d), Y (m×d), raw weights, and log10 of ε relative to the largest cost.
+  const Keys keys{"n", "m", "d"};
+  static Layout layout(long n, long m, long d) {
+    return Layout().add("X", n, d).add("Y", m, d).add("w_a", n).add("w_b", m).add("log10_epsilon", 1);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "m"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(1, 6), m = rng.integer(1, 6), d = rng.integer(1, 2);
     p.k = {n, m, d};
-    for (long i = 0; i < (n + m) * d; ++i) p.x.push_back(rng.uniform(-1, 1));
-    for (long i = 0; i < n + m; ++i) p.x.push_back(rng.uniform(0.1, 1));
-    p.x.push_back(rng.uniform(-3, 1));
+    const Layout l = layout(n, m, d);
+    const auto atom = [&] { return rng.uniform(-1, 1); };
+    const auto weight = [&] { return rng.uniform(0.1, 1); };
+    l.fill(p.x, "X", atom);
+    l.fill(p.x, "Y", atom);
+    l.fill(p.x, "w_a", weight);
+    l.fill(p.x, "w_b", weight);
+    l.fill(p.x, "log10_epsilon", [&] { return rng.uniform(-3, 1); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -410,20 +446,17 @@ class EntropicBracket final : public ClaimBase<EntropicBracket> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), m = pt.k.at(1), d = pt.k.at(2);
-    if (pt.x.size() != static_cast<std::size_t>((n + m) * d + n + m + 1))
-      throw InputError("point", "wrong size");
-    const Matrix<double> X = Eigen::Map<const Matrix<double>>(pt.x.data(), n, d);
-    const Matrix<double> Y = Eigen::Map<const Matrix<double>>(pt.x.data() + n * d, m, d);
-    const std::size_t base = static_cast<std::size_t>((n + m) * d);
-    const Vector<double> a = dyadic_weights(slice(pt.x, base, static_cast<std::size_t>(n)));
-    const Vector<double> b =
-        dyadic_weights(slice(pt.x, base + static_cast<std::size_t>(n), static_cast<std::size_t>(m)));
+    const long n = keys.of(pt, "n"), m = keys.of(pt, "m");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Matrix<double> X = l.matrix<double>(pt, "X"), Y = l.matrix<double>(pt, "Y");
+    const Vector<double> a = dyadic_weights(slice(pt.x, l.at("w_a"), static_cast<std::size_t>(n)));
+    const Vector<double> b = dyadic_weights(slice(pt.x, l.at("w_b"), static_cast<std::size_t>(m)));
     const DiscreteMeasure<double> mu(X, a), nu(Y, b);
     double max_cost = 0;
     for (long i = 0; i < n; ++i)
       for (long j = 0; j < m; ++j) max_cost = std::max(max_cost, (X.row(i) - Y.row(j)).squaredNorm());
-    const double eps = std::max(max_cost, 1e-3) * std::pow(10.0, pt.x.back());
+    const double eps = std::max(max_cost, 1e-3) * std::pow(10.0, l.raw(pt, "log10_epsilon"));
     measures::SinkhornOptions options;
     options.epsilon = eps;
     options.tolerance = 1e-11;
