@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -62,13 +63,23 @@ LogSinkhorn<S> start(const Matrix<S>& scores, bool causal) {
   return LogSinkhorn<S>{scores, causal, std::vector<S>(n, S(0)), std::vector<S>(n, S(0))};
 }
 
-Point sample_scores(Rng& rng, long extras) {
+/// Point: k = {n, causal}; x = the n×n scores S, then (claims with a perturbation) δ_raw in [−1, 1].
+const Keys score_keys{"n", "causal"};
+Layout score_layout(long n, bool with_delta) {
+  Layout l;
+  l.add("S", n, n);
+  if (with_delta) l.add("delta_raw", 1);
+  return l;
+}
+
+Point sample_scores(Rng& rng, bool with_delta) {
   Point p;
   const long n = rng.coin(0.2) ? 1 : rng.integer(2, 6);
   p.k = {n, 0};
   const double scale = rng.coin(0.25) ? 30.0 : 2.0;
-  for (long i = 0; i < n * n; ++i) p.x.push_back(rng.corner(scale / 10) + (rng.coin(0.1) ? scale : 0.0));
-  for (long e = 0; e < extras; ++e) p.x.push_back(rng.uniform(-1, 1));
+  const Layout l = score_layout(n, with_delta);
+  l.fill(p.x, "S", [&] { return rng.corner(scale / 10) + (rng.coin(0.1) ? scale : 0.0); });
+  if (with_delta) l.fill(p.x, "delta_raw", [&] { return rng.uniform(-1, 1); });
   return p;
 }
 
@@ -92,8 +103,8 @@ class SoftmaxFirstStep final : public ClaimBase<SoftmaxFirstStep> {
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
   Point sample(Rng& rng) const override {
-    Point p = sample_scores(rng, 0);
-    p.k[1] = rng.coin(0.5) ? 1 : 0;
+    Point p = sample_scores(rng, false);
+    p.k[score_keys.index("causal")] = rng.coin(0.5) ? 1 : 0;
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -105,10 +116,10 @@ class SoftmaxFirstStep final : public ClaimBase<SoftmaxFirstStep> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0);
-    if (pt.x.size() != static_cast<std::size_t>(n * n)) throw InputError("point", "wrong size");
-    Reader r(pt);
-    LogSinkhorn<S> it = start(r.matrix<S>(n, n), pt.k.at(1) != 0);
+    const long n = score_keys.of(pt, "n");
+    const Layout l = score_layout(n, false);
+    l.check(pt);
+    LogSinkhorn<S> it = start(l.matrix<S>(pt, "S"), score_keys.of(pt, "causal") != 0);
     it.row_step();
     const Matrix<S> K = it.kernel();
     S err(0);
@@ -162,7 +173,7 @@ class DoublyStochastic final : public ClaimBase<DoublyStochastic> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
-  Point sample(Rng& rng) const override { return sample_scores(rng, 1); }
+  Point sample(Rng& rng) const override { return sample_scores(rng, true); }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
     if (name == "large_logits") out.push_back(Point{{40, 0, 1, 0, 40, 2, 1, -3, 40, 0.5}, {3, 0}});
@@ -172,13 +183,13 @@ class DoublyStochastic final : public ClaimBase<DoublyStochastic> {
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::log;
-    const long n = pt.k.at(0);
-    if (pt.x.size() != static_cast<std::size_t>(n * n + 1)) throw InputError("point", "wrong size");
+    const long n = score_keys.of(pt, "n");
+    const Layout l = score_layout(n, true);
+    l.check(pt);
     // Iteration count from the double run.
     int iterations = 0;
     {
-      LogSinkhorn<double> d =
-          start(Matrix<double>(Eigen::Map<const Matrix<double>>(pt.x.data(), n, n)), false);
+      LogSinkhorn<double> d = start(l.matrix<double>(pt, "S"), false);
       for (; iterations < max_sinkhorn_iterations; ++iterations) {  // after `iterations` (row, column) pairs
         d.row_step();
         if (d.column_error() <= convergence_target) break;
@@ -186,9 +197,8 @@ class DoublyStochastic final : public ClaimBase<DoublyStochastic> {
       }
       if (iterations == max_sinkhorn_iterations) throw InputError("point", "Sinkhorn did not converge");
     }
-    Reader r(pt);
-    LogSinkhorn<S> it = start(r.matrix<S>(n, n), false);
-    const S delta_raw = r.scalar<S>();
+    LogSinkhorn<S> it = start(l.matrix<S>(pt, "S"), false);
+    const S delta_raw = l.vector<S>(pt, "delta_raw")(0);
     for (int t = 0; t < iterations; ++t) {
       it.row_step();
       it.column_step();
