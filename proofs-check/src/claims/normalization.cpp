@@ -6,6 +6,7 @@
 
 #include <regatta/operators/normalization.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -43,6 +44,13 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
         "there is an equality that the interval spectral-norm enclosure cannot certify.";
   }
   const ClaimInfo& info() const override { return info_; }
+
+  /// Point: k = {m}; x = two logit vectors z, z2 (m each).
+  const Keys keys{"m"};
+  Layout layout(const Point& p) const {
+    const long m = keys.of(p, "m");
+    return Layout().add("z", m).add("z2", m);
+  }
 
   Point sample(Rng& rng) const override {
     Point p;
@@ -88,11 +96,11 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long m = pt.k.at(0);
-    Reader r(pt);
-    std::vector<S> z(static_cast<std::size_t>(m)), z2(static_cast<std::size_t>(m));
-    for (auto& v : z) v = r.scalar<S>();
-    for (auto& v : z2) v = r.scalar<S>();
+    const long m = keys.of(pt, "m");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Vector<S> zv = l.vector<S>(pt, "z"), z2v = l.vector<S>(pt, "z2");
+    const std::vector<S> z(zv.data(), zv.data() + m), z2(z2v.data(), z2v.data() + m);
     const std::vector<S> p = num::softmax(z), p2 = num::softmax(z2);
     Matrix<S> J(m, m);
     for (long a = 0; a < m; ++a)
@@ -124,6 +132,13 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
 
 constexpr double min_eps = 1e-6;
 
+/// A normalisation point: k = {d}; x = the token x (1×d), γ (d), ε.
+const Keys norm_keys{"d"};
+Layout norm_layout(const Point& p) {
+  const long d = norm_keys.of(p, "d");
+  return Layout().add("x", 1, d).add("gamma", d).add("eps", 1);
+}
+
 Point norm_point(const std::vector<double>& x, const std::vector<double>& gamma, double eps) {
   Point p;
   p.k = {static_cast<long>(x.size())};
@@ -147,17 +162,19 @@ Point sample_norm_point(Rng& rng, long d_max) {
 }
 
 void repair_norm_point(Point& p) {
-  double& eps = p.x.back();
+  double& eps = p.x.at(norm_layout(p).at("eps"));
   eps = std::max(std::abs(eps), min_eps);
 }
 
 nlohmann::json describe_norm_point(const Point& p) {
-  const auto d = static_cast<std::size_t>(p.k.at(0));
-  return nlohmann::json{{"family", p.family},
-                        {"d", d},
-                        {"x", std::vector<double>(p.x.begin(), p.x.begin() + d)},
-                        {"gamma", std::vector<double>(p.x.begin() + d, p.x.begin() + 2 * d)},
-                        {"eps", p.x.back()}};
+  const Layout l = norm_layout(p);
+  const auto d = static_cast<std::size_t>(norm_keys.of(p, "d"));
+  const auto block = [&](const char* name) {
+    const auto from = p.x.begin() + static_cast<std::ptrdiff_t>(l.at(name));
+    return std::vector<double>(from, from + static_cast<std::ptrdiff_t>(d));
+  };
+  return nlohmann::json{
+      {"family", p.family}, {"d", d}, {"x", block("x")}, {"gamma", block("gamma")}, {"eps", l.raw(p, "eps")}};
 }
 
 template <class S>
@@ -172,14 +189,15 @@ struct NormPoint {
 
 template <class S>
 NormPoint<S> read_norm_point(const Point& pt) {
-  const long d = pt.k.at(0);
-  Reader r(pt);
-  NormPoint<S> np{d, r.matrix<S>(1, d), r.vector<S>(d), S(0), S(0), true, true};
-  np.eps = r.scalar<S>();
+  const long d = norm_keys.of(pt, "d");
+  const Layout l = norm_layout(pt);
+  l.check(pt);
+  NormPoint<S> np{d,   l.matrix<S>(pt, "x"), l.vector<S>(pt, "gamma"), l.vector<S>(pt, "eps")(0), S(0), true,
+                  true};
   for (long a = 0; a < d; ++a) {
     np.gamma_max = num::smax<S>(np.gamma_max, num::sabs<S>(np.gamma(a)));
-    np.constant_x = np.constant_x && pt.x[a] == pt.x[0];
-    np.constant_gamma = np.constant_gamma && pt.x[d + a] == pt.x[d];
+    np.constant_x = np.constant_x && l.raw(pt, "x", std::size_t(a)) == l.raw(pt, "x");
+    np.constant_gamma = np.constant_gamma && l.raw(pt, "gamma", std::size_t(a)) == l.raw(pt, "gamma");
   }
   return np;
 }
