@@ -6,6 +6,7 @@
 
 #include <regatta/proofs/detail/attention_map.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -64,13 +65,22 @@ class DotUnbounded final : public ClaimBase<DotUnbounded> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  /// Point: k = {n, d, e}; x = X (n×d, the first token the query), A (d×d), W^V (d×e).
+  const Keys keys{"n", "d", "e"};
+  static Layout layout(long n, long d, long e) {
+    return Layout().add("X", n, d).add("A", d, d).add("WV", d, e);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "d"), keys.of(p, "e")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(2, 6), d = rng.integer(1, 3), e = rng.integer(1, d);
     p.k = {n, d, e};
     const double c = std::pow(10.0, rng.uniform(-1, 1.5));
-    for (long i = 0; i < n * d; ++i) p.x.push_back(i < d ? 0.0 : c * rng.normal());
-    for (long i = 0; i < d * d + d * e; ++i) p.x.push_back(rng.corner(1.0));
+    const Layout l = layout(n, d, e);
+    long i = 0;
+    l.fill(p.x, "X", [&] { return i++ < d ? 0.0 : c * rng.normal(); });  // a zero query row
+    l.fill(p.x, "A", [&] { return rng.corner(1.0); });
+    l.fill(p.x, "WV", [&] { return rng.corner(1.0); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -90,27 +100,24 @@ class DotUnbounded final : public ClaimBase<DotUnbounded> {
     return out;
   }
   nlohmann::json describe(const Point& p) const override {
-    const long n = p.k.at(0), d = p.k.at(1), e = p.k.at(2);
-    return {{"family", p.family},
-            {"X", rows_json(p.x, 0, n, d)},
-            {"A", rows_json(p.x, static_cast<std::size_t>(n * d), d, d)},
-            {"WV", rows_json(p.x, static_cast<std::size_t>(n * d + d * d), d, e)}};
+    nlohmann::json out = layout(p).describe(p);  // X, A, WV as rows
+    out["family"] = p.family;
+    return out;
   }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), d = pt.k.at(1), e = pt.k.at(2);
-    if (pt.x.size() != static_cast<std::size_t>(n * d + d * d + d * e))
-      throw InputError("point", "wrong size");
-    Reader r(pt);
-    const Matrix<S> X = r.matrix<S>(n, d), A = r.matrix<S>(d, d), WV = r.matrix<S>(d, e);
+    const long n = keys.of(pt, "n"), d = keys.of(pt, "d"), e = keys.of(pt, "e");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Matrix<S> X = l.matrix<S>(pt, "X"), A = l.matrix<S>(pt, "A"), WV = l.matrix<S>(pt, "WV");
     AttentionMap<S> map;
     map.kind = ScoreKind::dot;
     map.heads.push_back({A, Matrix<S>::Identity(d, d), WV, S(1)});
     const Matrix<S> J = map.jacobian(X);
     Evaluation<S> out{grows<S>(max_abs_entry(J)), off<S>(), off<S>()};
     bool zero_query = true;
-    for (long a = 0; a < d; ++a) zero_query = zero_query && pt.x[static_cast<std::size_t>(a)] == 0.0;
+    for (long a = 0; a < d; ++a) zero_query = zero_query && l.raw(pt, "X", std::size_t(a)) == 0.0;
     if (!zero_query) return out;
     // Σ(X) = (1/n) Σ_k (x_k − x̄)(x_k − x̄)ᵀ.
     const S nn = lift<S>(static_cast<double>(n));
@@ -185,6 +192,11 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  /// Point: k = {n}; x = the tokens x (n, d = 1), then the scalar weights w_q, w_k, w_v.
+  const Keys keys{"n"};
+  Layout layout(const Point& p) const {
+    return Layout().add("x", keys.of(p, "n")).add("w_q", 1).add("w_k", 1).add("w_v", 1);
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(2, 5);
@@ -213,21 +225,23 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
     return out;
   }
   nlohmann::json describe(const Point& p) const override {
-    const auto n = static_cast<std::size_t>(p.k.at(0));
+    const Layout l = layout(p);
+    const auto x = p.x.begin() + static_cast<std::ptrdiff_t>(l.at("x"));
     return {{"family", p.family},
-            {"x", std::vector<double>(p.x.begin(), p.x.begin() + static_cast<long>(n))},
-            {"w_q", p.x.at(n)},
-            {"w_k", p.x.at(n + 1)},
-            {"w_v", p.x.at(n + 2)}};
+            {"x", std::vector<double>(x, x + keys.of(p, "n"))},
+            {"w_q", l.raw(p, "w_q")},
+            {"w_k", l.raw(p, "w_k")},
+            {"w_v", l.raw(p, "w_v")}};
   }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0);
-    if (n < 2 || pt.x.size() != static_cast<std::size_t>(n + 3)) throw InputError("point", "wrong size");
-    Reader r(pt);
-    const Matrix<S> X = r.matrix<S>(n, 1);
-    const S wq = r.scalar<S>(), wk = r.scalar<S>(), wv = r.scalar<S>();
+    const long n = keys.of(pt, "n");
+    if (n < 2) throw InputError("point", "wrong size");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Matrix<S> X = l.matrix<S>(pt, "x");
+    const S wq = l.vector<S>(pt, "w_q")(0), wk = l.vector<S>(pt, "w_k")(0), wv = l.vector<S>(pt, "w_v")(0);
     AttentionMap<S> map;
     map.kind = ScoreKind::l2;
     map.mask = which_ == Necessity::masked_diagonal ? MaskKind::no_diagonal : MaskKind::none;
@@ -237,7 +251,9 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
                          Matrix<S>::Constant(1, 1, value), S(1)});
     const Matrix<S> J = map.jacobian(X);
     if (which_ == Necessity::untied) return {grows<S>(max_abs_entry(J))};
-    const bool symmetric = n == 3 && pt.x[0] == 0 && pt.x[2] == -pt.x[1] && pt.x[3] == 1 && pt.x[5] == 1;
+    const auto x = [&](std::size_t i) { return l.raw(pt, "x", i); };
+    const bool symmetric =
+        n == 3 && x(0) == 0 && x(2) == -x(1) && l.raw(pt, "w_q") == 1 && l.raw(pt, "w_v") == 1;
     return {grows<S>(max_abs_entry(J)), symmetric ? eq<S>(J(0, 0), S(2) * X(1, 0) * X(1, 0)) : off<S>()};
   }
 
