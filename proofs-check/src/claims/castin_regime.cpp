@@ -29,6 +29,7 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -154,7 +155,17 @@ std::pair<S, S> construction_tokens(double a, double R) {
 constexpr std::array<long, 6> capture_lengths{8, 32, 128, 512, 2048, 4096};
 constexpr long saturation_length = 4096, causal_length = 512;
 
-Point construction(long n, double a, double R, bool causal) { return Point{{a, R}, {n, causal ? 1L : 0L}}; }
+/// Point: k = {n, causal (compare with the causal mask)}; x = {A, R}.
+const Keys construction_keys{"n", "causal"};
+const Layout construction_layout = Layout().add("A", 1).add("R", 1);
+
+Point construction(long n, double a, double R, bool causal) {
+  Point p;
+  p.k = {n, causal ? 1L : 0L};
+  construction_layout.fill(p.x, "A", [&] { return a; });
+  construction_layout.fill(p.x, "R", [&] { return R; });
+  return p;
+}
 
 class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
  public:
@@ -206,21 +217,22 @@ class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
     return out;
   }
   nlohmann::json describe(const Point& p) const override {
-    const double a = p.x.at(0), R = p.x.at(1);
+    const double a = construction_layout.raw(p, "A"), R = construction_layout.raw(p, "R");
     return {{"family", p.family},
-            {"n", p.k.at(0)},
+            {"n", construction_keys.of(p, "n")},
             {"A", a},
             {"R", R},
             {"tokens", a < 0 ? "(-R, R, ..., R)" : "(R, R/2, ..., R/2)"},
-            {"compares_causal", p.k.at(1) != 0}};
+            {"compares_causal", construction_keys.of(p, "causal") != 0}};
   }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::sqrt;
-    const long n = pt.k.at(0);
-    const bool causal = pt.k.at(1) != 0;
-    const double a = pt.x.at(0), R = pt.x.at(1);
+    const long n = construction_keys.of(pt, "n");
+    const bool causal = construction_keys.of(pt, "causal") != 0;
+    construction_layout.check(pt);
+    const double a = construction_layout.raw(pt, "A"), R = construction_layout.raw(pt, "R");
     if (n < 2) throw InputError("n", "must be at least 2");
     if (!(R > 0) || !std::isfinite(R) || !std::isfinite(a))
       throw InputError("point", "needs A finite, R > 0");
