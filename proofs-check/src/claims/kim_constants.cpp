@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -52,11 +53,12 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  const Keys keys{"n"};  // the point has no continuous coordinates
   Point sample(Rng& rng) const override {
     Point p;
-    p.k = {rng.coin(0.5) ? rng.integer(2, 300)
-                         : static_cast<long>(std::llround(std::pow(10.0, rng.uniform(0.3, 11.0))))};
-    if (p.k[0] < 2) p.k[0] = 2;
+    long n = rng.coin(0.5) ? rng.integer(2, 300)
+                           : static_cast<long>(std::llround(std::pow(10.0, rng.uniform(0.3, 11.0))));
+    p.k = {std::max(n, 2L)};
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -69,13 +71,15 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
       for (const TableEntry& t : lambda_table) out.push_back(Point{{}, {t.n}});
     return out;
   }
-  nlohmann::json describe(const Point& p) const override { return {{"family", p.family}, {"n", p.k.at(0)}}; }
+  nlohmann::json describe(const Point& p) const override {
+    return {{"family", p.family}, {"n", keys.of(p, "n")}};
+  }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::exp;
     using std::log;
-    const long n = pt.k.at(0);
+    const long n = keys.of(pt, "n");
     if (n < 2) throw InputError("n", "must be >= 2");
     const S lam = lambda_n<S>(n), lam_next = lambda_n<S>(n + 1);
     const S e = exp(S(1));
@@ -102,15 +106,21 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
 // Point clouds z_1..z_n in R^k for the two lemmas: k = {n, kdim}, x = z (n×kdim, row-major).
 // ---------------------------------------------------------------------------------------------------------
 
+const Keys cloud_keys{"n", "kdim"};
+Layout cloud_layout(long n, long k) { return Layout().add("z", n, k); }
+Layout cloud_layout(const Point& p) { return cloud_layout(cloud_keys.of(p, "n"), cloud_keys.of(p, "kdim")); }
+
 Point sample_cloud(Rng& rng) {
   Point p;
   const long n = rng.coin(0.3) ? rng.integer(2, 3) : rng.integer(2, 12);
   const long k = rng.integer(1, 3);
   p.k = {n, k};
   const double scale = std::pow(10.0, rng.uniform(-1.5, 1.0));
-  for (long i = 0; i < n * k; ++i) p.x.push_back(rng.corner(scale));
-  if (rng.coin(0.3))  // repeated atoms
-    for (long a = 0; a < k; ++a) p.x[static_cast<std::size_t>(k + a)] = p.x[static_cast<std::size_t>(a)];
+  const Layout l = cloud_layout(n, k);
+  l.fill(p.x, "z", [&] { return rng.corner(scale); });
+  if (rng.coin(0.3))  // repeated atoms: z_2 = z_1
+    for (std::size_t a = 0; a < static_cast<std::size_t>(k); ++a)
+      p.x[l.at("z") + static_cast<std::size_t>(k) + a] = p.x[l.at("z") + a];
   return p;
 }
 
@@ -120,17 +130,22 @@ Point equality_cloud(long n, long k, bool balanced) {
   const double r = std::sqrt(t);
   Point p;
   p.k = {n, k};
-  p.x.assign(static_cast<std::size_t>(n * k), 0.0);
   const double u = 1.0 / std::sqrt(static_cast<double>(k));
-  for (long i = 1; i < n; ++i) {
+  long entry = 0;  // row-major over z (n×k): row 0 is z_0 = 0
+  cloud_layout(n, k).fill(p.x, "z", [&] {
+    const long i = entry++ / k;
     const double sign = balanced ? (i % 2 == 1 ? 1.0 : -1.0) : 1.0;
-    for (long a = 0; a < k; ++a) p.x[static_cast<std::size_t>(i * k + a)] = sign * r * (k == 1 ? 1.0 : u);
-  }
+    return i == 0 ? 0.0 : sign * r * (k == 1 ? 1.0 : u);
+  });
   return p;
 }
 
 nlohmann::json describe_cloud(const Point& p) {
-  return {{"family", p.family}, {"n", p.k.at(0)}, {"k", p.k.at(1)}, {"z", rows_json(p.x, 0, p.k[0], p.k[1])}};
+  nlohmann::json out = cloud_layout(p).describe(p);  // z as rows
+  out["family"] = p.family;
+  out["n"] = cloud_keys.of(p, "n");
+  out["k"] = cloud_keys.of(p, "kdim");
+  return out;
 }
 
 template <class S>
@@ -184,10 +199,11 @@ class LemmaPhi final : public ClaimBase<LemmaPhi> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), k = pt.k.at(1);
+    const long n = cloud_keys.of(pt, "n");
     if (n < 2) throw InputError("n", "must be >= 2");
-    Reader r(pt);
-    const Matrix<S> z = r.matrix<S>(n, k);
+    const Layout l = cloud_layout(pt);
+    l.check(pt);
+    const Matrix<S> z = l.matrix<S>(pt, "z");
     S best(0);
     for (long i = 0; i < n; ++i) {
       const Row<S> row = kernel_row(z, i);
@@ -235,10 +251,11 @@ class KernelRowsum final : public ClaimBase<KernelRowsum> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), k = pt.k.at(1);
+    const long n = cloud_keys.of(pt, "n"), k = cloud_keys.of(pt, "kdim");
     if (n < 2) throw InputError("n", "must be >= 2");
-    Reader r(pt);
-    const Matrix<S> z = r.matrix<S>(n, k);
+    const Layout l = cloud_layout(pt);
+    l.check(pt);
+    const Matrix<S> z = l.matrix<S>(pt, "z");
     S best(0);
     for (long i = 0; i < n; ++i) {
       const Row<S> row = kernel_row(z, i);
