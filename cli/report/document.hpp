@@ -4,6 +4,7 @@
 // configurations and seeds of every section.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,12 @@ struct Section {
   std::vector<Figure> figures;
   std::vector<RenderResult> rendered;  ///< parallel to figures, filled by publish()
   double seconds = 0;
+
+  /// Appends a figure and the table that holds its numbers.
+  void add(Figure figure, Table table) {
+    figures.push_back(std::move(figure));
+    tables.push_back(std::move(table));
+  }
 };
 
 struct ReportMeta {

@@ -29,6 +29,13 @@ struct Series {
 };
 
 struct Figure {
+  Figure() = default;
+  Figure(std::string id_, std::string title_, std::string xlabel_, std::string ylabel_)
+      : id(std::move(id_)),
+        title(std::move(title_)),
+        xlabel(std::move(xlabel_)),
+        ylabel(std::move(ylabel_)) {}
+
   std::string id;  ///< file stem under plots/
   std::string title, xlabel, ylabel;
   std::string caption;  ///< one paragraph under the figure: what is plotted and how to read it

@@ -110,19 +110,15 @@ void user_layer(const Context& ctx, Section& s) {
     bar->advance();
   }
   bar->finish();
-  Figure fig;
-  fig.id = "user_castin";
-  fig.title = "User layer on B_R^n: ‖J‖₂ vs the √n bound";
-  fig.xlabel = "number of tokens n";
-  fig.ylabel = "‖J(X)‖₂ (dimensionless)";
+  Figure fig("user_castin", "User layer on B_R^n: ‖J‖₂ vs the √n bound", "number of tokens n",
+             "‖J(X)‖₂ (dimensionless)");
   fig.logx = fig.logy = true;
   fig.add(b).add(l);
   fig.caption =
       "The user's layer restricted to tokens of norm ≤ R: the smallest applicable upper bound (certified) "
       "and "
       "certified lower bounds from a radius-constrained adversarial search.";
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
 }
 
 }  // namespace
@@ -159,17 +155,11 @@ Section section_castin(const Context& ctx) {
       .column("per_sqrt_n", "‖J‖₂/√n", Kind::estimate)
       .column("bound", "√n bound", Kind::certified_upper, "castin.sqrt_n, interval evaluation")
       .column("saturation", "(n−1)exp(−γR²)", Kind::estimate, "≪ 1: one token captures the attention");
-  Figure fig;
-  fig.id = "castin_sqrt_n";
-  fig.title = "Dot-product attention on B_R^n (d = 1): ‖J‖₂ on adversarial inputs";
-  fig.xlabel = "number of tokens n";
-  fig.ylabel = "‖J(X)‖₂ (dimensionless)";
+  Figure fig("castin_sqrt_n", "Dot-product attention on B_R^n (d = 1): ‖J‖₂ on adversarial inputs",
+             "number of tokens n", "‖J(X)‖₂ (dimensionless)");
   fig.logx = fig.logy = true;
-  Figure causal;
-  causal.id = "castin_causal";
-  causal.title = "Causal mask vs unmasked (A = +1, R = 4, d = 1)";
-  causal.xlabel = "number of tokens n";
-  causal.ylabel = "‖J(X)‖₂ (dimensionless)";
+  Figure causal("castin_causal", "Causal mask vs unmasked (A = +1, R = 4, d = 1)", "number of tokens n",
+                "‖J(X)‖₂ (dimensionless)");
   causal.logx = causal.logy = true;
   Series sqrt_ref{"√n", Kind::input, {}, {}, true, false};
   for (auto n : ns) {
@@ -236,8 +226,7 @@ Section section_castin(const Context& ctx) {
                        " at n = " + std::to_string(ns.front()) + " and " + said(sat_last, Kind::estimate, 3) +
                        " at n = " + std::to_string(ns.back()) + " (saturation past exp(γR²) ≈ 54.6).");
   s.figures.push_back(std::move(fig));
-  s.figures.push_back(std::move(causal));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(causal), std::move(t));
   if (ctx.user()) user_layer(ctx, s);
   return s;
 }

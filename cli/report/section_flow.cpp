@@ -79,11 +79,9 @@ void add_stability(Section& s, const Context& ctx, const Matrix<double>& X0) {
     bound.y.push_back(fl::gronwall_upper(L.constant.upper(), d0.upper(), t));
     if (std::isnan(vacuous) && bound.y.back() > 2) vacuous = t;
   }
-  Figure fig;
-  fig.id = "flow_stability";
-  fig.title = "Two nearby flows (sphere model, β = 1): distance and certified Grönwall bound";
-  fig.xlabel = "time t (depth)";
-  fig.ylabel = "a-weighted ℓ² distance (index coupling)";
+  Figure fig("flow_stability",
+             "Two nearby flows (sphere model, β = 1): distance and certified Grönwall bound",
+             "time t (depth)", "a-weighted ℓ² distance (index coupling)");
   fig.logy = true;
   fig.add(measured).add(bound);
   fig.caption =
@@ -156,17 +154,12 @@ Section section_flow(const Context& ctx) {
   }
   bar->finish();
 
-  Figure stairs;
-  stairs.id = "flow_clusters";
-  stairs.title = "Cluster count against time (sphere model, d = 3, n = " + std::to_string(n) + ")";
-  stairs.xlabel = "time t (depth)";
-  stairs.ylabel = "number of clusters";
+  Figure stairs("flow_clusters",
+                "Cluster count against time (sphere model, d = 3, n = " + std::to_string(n) + ")",
+                "time t (depth)", "number of clusters");
   stairs.logy = true;
-  Figure energy;
-  energy.id = "flow_energy";
-  energy.title = "Interaction energy against time, divided by its value at t = 0";
-  energy.xlabel = "time t (depth)";
-  energy.ylabel = "E_β(μ_t) / E_β(μ_0)";
+  Figure energy("flow_energy", "Interaction energy against time, divided by its value at t = 0",
+                "time t (depth)", "E_β(μ_t) / E_β(μ_0)");
   Table t("flow_plateaus", "Cluster plateaus along the sphere flow");
   t.column("beta", "β", Kind::input)
       .column("clusters", "clusters", Kind::estimate, "components of the threshold graph")
@@ -220,11 +213,9 @@ Section section_flow(const Context& ctx) {
   const auto& times = slow.trajectory.times;
   const std::vector<std::size_t> picks = {0, times.size() / 20, times.size() / 4, times.size() - 1};
   for (std::size_t p = 0; p < picks.size(); ++p) {
-    Figure fig;
-    fig.id = "flow_particles_" + std::to_string(p);
-    fig.title = "β = 9, t = " + format_number(times[picks[p]], Kind::input, 4) + " (orthographic view of S²)";
-    fig.xlabel = "⟨x, e₁⟩";
-    fig.ylabel = "⟨x, e₂⟩";
+    Figure fig("flow_particles_" + std::to_string(p),
+               "β = 9, t = " + format_number(times[picks[p]], Kind::input, 4) + " (orthographic view of S²)",
+               "⟨x, e₁⟩", "⟨x, e₂⟩");
     fig.key = "below";
     add_particles(fig, slow.trajectory.states[picks[p]]);
     if (p + 1 == picks.size()) {

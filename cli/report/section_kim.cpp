@@ -90,11 +90,8 @@ void tightness(const Context& ctx, Section& s) {
       }() +
       " with seed " + std::to_string(ctx.seed(1, 1)) + " (+N)");
 
-  Figure fig;
-  fig.id = "kim_tightness";
-  fig.title = "Theorem 3.2 (L2 attention, d = H = 1): upper bounds vs certified lower bounds";
-  fig.xlabel = "sequence length N";
-  fig.ylabel = "Lipschitz constant (dimensionless)";
+  Figure fig("kim_tightness", "Theorem 3.2 (L2 attention, d = H = 1): upper bounds vs certified lower bounds",
+             "sequence length N", "Lipschitz constant (dimensionless)");
   fig.logx = fig.logy = true;
   Series ub_inf{"UB∞ = 4Λ_N + 1 (kim.thm32_inf)", Kind::certified_upper, {}, {}, true, false, 1};
   Series ub_two{"UB₂ = √N (4Λ_N + 1) (kim.thm32_2)", Kind::certified_upper, {}, {}, true, false, 0};
@@ -166,8 +163,7 @@ void tightness(const Context& ctx, Section& s) {
                        said(last_ratio_inf, Kind::certified_lower, 4) +
                        " of UB∞ and the best 2-norm witness " +
                        said(last_ratio_two, Kind::certified_lower, 4) + " of UB₂.");
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
 }
 
 void lambda_curve(const Context& ctx, Section& s) {
@@ -203,19 +199,15 @@ void lambda_curve(const Context& ctx, Section& s) {
   }
   t.caption =
       "Reference values (bounds.md §3.1, 30 digits): Λ_2 = 0.278464542761…, Λ_1000 = 4.420501603942….";
-  Figure fig;
-  fig.id = "kim_lambda";
-  fig.title = "The constant Λ_N = φ⁻¹(N − 1) of the L2 bounds";
-  fig.xlabel = "sequence length N";
-  fig.ylabel = "Λ_N (dimensionless)";
+  Figure fig("kim_lambda", "The constant Λ_N = φ⁻¹(N − 1) of the L2 bounds", "sequence length N",
+             "Λ_N (dimensionless)");
   fig.logx = true;
   fig.add(lam).add(hl).add(hu);
   fig.caption =
       "Λ_N grows like log N − log log N. The solid curve is the certified interval value (its two ends "
       "coincide at plot resolution); the dashed curves are the Hoorfar–Hassani bracket evaluated in "
       "double, valid for N ≥ 9.";
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
   s.configuration.push_back("1b: Λ_N at 60 values of N in [2, 1000], MPFI at 128 bits");
 }
 
@@ -276,11 +268,9 @@ void dot_growth(const Context& ctx, Section& s) {
       "Every certified value is a lower bound on the Lipschitz constant of the layer: dot-product attention "
       "is "
       "not Lipschitz (kim.thm31_dp_unbounded); the lower bounds grow like s², without limit.";
-  Figure fig;
-  fig.id = "kim_dot_growth";
-  fig.title = "Dot-product attention is not Lipschitz: ‖J‖ along the Theorem 3.1 construction";
-  fig.xlabel = "scale s of the tokens";
-  fig.ylabel = "‖J(X)‖ (dimensionless)";
+  Figure fig("kim_dot_growth",
+             "Dot-product attention is not Lipschitz: ‖J‖ along the Theorem 3.1 construction",
+             "scale s of the tokens", "‖J(X)‖ (dimensionless)");
   fig.logx = fig.logy = true;
   fig.add(closed).add(inf_one).add(two_one).add(two_rand);
   fig.caption =
@@ -290,8 +280,7 @@ void dot_growth(const Context& ctx, Section& s) {
   s.findings.push_back("1c: at s = " + format_number(scales.back(), Kind::input) + ", ‖J‖∞ ≥ " +
                        said(vi.back(), Kind::certified_lower) + " for (i) and ‖J‖₂ ≥ " +
                        said(vr.back(), Kind::certified_lower) + " for the random layer (ii).");
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
 }
 
 /// Section 1 for the user's layer: Theorem 3.2 brackets (tied L2), or the growth of ‖J‖ along the Theorem 3.1
@@ -315,11 +304,8 @@ void user_layer(const Context& ctx, Section& s) {
         .column("ub_two", "upper 2", Kind::certified_upper)
         .column("lower_two", "lower 2", Kind::certified_lower)
         .column("note", "note", Kind::text);
-    Figure fig;
-    fig.id = "user_kim_bounds";
-    fig.title = "User layer: Lipschitz brackets against N";
-    fig.xlabel = "sequence length N";
-    fig.ylabel = "Lipschitz constant (dimensionless)";
+    Figure fig("user_kim_bounds", "User layer: Lipschitz brackets against N", "sequence length N",
+               "Lipschitz constant (dimensionless)");
     fig.logx = fig.logy = true;
     Series ui{"upper bound ∞", Kind::certified_upper, {}, {}, true, true},
         u2{"upper bound 2", Kind::certified_upper, {}, {}, true, true};
@@ -358,8 +344,7 @@ void user_layer(const Context& ctx, Section& s) {
         "The user's layer between the smallest applicable upper bound (Theorem 3.2, where its hypotheses "
         "hold) "
         "and certified lower bounds from adversarial search, both certified.";
-    s.figures.push_back(std::move(fig));
-    s.tables.push_back(std::move(t));
+    s.add(std::move(fig), std::move(t));
     return;
   }
   // Dot-product: no upper bound exists; show the growth along the balanced construction.
@@ -378,18 +363,14 @@ void user_layer(const Context& ctx, Section& s) {
       .column("two_est", "‖J v‖/‖v‖", Kind::estimate)
       .column("two", "‖J v‖/‖v‖", Kind::certified_lower);
   for (std::size_t k = 0; k < scales.size(); ++k) t.add_row({scales[k], est[k], cert[k]});
-  Figure fig;
-  fig.id = "user_kim_dot_growth";
-  fig.title = "User layer (dot-product): ‖J‖₂ along the Theorem 3.1 construction";
-  fig.xlabel = "scale c of the tokens";
-  fig.ylabel = "‖J(X)‖₂ (dimensionless)";
+  Figure fig("user_kim_dot_growth", "User layer (dot-product): ‖J‖₂ along the Theorem 3.1 construction",
+             "scale c of the tokens", "‖J(X)‖₂ (dimensionless)");
   fig.logx = fig.logy = true;
   fig.add(Series{"‖J(X_c)‖₂", Kind::certified_lower, scales, cert, true, true});
   fig.caption =
       "Certified lower bounds on ‖J‖₂ of the user's layer at inputs of growing scale; growth without limit "
       "means the layer is not Lipschitz on all of R^(n×d) (bounded domains: section 2).";
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
 }
 
 }  // namespace

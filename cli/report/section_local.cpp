@@ -107,11 +107,8 @@ void study(const Context& ctx, Section& s, const AttentionLayer& layer, const At
       cert.certificate +
       "); the PGD column bounds it from below (certified). The true Δ*(X, ε) lies "
       "between the PGD column and the δ column.";
-  Figure fig;
-  fig.id = prefix + "delta";
-  fig.title = label + ": output deviation bounds over the perturbation radius ε";
-  fig.xlabel = "perturbation radius ε (Frobenius norm of E)";
-  fig.ylabel = "‖F(X + E) − F(X)‖_F (units of the tokens)";
+  Figure fig(prefix + "delta", label + ": output deviation bounds over the perturbation radius ε",
+             "perturbation radius ε (Frobenius norm of E)", "‖F(X + E) − F(X)‖_F (units of the tokens)");
   fig.logx = fig.logy = true;
   for (const Series& c : curves) fig.add(c);
   fig.add(pgd).add(linear);
@@ -120,8 +117,7 @@ void study(const Context& ctx, Section& s, const AttentionLayer& layer, const At
       "what an attack achieves (PGD, solid with markers: a certified lower bound on the true largest "
       "change). The fine δ is the lowest upper curve; the naive variants and the gradient-norm comparator "
       "are looser. For small ε the attack follows the first-order line ε‖DF(X)‖₂ (dashed).";
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
   s.findings.push_back(
       label + ": largest PGD/δ " + said(worst_ratio, Kind::estimate, 3) +
       " (at most 1, as the bound requires); δ/PGD at ε = 1: " + said(last_gap, Kind::estimate, 3) + ".");
@@ -160,18 +156,14 @@ void study(const Context& ctx, Section& s, const AttentionLayer& layer, const At
               ", ‖W_read‖₂ ≤ " + format_number(read_norm, Kind::certified_upper) +
               " (certified); mean pooling over tokens. For each margin m (exact input), no input within the "
               "certified radius (Frobenius distance from X) can change the predicted class (bounds.md §6.7).";
-  Figure rf;
-  rf.id = prefix + "radius";
-  rf.title = label + ": certified robustness radius against the classification margin";
-  rf.xlabel = "margin m of the prediction (logit units)";
-  rf.ylabel = "certified radius ε (Frobenius norm)";
+  Figure rf(prefix + "radius", label + ": certified robustness radius against the classification margin",
+            "margin m of the prediction (logit units)", "certified radius ε (Frobenius norm)");
   rf.logx = rf.logy = true;
   for (const Series& c : radii) rf.add(c);
   rf.caption =
       "For small margins the radius grows linearly in m, with slope set by the first-order coefficient of "
       "each bound; the fine δ certifies the largest radius, the gradient-norm comparator the smallest.";
-  s.figures.push_back(std::move(rf));
-  s.tables.push_back(std::move(r));
+  s.add(std::move(rf), std::move(r));
 }
 
 }  // namespace

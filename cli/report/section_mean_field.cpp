@@ -199,11 +199,8 @@ Section section_mean_field(const Context& ctx) {
       " (mf.self_lipschitz at R = √2). The bound column multiplies it by the measured input distance, so it "
       "is "
       "an estimate of the bound's value, not a certified number. Every ratio W_out/W_in must stay below L_R.";
-  Figure fig;
-  fig.id = "meanfield_convergence";
-  fig.title = "Attention of n samples vs attention of the grid measure (d = 2)";
-  fig.xlabel = "number of samples n";
-  fig.ylabel = "Wasserstein distance W₁ (units of the token space)";
+  Figure fig("meanfield_convergence", "Attention of n samples vs attention of the grid measure (d = 2)",
+             "number of samples n", "Wasserstein distance W₁ (units of the token space)");
   fig.logx = fig.logy = true;
   fig.key = "below";
   fig.add(bound).add(in).add(outs).add(rate);
@@ -216,8 +213,7 @@ Section section_mean_field(const Context& ctx) {
                        " against L_R = " + said(L_R, Kind::certified_upper, 4) +
                        "; fitted decay exponent of W_out: " + said(slope, Kind::estimate, 3) +
                        " (n^(−1/2) log n predicts about −0.4 over this range).");
-  s.figures.push_back(std::move(fig));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(fig), std::move(t));
   return s;
 }
 

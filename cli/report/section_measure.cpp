@@ -124,22 +124,17 @@ Section section_measure(const Context& ctx) {
       "bound is a certified upper bound on its formula. 'family limit' is the value the sharp Theorem B "
       "family "
       "approaches (observed tightness, bounds.md §5).";
-  Figure self;
-  self.id = "measure_self";
-  self.title = "Self-attention in W₁ (A = −1, V = 1): Theorem C against certified ratios";
-  self.xlabel = "support radius R";
-  self.ylabel = "W₁ Lipschitz constant (dimensionless)";
+  Figure self("measure_self", "Self-attention in W₁ (A = −1, V = 1): Theorem C against certified ratios",
+              "support radius R", "W₁ Lipschitz constant (dimensionless)");
   self.logy = true;
   self.add(self_b).add(self_lim).add(self_l);
   self.caption =
       "Solid without markers: the Theorem C constant (certified upper bound). Filled markers: the largest "
       "certified W₁ ratio found (a certified lower bound on the true constant). Dotted: the limit of the "
       "sharp Theorem B family; the gap to Theorem C is at most the factor (1 + 3R²)/(1 + 2R²) ≤ 3/2.";
-  Figure cross;
-  cross.id = "measure_cross";
-  cross.title = "Cross-attention: Lipschitz in the query (polynomial) vs in the context (exponential)";
-  cross.xlabel = "support radius R (queries and context in B_R)";
-  cross.ylabel = "Lipschitz constant (dimensionless)";
+  Figure cross("measure_cross",
+               "Cross-attention: Lipschitz in the query (polynomial) vs in the context (exponential)",
+               "support radius R (queries and context in B_R)", "Lipschitz constant (dimensionless)");
   cross.logy = true;
   cross.add(c_b).add(c_l).add(q_b).add(q_l);
   cross.caption =
@@ -153,8 +148,7 @@ Section section_measure(const Context& ctx) {
                        " the certified context ratio is " + said(last_c, Kind::certified_lower, 4) +
                        " and the certified query ratio " + said(last_q, Kind::certified_lower, 4) + ".");
   s.figures.push_back(std::move(self));
-  s.figures.push_back(std::move(cross));
-  s.tables.push_back(std::move(t));
+  s.add(std::move(cross), std::move(t));
 
   if (const ResolvedLayer* user = ctx.user()) {
     // The user's layer at one radius: ‖A_1‖₂R² = 1 unless a pre-norm fixes R.

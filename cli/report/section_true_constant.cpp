@@ -128,11 +128,9 @@ Section section_true_constant(const Context& ctx) {
                 "smallest applicable sequence-level 2-norm bound")
         .column("bound_value", "its value", Kind::certified_upper)
         .column("ratio", "bound / upper", Kind::estimate, "how far the formula is above the true constant");
-    Figure fig;
-    fig.id = std::string("true_constant_") + st.key;
-    fig.title = std::string("True constant against the published bound: ") + st.name;
-    fig.xlabel = "R";
-    fig.ylabel = "Lipschitz constant in the 2-norm";
+    Figure fig(std::string("true_constant_") + st.key,
+               std::string("True constant against the published bound: ") + st.name, "R",
+               "Lipschitz constant in the 2-norm");
     fig.logy = true;
     fig.key = "below";
     int colour = 0;
