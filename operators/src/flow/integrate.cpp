@@ -22,18 +22,6 @@ std::string to_string(Integrator integrator) {
   return "unknown";
 }
 
-std::string to_string(FlowStatus status) {
-  switch (status) {
-    case FlowStatus::completed:
-      return "completed";
-    case FlowStatus::max_steps:
-      return "max_steps";
-    case FlowStatus::step_underflow:
-      return "step_underflow";
-  }
-  return "unknown";
-}
-
 namespace {
 
 std::string number(double x) {
@@ -257,6 +245,19 @@ Trajectory integrate(const ModelSpec& spec, const Matrix<double>& X0, const Vect
     record(times[next], X);
   }
   return tr;
+}
+
+/// How an integration ended (the status the integrator above records).
+std::string to_string(FlowStatus status) {
+  switch (status) {
+    case FlowStatus::completed:
+      return "completed";
+    case FlowStatus::max_steps:
+      return "max_steps";
+    case FlowStatus::step_underflow:
+      return "step_underflow";
+  }
+  return "unknown";
 }
 
 }  // namespace regatta::operators::flow
