@@ -46,6 +46,11 @@ class Keys {
   std::vector<std::string> names_;
 };
 
+/// The name of block i of a repeated kind (per-head weights): indexed("WQ", 1) = "WQ_1".
+inline std::string indexed(std::string_view name, long i) {
+  return std::string(name) + "_" + std::to_string(i);
+}
+
 /// Consecutive named blocks of a point's continuous coordinates x; a block is a rows×cols matrix stored
 /// row-major (a vector: cols = 1).
 class Layout {
@@ -98,20 +103,11 @@ class Layout {
   /// Every block by name, as rows of numbers (counterexample files).
   nlohmann::json describe(const Point& p) const {
     nlohmann::json out = nlohmann::json::object();
-    for (const Block& b : blocks_) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (long i = 0; i < b.rows; ++i) {
-        nlohmann::json row = nlohmann::json::array();
-        for (long j = 0; j < b.cols; ++j) {
-          const std::size_t at = b.at + static_cast<std::size_t>(i * b.cols + j);
-          row.push_back(at < p.x.size() ? p.x[at] : 0.0);
-        }
-        rows.push_back(row);
-      }
-      out[b.name] = rows;
-    }
+    for (const Block& b : blocks_) out[b.name] = rows(p, b);
     return out;
   }
+  /// One block as rows of numbers (coordinates beyond x read as 0).
+  nlohmann::json rows(const Point& p, std::string_view name) const { return rows(p, block(name)); }
 
  private:
   struct Block {
@@ -123,6 +119,18 @@ class Layout {
     for (const Block& b : blocks_)
       if (b.name == name) return b;
     throw InputError("point layout", "no block named " + std::string(name));
+  }
+  static nlohmann::json rows(const Point& p, const Block& b) {
+    nlohmann::json out = nlohmann::json::array();
+    for (long i = 0; i < b.rows; ++i) {
+      nlohmann::json row = nlohmann::json::array();
+      for (long j = 0; j < b.cols; ++j) {
+        const std::size_t at = b.at + static_cast<std::size_t>(i * b.cols + j);
+        row.push_back(at < p.x.size() ? p.x[at] : 0.0);
+      }
+      out.push_back(row);
+    }
+    return out;
   }
   std::vector<Block> blocks_;
   std::size_t size_ = 0;

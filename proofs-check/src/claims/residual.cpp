@@ -22,6 +22,7 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -44,18 +45,30 @@ constexpr double c_min = 0.01, c_max = 0.995;
 
 /// Point: k = {n, d, H, d_h, K, causal}; x = (X* (n×d), D (n×d), W^Q_h (d×d_h) for each h, W^V_h (d×d_h) for
 /// each h, W^O ((H·d_h)×d), c). The pair of the bi-Lipschitz parts is (X*, X* + D).
+const Keys keys{"n", "d", "H", "d_h", "K", "causal"};
+
+Layout layout_of(long n, long d, long H, long dh) {
+  Layout l;
+  l.add("X_star", n, d).add("D", n, d);
+  for (long h = 0; h < H; ++h) l.add(indexed("WQ", h), d, dh);
+  for (long h = 0; h < H; ++h) l.add(indexed("WV", h), d, dh);
+  return l.add("WO", H * dh, d).add("c", 1);
+}
+Layout layout_of(const Point& p) {
+  return layout_of(keys.of(p, "n"), keys.of(p, "d"), keys.of(p, "H"), keys.of(p, "d_h"));
+}
+
 struct Shape {
   long n, d, H, dh, K;
   bool causal;
-  std::size_t tokens() const { return static_cast<std::size_t>(n * d); }
-  std::size_t weights_at() const { return 2 * tokens(); }
-  std::size_t c_at() const { return weights_at() + static_cast<std::size_t>(2 * H * d * dh + H * dh * d); }
-  std::size_t size() const { return c_at() + 1; }
+  Layout layout() const { return layout_of(n, d, H, dh); }
 };
 
 Shape shape_of(const Point& p) {
-  const Shape s{p.k.at(0), p.k.at(1), p.k.at(2), p.k.at(3), p.k.at(4), p.k.at(5) != 0};
-  if (s.n < 2 || s.d < 1 || s.H < 1 || s.dh < 1 || s.K < 1 || s.K > max_iterations || p.x.size() != s.size())
+  const Shape s{keys.of(p, "n"),   keys.of(p, "d"), keys.of(p, "H"),
+                keys.of(p, "d_h"), keys.of(p, "K"), keys.of(p, "causal") != 0};
+  if (s.n < 2 || s.d < 1 || s.H < 1 || s.dh < 1 || s.K < 1 || s.K > max_iterations ||
+      p.x.size() != s.layout().size())
     throw InputError("point", "inconsistent shape (n >= 2, 1 <= K <= 10)");
   return s;
 }
@@ -66,17 +79,11 @@ AttentionLayer layer_of(const Point& p, const Shape& s) {
   layer.heads = static_cast<int>(s.H);
   layer.head_dim = layer.value_dim = static_cast<int>(s.dh);
   layer.kind = AttentionKind::l2;
-  const double* at = p.x.data() + s.weights_at();
-  const auto take = [&](long rows, long cols) {
-    Matrix<double> m(rows, cols);
-    for (long i = 0; i < rows; ++i)
-      for (long j = 0; j < cols; ++j) m(i, j) = *at++;
-    return m;
-  };
-  for (long h = 0; h < s.H; ++h) layer.WQ.push_back(take(s.d, s.dh));
+  const Layout l = s.layout();
+  for (long h = 0; h < s.H; ++h) layer.WQ.push_back(l.matrix<double>(p, indexed("WQ", h)));
   layer.WK = layer.WQ;
-  for (long h = 0; h < s.H; ++h) layer.WV.push_back(take(s.d, s.dh));
-  layer.WO = take(s.H * s.dh, s.d);
+  for (long h = 0; h < s.H; ++h) layer.WV.push_back(l.matrix<double>(p, indexed("WV", h)));
+  layer.WO = l.matrix<double>(p, "WO");
   return layer;
 }
 
@@ -98,26 +105,20 @@ struct Setup {
   bool pair_ok = false;  ///< the bi-Lipschitz pair is resolved
 };
 
-Matrix<double> read_tokens(const Point& p, std::size_t offset, long n, long d) {
-  Matrix<double> m(n, d);
-  for (long i = 0; i < n; ++i)
-    for (long a = 0; a < d; ++a) m(i, a) = p.x[offset + static_cast<std::size_t>(i * d + a)];
-  return m;
-}
-
 Setup setup_of(const Point& p) {
   Setup s{shape_of(p), {}, {}, 0, 0, 0, false};
   s.layer = layer_of(p, s.shape);
   s.options.causal = s.shape.causal;
-  s.c = p.x[s.shape.c_at()];
+  const Layout l = s.shape.layout();
+  s.c = l.raw(p, "c");
   if (!(s.c > 0 && s.c < 1)) throw InputError("c", "must lie in (0, 1)");
   s.B = certified_b2(s.layer, s.options, s.shape.n);
   if (!(s.B > 0) || !std::isfinite(s.B)) throw InputError("point", "B_2 is not positive and finite");
   const Block<double> block(s.layer, s.options);
   const double scale = s.c / s.B;
   const auto g = [&](const Matrix<double>& X) { return Matrix<double>(block.forward(X) * scale); };
-  const Matrix<double> X = read_tokens(p, 0, s.shape.n, s.shape.d);
-  const Matrix<double> D = read_tokens(p, s.shape.tokens(), s.shape.n, s.shape.d);
+  const Matrix<double> X = l.matrix<double>(p, "X_star");
+  const Matrix<double> D = l.matrix<double>(p, "D");
   const Matrix<double> Y = X + g(X);
   const double floor = resolution * (1 + Y.norm());
   Matrix<double> cur = Y;
@@ -137,10 +138,16 @@ Point layer_point(const std::vector<double>& X, long d, long H, long dh, bool ca
   Point p;
   const long n = static_cast<long>(X.size()) / d;
   p.k = {n, d, H, dh, K, causal ? 1L : 0L};
-  p.x = X;
-  p.x.resize(2 * X.size(), 0.0);  // D, set by with_extremal_pair
-  p.x.insert(p.x.end(), weights.begin(), weights.end());
-  p.x.push_back(c);
+  const Layout l = layout_of(n, d, H, dh);
+  std::size_t i = 0, w = 0;
+  l.fill(p.x, "X_star", [&] { return X.at(i++); });
+  l.fill(p.x, "D", [] { return 0.0; });  // set by with_extremal_pair
+  const auto weight = [&] { return weights.at(w++); };
+  for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WQ", h), weight);
+  for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WV", h), weight);
+  l.fill(p.x, "WO", weight);
+  if (w != weights.size()) throw InputError("weights", "do not match the layer shape");
+  l.fill(p.x, "c", [&] { return c; });
   return p;
 }
 
@@ -151,13 +158,15 @@ Point with_extremal_pair(Point p, bool largest) {
   const Setup s = setup_of(p);
   const long n = s.shape.n, d = s.shape.d;
   const Block<double> block(s.layer, s.options);
-  const Matrix<double> X = read_tokens(p, 0, n, d);
+  const Layout l = s.shape.layout();
+  const Matrix<double> X = l.matrix<double>(p, "X_star");
   Matrix<double> J = operators::dense_jacobian(block.linearize(X)) * (s.c / s.B);
   J += Matrix<double>::Identity(n * d, n * d);
   const Eigen::JacobiSVD<Matrix<double>> svd(J, Eigen::ComputeFullV);
   const Eigen::Index col = largest ? 0 : n * d - 1;
   const double step = 1e-3 * (1 + X.norm());
-  for (long i = 0; i < n * d; ++i) p.x[static_cast<std::size_t>(n * d + i)] = step * svd.matrixV()(i, col);
+  for (long i = 0; i < n * d; ++i)
+    p.x[l.at("D") + static_cast<std::size_t>(i)] = step * svd.matrixV()(i, col);
   return p;
 }
 
@@ -244,19 +253,25 @@ class FixedPointInversion final : public ClaimBase<FixedPointInversion> {
     const long n = rng.integer(2, 4), d = rng.integer(1, 3), H = rng.coin(0.6) ? 1 : 2,
                dh = rng.integer(1, d);
     p.k = {n, d, H, dh, rng.integer(1, max_iterations), rng.coin(0.3) ? 1L : 0L};
+    const Layout l = layout_of(n, d, H, dh);
     const double xs = std::pow(10.0, rng.uniform(-1.0, 1.0));
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(xs));
+    l.fill(p.x, "X_star", [&] { return rng.corner(xs); });
     const double ds = (1 + xs) * std::pow(10.0, rng.uniform(-4.0, 0.0));
-    for (long i = 0; i < n * d; ++i) p.x.push_back(ds * rng.normal());
+    l.fill(p.x, "D", [&] { return ds * rng.normal(); });
     const double ws = std::pow(10.0, rng.uniform(std::log10(0.3), std::log10(3.0)));
-    for (long i = 0; i < 2 * H * d * dh + H * dh * d; ++i) p.x.push_back(ws * rng.normal());
-    p.x.push_back(rng.coin(0.5) ? family_c[static_cast<std::size_t>(rng.integer(0, 2))]
-                                : rng.uniform(0.05, c_max));
+    const auto weight = [&] { return ws * rng.normal(); };
+    for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WQ", h), weight);
+    for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WV", h), weight);
+    l.fill(p.x, "WO", weight);
+    l.fill(p.x, "c", [&] {
+      return rng.coin(0.5) ? family_c[static_cast<std::size_t>(rng.integer(0, 2))] : rng.uniform(0.05, c_max);
+    });
     return p;
   }
   void repair(Point& p) const override {
     for (double& v : p.x) v = std::clamp(v, -coordinate_box, coordinate_box);
-    p.x.back() = std::clamp(p.x.back(), c_min, c_max);
+    double& c = p.x.at(layout_of(p).at("c"));
+    c = std::clamp(c, c_min, c_max);
   }
   std::vector<Point> family(const std::string& name) const override {
     if (name == "contractive_l2") return contractive_points();
@@ -265,38 +280,27 @@ class FixedPointInversion final : public ClaimBase<FixedPointInversion> {
   }
   nlohmann::json describe(const Point& p) const override {
     const Shape s = shape_of(p);
+    const Layout l = s.layout();
     nlohmann::json wq = nlohmann::json::array(), wv = nlohmann::json::array();
     for (long h = 0; h < s.H; ++h) {
-      wq.push_back(rows_json(p.x, s.weights_at() + static_cast<std::size_t>(h * s.d * s.dh), s.d, s.dh));
-      wv.push_back(
-          rows_json(p.x, s.weights_at() + static_cast<std::size_t>((s.H + h) * s.d * s.dh), s.d, s.dh));
+      wq.push_back(l.rows(p, indexed("WQ", h)));
+      wv.push_back(l.rows(p, indexed("WV", h)));
     }
-    return {{"family", p.family},
-            {"n", s.n},
-            {"d", s.d},
-            {"heads", s.H},
-            {"head_dim", s.dh},
-            {"K", s.K},
-            {"causal", s.causal},
-            {"X_star", rows_json(p.x, 0, s.n, s.d)},
-            {"D", rows_json(p.x, s.tokens(), s.n, s.d)},
-            {"WQ", wq},
-            {"WV", wv},
-            {"WO", rows_json(p.x, s.weights_at() + static_cast<std::size_t>(2 * s.H * s.d * s.dh), s.H * s.dh,
-                             s.d)},
-            {"c", p.x.at(s.c_at())}};
+    return {{"family", p.family},  {"n", s.n}, {"d", s.d},           {"heads", s.H},
+            {"head_dim", s.dh},    {"K", s.K}, {"causal", s.causal}, {"X_star", l.rows(p, "X_star")},
+            {"D", l.rows(p, "D")}, {"WQ", wq}, {"WV", wv},           {"WO", l.rows(p, "WO")},
+            {"c", l.raw(p, "c")}};
   }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     const Setup s = setup_of(pt);
-    const long n = s.shape.n, d = s.shape.d;
     const Block<S> block(s.layer, s.options);
     const S L = lift<S>(s.c);
     const S scale = L / lift<S>(s.B);
     const auto g = [&](const Matrix<S>& X) { return Matrix<S>(block.forward(X) * scale); };
-    Reader r(pt);
-    const Matrix<S> Xs = r.matrix<S>(n, d), D = r.matrix<S>(n, d);
+    const Layout l = s.shape.layout();
+    const Matrix<S> Xs = l.matrix<S>(pt, "X_star"), D = l.matrix<S>(pt, "D");
     const auto norm = [](const Matrix<S>& M) { return num::frobenius<S>(M); };
     Evaluation<S> out(info_.parts.size(), off<S>());
     if (s.resolved >= 1) {
