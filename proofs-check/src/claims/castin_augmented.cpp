@@ -12,6 +12,7 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -28,21 +29,38 @@ constexpr double radius_min = 0.1, radius_max = 4.0;
 
 /// Point: k = {n, d, heads, head_dim, causal}; x = (R, X (n×d), per head W^Q, W^K, W^V (d×d_h each, d_v =
 /// d_h), b_Q, b_K, b_V (d_h each), then W^O ((H·d_h)×d) and b_O (d)).
+const Keys keys{"n", "d", "heads", "head_dim", "causal"};
+
+Layout layout_of(long n, long d, long H, long dh) {
+  Layout l;
+  l.add("R", 1).add("X", n, d);
+  for (long h = 0; h < H; ++h)
+    l.add(indexed("WQ", h), d, dh)
+        .add(indexed("WK", h), d, dh)
+        .add(indexed("WV", h), d, dh)
+        .add(indexed("bQ", h), dh)
+        .add(indexed("bK", h), dh)
+        .add(indexed("bV", h), dh);
+  return l.add("WO", H * dh, d).add("bO", d);
+}
+
 struct Shape {
   long n, d, H, dh;
   bool causal;
-  std::size_t size() const {
-    return static_cast<std::size_t>(1 + n * d + H * (3 * d * dh + 3 * dh) + H * dh * d + d);
-  }
+  Layout layout() const { return layout_of(n, d, H, dh); }
 };
 
 Shape shape_of(const Point& p) {
-  if (p.k.size() != 5) throw InputError("point", "wrong discrete size");
-  const Shape s{p.k[0], p.k[1], p.k[2], p.k[3], p.k[4] != 0};
-  if (s.n < 1 || s.d < 1 || s.H < 1 || s.dh < 1 || p.x.size() != s.size())
+  if (p.k.size() != keys.size()) throw InputError("point", "wrong discrete size");
+  const Shape s{keys.of(p, "n"), keys.of(p, "d"), keys.of(p, "heads"), keys.of(p, "head_dim"),
+                keys.of(p, "causal") != 0};
+  if (s.n < 1 || s.d < 1 || s.H < 1 || s.dh < 1 || p.x.size() != s.layout().size())
     throw InputError("point", "wrong size");
   return s;
 }
+
+/// Offset of the first weight in x: the weights are every block after X (the first is W^Q of head 0).
+std::size_t weights_at(const Layout& l) { return l.at(indexed("WQ", 0)); }
 
 struct Setup {
   Shape shape;
@@ -54,10 +72,10 @@ struct Setup {
 
 Setup setup_of(const Point& p) {
   const Shape s = shape_of(p);
-  Reader r(p);
-  Setup out{s, r.raw(), {}, {}, {}};
+  const Layout l = s.layout();
+  Setup out{s, l.raw(p, "R"), {}, {}, {}};
   if (!(out.R > 0)) throw InputError("point", "radius not positive");
-  out.X = r.matrix<double>(s.n, s.d);
+  out.X = l.matrix<double>(p, "X");
   for (long i = 0; i < s.n; ++i)
     if (out.X.row(i).squaredNorm() > out.R * out.R * (1 - token_margin))
       throw InputError("point", "token outside B_R");
@@ -66,15 +84,15 @@ Setup setup_of(const Point& p) {
   L.heads = static_cast<int>(s.H);
   L.head_dim = L.value_dim = static_cast<int>(s.dh);
   for (long h = 0; h < s.H; ++h) {
-    L.WQ.push_back(r.matrix<double>(s.d, s.dh));
-    L.WK.push_back(r.matrix<double>(s.d, s.dh));
-    L.WV.push_back(r.matrix<double>(s.d, s.dh));
-    L.bQ.push_back(r.vector<double>(s.dh));
-    L.bK.push_back(r.vector<double>(s.dh));
-    L.bV.push_back(r.vector<double>(s.dh));
+    L.WQ.push_back(l.matrix<double>(p, indexed("WQ", h)));
+    L.WK.push_back(l.matrix<double>(p, indexed("WK", h)));
+    L.WV.push_back(l.matrix<double>(p, indexed("WV", h)));
+    L.bQ.push_back(l.vector<double>(p, indexed("bQ", h)));
+    L.bK.push_back(l.vector<double>(p, indexed("bK", h)));
+    L.bV.push_back(l.vector<double>(p, indexed("bV", h)));
   }
-  L.WO = r.matrix<double>(s.H * s.dh, s.d);
-  L.bO = r.vector<double>(s.d);
+  L.WO = l.matrix<double>(p, "WO");
+  L.bO = l.vector<double>(p, "bO");
   L.validate();
   out.options.causal = s.causal;
   return out;
@@ -83,10 +101,13 @@ Setup setup_of(const Point& p) {
 /// Pulls every token into the ball of radius (1 − 2·token_margin)·R, R into [radius_min, radius_max].
 void repair_point(Point& p) {
   const Shape s = shape_of(p);
-  double& R = p.x[0];
+  const Layout l = s.layout();
+  double& R = p.x[l.at("R")];
   R = std::clamp(std::isfinite(R) ? std::abs(R) : 1.0, radius_min, radius_max);
   const double limit = R * (1 - 2 * token_margin);
-  const auto at = [&](long i, long a) -> double& { return p.x[static_cast<std::size_t>(1 + i * s.d + a)]; };
+  const auto at = [&](long i, long a) -> double& {
+    return p.x[l.at("X") + static_cast<std::size_t>(i * s.d + a)];
+  };
   for (long i = 0; i < s.n; ++i) {
     double norm2 = 0;
     for (long a = 0; a < s.d; ++a) norm2 += at(i, a) * at(i, a);
@@ -94,7 +115,7 @@ void repair_point(Point& p) {
     if (norm > limit)
       for (long a = 0; a < s.d; ++a) at(i, a) *= limit / norm * (1 - token_margin);
   }
-  for (std::size_t i = 1 + static_cast<std::size_t>(s.n * s.d); i < p.x.size(); ++i)
+  for (std::size_t i = weights_at(l); i < p.x.size(); ++i)
     p.x[i] = std::clamp(std::isfinite(p.x[i]) ? p.x[i] : 0.0, -20.0, 20.0);
 }
 
@@ -110,12 +131,23 @@ std::vector<Point> adversarial_points() {
           Point p;
           p.family = "adversarial";
           p.k = {n, 1, 1, 1, causal};
-          p.x.push_back(R);
-          for (long i = 0; i < n; ++i) {
+          const Layout l = layout_of(n, 1, 1, 1);
+          const auto put = [&](std::string_view name, double v) { l.fill(p.x, name, [v] { return v; }); };
+          put("R", R);
+          long i = 0;
+          l.fill(p.x, "X", [&] {
             const double x = pattern == 0 ? (i % 2 == 0 ? -R : R) : (i == 0 ? -R : R);
-            p.x.push_back(x * (1 - 4 * token_margin));
-          }
-          p.x.insert(p.x.end(), {-1.0, 1.0, 1.0, bias, 0.5, 0.25, 1.0, 0.1});  // WQ WK WV bQ bK bV WO bO
+            ++i;
+            return x * (1 - 4 * token_margin);
+          });
+          put(indexed("WQ", 0), -1.0);
+          put(indexed("WK", 0), 1.0);
+          put(indexed("WV", 0), 1.0);
+          put(indexed("bQ", 0), bias);
+          put(indexed("bK", 0), 0.5);
+          put(indexed("bV", 0), 0.25);
+          put("WO", 1.0);
+          put("bO", 0.1);
           out.push_back(p);
         }
   return out;
@@ -151,15 +183,19 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
     const long n = rng.coin(0.3) ? rng.integer(1, 3) : rng.integer(2, 6), d = rng.integer(1, 3),
                H = rng.coin(0.6) ? 1 : 2, dh = rng.integer(1, 2);
     p.k = {n, d, H, dh, rng.coin(0.4) ? 1L : 0L};
-    const Shape s{n, d, H, dh, false};
-    p.x.push_back(std::pow(10.0, rng.uniform(-0.5, 0.5)));
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(p.x[0]));
+    const Layout l = layout_of(n, d, H, dh);
+    l.fill(p.x, "R", [&] { return std::pow(10.0, rng.uniform(-0.5, 0.5)); });
+    const double R = l.raw(p, "R");
+    l.fill(p.x, "X", [&] { return rng.corner(R); });
     const double bias = rng.coin(0.4) ? 5.0 : 1.0;
-    while (p.x.size() < s.size()) p.x.push_back(rng.normal() * (rng.coin(0.2) ? 3.0 : 1.0));
+    const auto weight = [&] { return rng.normal() * (rng.coin(0.2) ? 3.0 : 1.0); };
+    for (long h = 0; h < H; ++h)
+      for (const char* name : {"WQ", "WK", "WV", "bQ", "bK", "bV"}) l.fill(p.x, indexed(name, h), weight);
+    l.fill(p.x, "WO", weight);
+    l.fill(p.x, "bO", weight);
     // Query biases larger on some points (they carry the c_h term).
     for (long h = 0; h < H; ++h)
-      for (long k = 0; k < dh; ++k)
-        p.x[static_cast<std::size_t>(1 + n * d + h * (3 * d * dh + 3 * dh) + 3 * d * dh + k)] *= bias;
+      for (long k = 0; k < dh; ++k) p.x[l.at(indexed("bQ", h)) + static_cast<std::size_t>(k)] *= bias;
     repair_point(p);
     return p;
   }
@@ -169,15 +205,17 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
   void repair(Point& p) const override { repair_point(p); }
   nlohmann::json describe(const Point& p) const override {
     const Shape s = shape_of(p);
+    const Layout l = s.layout();
     return {{"family", p.family},
             {"n", s.n},
             {"d", s.d},
             {"heads", s.H},
             {"head_dim", s.dh},
             {"causal", s.causal},
-            {"R", p.x[0]},
-            {"X", rows_json(p.x, 1, s.n, s.d)},
-            {"weights", std::vector<double>(p.x.begin() + 1 + s.n * s.d, p.x.end())}};
+            {"R", l.raw(p, "R")},
+            {"X", l.rows(p, "X")},
+            {"weights",
+             std::vector<double>(p.x.begin() + static_cast<std::ptrdiff_t>(weights_at(l)), p.x.end())}};
   }
 
   template <class S>
