@@ -32,6 +32,7 @@
 #include <regatta/operators/lipschitz/havens_operators.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
 #include "../common.hpp"
+#include "../layout.hpp"
 
 namespace regatta::proofs::claims::havens {
 
@@ -51,16 +52,25 @@ struct Shape {
   bool causal = false, residual = false;
   long biases = 0;
 };
+inline const Keys shape_keys{"n", "d", "heads", "d_h", "d_v", "causal", "residual", "biases"};
 inline constexpr std::size_t shape_size = 8;
 
+/// The shape from the first shape_keys.size() discrete coordinates (further ones are the claim's own).
 Shape read_shape(const Point& p);
 
+/// The discrete coordinates of a shape, in the order of shape_keys.
 std::vector<long> shape_k(const Shape& s);
 
-/// Continuous coordinates of the weights: per head W^Q, W^K (d×d_h), W^V (d×d_v); W^O (H·d_v × d); with
-/// biases per head b_Q (d_h), b_V (d_v), then b_O (d); with key biases per head b_K (d_h).
+/// The first blocks of x, the weights: per head WQ_h, WK_h (d×d_h), WV_h (d×d_v); WO (H·d_v × d); with
+/// biases per head bQ_h (d_h), bV_h (d_v), then bO (d); with key biases per head bK_h (d_h). A claim's
+/// layout appends its own blocks to this one.
+Layout weights_layout(const Shape& s);
+
+/// The number of weight coordinates (weights_layout(s).size()).
 long weight_count(const Shape& s);
 
+/// The layer of the weight blocks of l (a layout that starts with weights_layout(s)); p has them all.
+AttentionLayer read_layer(const Shape& s, const Layout& l, const Point& p);
 AttentionLayer read_layer(const Shape& s, Reader& r);
 
 AttentionOptions options_of(const Shape& s);
@@ -71,7 +81,8 @@ struct ShapeRange {
 
 Shape sample_shape(Rng& rng, const ShapeRange& range);
 
-/// Appends weights: W^Q, W^K entries N(0, (qk/√d)²), W^V, W^O entries N(0, (v/√d)²), biases N(0, qk²/4).
+/// Writes the weight blocks into x, still empty: W^Q, W^K entries N(0, (qk/√d)²), W^V, W^O entries
+/// N(0, (v/√d)²), biases N(0, qk²/4).
 void append_weights(Rng& rng, const Shape& s, double qk, double v, std::vector<double>& x);
 
 // =========================================================================================================
@@ -391,15 +402,19 @@ Mat output_attack(const AttentionLayer& L, const AttentionOptions& o, const Mat&
 // so the spheres of all radii cover the balls)
 // =========================================================================================================
 
+/// weights_layout(s), then the blocks X (n×d), eps (1) and U (n×d).
+Layout perturbed_layout(const Shape& s);
+
 struct Perturbed {
   Shape shape;
   AttentionLayer layer;
   AttentionOptions options;
   Mat X, U;
   double eps = 0;
-  std::size_t x_at = 0, eps_at = 0, u_at = 0;  // offsets in Point::x
+  std::size_t x_at = 0, eps_at = 0, u_at = 0;  // offsets in Point::x of the blocks X, eps and U
 };
 
+/// Decodes the blocks of perturbed_layout; x may have further coordinates after U (a claim's own).
 Perturbed decode(const Point& p);
 
 inline constexpr double max_coordinate = 1e4;

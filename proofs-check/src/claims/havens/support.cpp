@@ -4,8 +4,10 @@
 namespace regatta::proofs::claims::havens {
 
 Shape read_shape(const Point& p) {
-  if (p.k.size() < shape_size) throw InputError("point", "wrong number of discrete coordinates");
-  const Shape s{p.k[0], p.k[1], p.k[2], p.k[3], p.k[4], p.k[5] != 0, p.k[6] != 0, p.k[7]};
+  if (p.k.size() < shape_keys.size()) throw InputError("point", "wrong number of discrete coordinates");
+  const Keys& k = shape_keys;
+  const Shape s{k.of(p, "n"),   k.of(p, "d"),           k.of(p, "heads"),         k.of(p, "d_h"),
+                k.of(p, "d_v"), k.of(p, "causal") != 0, k.of(p, "residual") != 0, k.of(p, "biases")};
   if (s.n < 1 || s.d < 1 || s.heads < 1 || s.dh < 1 || s.dv < 1 || s.biases < 0 || s.biases > 2)
     throw InputError("point", "invalid layer shape");
   return s;
@@ -15,11 +17,44 @@ std::vector<long> shape_k(const Shape& s) {
   return {s.n, s.d, s.heads, s.dh, s.dv, s.causal ? 1L : 0L, s.residual ? 1L : 0L, s.biases};
 }
 
-long weight_count(const Shape& s) {
-  long c = s.heads * (2 * s.d * s.dh + s.d * s.dv) + s.heads * s.dv * s.d;
-  if (s.biases >= 1) c += s.heads * (s.dh + s.dv) + s.d;
-  if (s.biases == 2) c += s.heads * s.dh;
-  return c;
+Layout weights_layout(const Shape& s) {
+  Layout l;
+  for (long h = 0; h < s.heads; ++h)
+    l.add(indexed("WQ", h), s.d, s.dh).add(indexed("WK", h), s.d, s.dh).add(indexed("WV", h), s.d, s.dv);
+  l.add("WO", s.heads * s.dv, s.d);
+  if (s.biases >= 1) {
+    for (long h = 0; h < s.heads; ++h) l.add(indexed("bQ", h), s.dh).add(indexed("bV", h), s.dv);
+    l.add("bO", s.d);
+  }
+  if (s.biases == 2)
+    for (long h = 0; h < s.heads; ++h) l.add(indexed("bK", h), s.dh);
+  return l;
+}
+
+long weight_count(const Shape& s) { return static_cast<long>(weights_layout(s).size()); }
+
+AttentionLayer read_layer(const Shape& s, const Layout& l, const Point& p) {
+  AttentionLayer L;
+  L.d = static_cast<int>(s.d);
+  L.heads = static_cast<int>(s.heads);
+  L.head_dim = static_cast<int>(s.dh);
+  L.value_dim = static_cast<int>(s.dv);
+  for (long h = 0; h < s.heads; ++h) {
+    L.WQ.push_back(l.matrix<double>(p, indexed("WQ", h)));
+    L.WK.push_back(l.matrix<double>(p, indexed("WK", h)));
+    L.WV.push_back(l.matrix<double>(p, indexed("WV", h)));
+  }
+  L.WO = l.matrix<double>(p, "WO");
+  if (s.biases >= 1) {
+    for (long h = 0; h < s.heads; ++h) {
+      L.bQ.push_back(l.vector<double>(p, indexed("bQ", h)));
+      L.bV.push_back(l.vector<double>(p, indexed("bV", h)));
+    }
+    L.bO = l.vector<double>(p, "bO");
+  }
+  if (s.biases == 2)
+    for (long h = 0; h < s.heads; ++h) L.bK.push_back(l.vector<double>(p, indexed("bK", h)));
+  return L;
 }
 
 AttentionLayer read_layer(const Shape& s, Reader& r) {
@@ -68,14 +103,26 @@ Shape sample_shape(Rng& rng, const ShapeRange& range) {
 }
 
 void append_weights(Rng& rng, const Shape& s, double qk, double v, std::vector<double>& x) {
+  const Layout l = weights_layout(s);
   const double sq = qk / std::sqrt(static_cast<double>(s.d)), sv = v / std::sqrt(static_cast<double>(s.d));
+  const auto score = [&] { return sq * rng.normal(); };
+  const auto value = [&] { return sv * rng.normal(); };
+  const auto bias = [&] { return 0.5 * qk * rng.normal(); };
   for (long h = 0; h < s.heads; ++h) {
-    for (long i = 0; i < 2 * s.d * s.dh; ++i) x.push_back(sq * rng.normal());
-    for (long i = 0; i < s.d * s.dv; ++i) x.push_back(sv * rng.normal());
+    l.fill(x, indexed("WQ", h), score);
+    l.fill(x, indexed("WK", h), score);
+    l.fill(x, indexed("WV", h), value);
   }
-  for (long i = 0; i < s.heads * s.dv * s.d; ++i) x.push_back(sv * rng.normal());
-  const long biases = weight_count(s) - s.heads * (2 * s.d * s.dh + s.d * s.dv) - s.heads * s.dv * s.d;
-  for (long i = 0; i < biases; ++i) x.push_back(0.5 * qk * rng.normal());
+  l.fill(x, "WO", value);
+  if (s.biases >= 1) {
+    for (long h = 0; h < s.heads; ++h) {
+      l.fill(x, indexed("bQ", h), bias);
+      l.fill(x, indexed("bV", h), bias);
+    }
+    l.fill(x, "bO", bias);
+  }
+  if (s.biases == 2)
+    for (long h = 0; h < s.heads; ++h) l.fill(x, indexed("bK", h), bias);
 }
 
 Vector<mpfr> top_right_vector_mpfr(const Matrix<mpfr>& M) {
@@ -176,35 +223,40 @@ Mat output_attack(const AttentionLayer& L, const AttentionOptions& o, const Mat&
   return ascend(f, starts, eps, steps);
 }
 
+Layout perturbed_layout(const Shape& s) {
+  Layout l = weights_layout(s);
+  l.add("X", s.n, s.d).add("eps", 1).add("U", s.n, s.d);
+  return l;
+}
+
 Perturbed decode(const Point& p) {
   Perturbed q;
   q.shape = read_shape(p);
   const Shape& s = q.shape;
-  const long need = weight_count(s) + 2 * s.n * s.d + 1;
-  if (p.x.size() < static_cast<std::size_t>(need)) throw InputError("point", "wrong size");
-  Reader r(p);
-  q.layer = read_layer(s, r);
+  const Layout l = perturbed_layout(s);
+  if (p.x.size() < l.size()) throw InputError("point", "wrong size");
+  q.layer = read_layer(s, l, p);
   q.options = options_of(s);
-  q.x_at = static_cast<std::size_t>(weight_count(s));
-  q.X = r.matrix<double>(s.n, s.d);
-  q.eps_at = q.x_at + static_cast<std::size_t>(s.n * s.d);
-  q.eps = r.raw();
-  q.u_at = q.eps_at + 1;
-  q.U = r.matrix<double>(s.n, s.d);
+  q.x_at = l.at("X");
+  q.X = l.matrix<double>(p, "X");
+  q.eps_at = l.at("eps");
+  q.eps = l.raw(p, "eps");
+  q.u_at = l.at("U");
+  q.U = l.matrix<double>(p, "U");
   if (!(q.eps > 0) || !(q.U.norm() > 0)) throw InputError("point", "needs eps > 0 and U != 0");
   return q;
 }
 
 void repair_perturbed(Point& p) {
   for (double& v : p.x) v = std::clamp(v, -max_coordinate, max_coordinate);
-  const Shape s = read_shape(p);
-  const std::size_t eps_at = static_cast<std::size_t>(weight_count(s) + s.n * s.d);
+  const Layout l = perturbed_layout(read_shape(p));
+  const std::size_t eps_at = l.at("eps"), u_at = l.at("U");
   if (p.x.size() <= eps_at) return;
   p.x[eps_at] = std::clamp(std::abs(p.x[eps_at]), min_eps, max_eps);
-  const std::size_t u_end = std::min(p.x.size(), eps_at + 1 + static_cast<std::size_t>(s.n * s.d));
+  const std::size_t u_end = std::min(p.x.size(), l.size());  // U is the last block
   bool zero = true;
-  for (std::size_t i = eps_at + 1; i < u_end; ++i) zero = zero && p.x[i] == 0;
-  if (zero && eps_at + 1 < u_end) p.x[eps_at + 1] = 1;
+  for (std::size_t i = u_at; i < u_end; ++i) zero = zero && p.x[i] == 0;
+  if (zero && u_at < u_end) p.x[u_at] = 1;
 }
 
 Draw sample_scales(Rng& rng) {
@@ -222,16 +274,16 @@ Point make_perturbed(Rng& rng, const Shape& s, const Draw& scale, double eps, bo
   Point p;
   p.k = shape_k(s);
   append_weights(rng, s, scale.qk, scale.v, p.x);
-  for (long i = 0; i < s.n * s.d; ++i)
-    p.x.push_back(scale.corner ? rng.corner(scale.x) : scale.x * rng.normal());
-  p.x.push_back(eps);
-  for (long i = 0; i < s.n * s.d; ++i) p.x.push_back(rng.normal());
+  const Layout l = perturbed_layout(s);
+  l.fill(p.x, "X", [&] { return scale.corner ? rng.corner(scale.x) : scale.x * rng.normal(); });
+  l.fill(p.x, "eps", [&] { return eps; });
+  l.fill(p.x, "U", [&] { return rng.normal(); });
   repair_perturbed(p);
   if (attack) {
     const Perturbed q = decode(p);
     const Mat E = output_attack(q.layer, q.options, q.X, q.eps, rng, randoms, steps);
     for (long i = 0; i < s.n; ++i)
-      for (long j = 0; j < s.d; ++j) p.x[q.u_at + static_cast<std::size_t>(i * s.d + j)] = E(i, j);
+      for (long j = 0; j < s.d; ++j) p.x[l.at("U") + static_cast<std::size_t>(i * s.d + j)] = E(i, j);
     repair_perturbed(p);
   }
   return p;
@@ -274,12 +326,11 @@ nlohmann::json describe_layer(const Point& p, const Shape& s) {
 
 nlohmann::json describe_perturbed(const Point& p) {
   const Shape s = read_shape(p);
+  const Layout l = perturbed_layout(s);
   nlohmann::json j = describe_layer(p, s);
-  const std::size_t at = static_cast<std::size_t>(weight_count(s));
-  j["X"] = rows_json(p.x, at, s.n, s.d);
-  const std::size_t eps_at = at + static_cast<std::size_t>(s.n * s.d);
-  j["eps"] = eps_at < p.x.size() ? p.x[eps_at] : 0.0;
-  j["U (E = eps U / ||U||_F)"] = rows_json(p.x, eps_at + 1, s.n, s.d);
+  j["X"] = l.rows(p, "X");
+  j["eps"] = l.at("eps") < p.x.size() ? l.raw(p, "eps") : 0.0;
+  j["U (E = eps U / ||U||_F)"] = l.rows(p, "U");
   return j;
 }
 
