@@ -53,7 +53,6 @@ struct Shape {
   long biases = 0;
 };
 inline const Keys shape_keys{"n", "d", "heads", "d_h", "d_v", "causal", "residual", "biases"};
-inline constexpr std::size_t shape_size = 8;
 
 /// The shape from the first shape_keys.size() discrete coordinates (further ones are the claim's own).
 Shape read_shape(const Point& p);
@@ -71,7 +70,6 @@ long weight_count(const Shape& s);
 
 /// The layer of the weight blocks of l (a layout that starts with weights_layout(s)); p has them all.
 AttentionLayer read_layer(const Shape& s, const Layout& l, const Point& p);
-AttentionLayer read_layer(const Shape& s, Reader& r);
 
 AttentionOptions options_of(const Shape& s);
 

@@ -117,46 +117,55 @@ class LocalBound final : public ClaimBase<LocalBound> {
 
 // =========================================================================================================
 // havens.certified_radius — a classifier g(Z) = W_clsᵀ mean_i F(Z W_emb)_i + b on top of the layer.
-// Point: k = shape | {d0, C, y}; x = layer weights | Z (n×d0) | W_emb (d0×d) | W_cls (d×C) | b (C) | μ | ε |
-// U (n×d0), the input perturbation Δ = ε U/‖U‖_F.
+// Point: k = shape_keys | {d0, C, y}; x = weights_layout | Z (n×d0) | W_emb (d0×d) | W_cls (d×C) | b (C) |
+// μ | ε | U (n×d0), the input perturbation Δ = ε U/‖U‖_F.
 // =========================================================================================================
+
+/// The layer's shape_keys, then the classifier's.
+const Keys classifier_keys{"n",        "d",      "heads", "d_h",     "d_v",  "causal",
+                           "residual", "biases", "d0",    "classes", "label"};
+
+Layout classifier_layout(const Shape& s, long d0, long classes) {
+  Layout l = weights_layout(s);
+  l.add("Z", s.n, d0).add("W_emb", d0, s.d).add("W_cls", s.d, classes).add("b", classes);
+  l.add("mu", 1).add("eps", 1).add("U", s.n, d0);
+  return l;
+}
 
 struct Classified {
   Shape shape;
   long d0 = 1, classes = 2, label = 0;
+  Layout layout;
   AttentionLayer layer;
   AttentionOptions options;
   Mat Z, Wemb, Wcls, U;
   Vector<double> bias;
   double mu = 1, eps = 0;
-  std::size_t mu_at = 0, u_at = 0;
 };
 
 /// Decodes a classifier point; `check` rejects ε ≤ 0 and U = 0 (repair decodes before fixing them).
 Classified decode_classified(const Point& p, bool check = true) {
   Classified c;
   c.shape = read_shape(p);
-  if (p.k.size() != shape_size + 3) throw InputError("point", "wrong number of discrete coordinates");
-  c.d0 = p.k[shape_size];
-  c.classes = p.k[shape_size + 1];
-  c.label = p.k[shape_size + 2];
+  if (p.k.size() != classifier_keys.size()) throw InputError("point", "wrong number of discrete coordinates");
+  c.d0 = classifier_keys.of(p, "d0");
+  c.classes = classifier_keys.of(p, "classes");
+  c.label = classifier_keys.of(p, "label");
   const Shape& s = c.shape;
   if (c.d0 < 1 || c.classes < 2 || c.label < 0 || c.label >= c.classes)
     throw InputError("point", "invalid classifier shape");
-  const long need = weight_count(s) + 2 * s.n * c.d0 + c.d0 * s.d + s.d * c.classes + c.classes + 2;
-  if (p.x.size() != static_cast<std::size_t>(need)) throw InputError("point", "wrong size");
-  Reader r(p);
-  c.layer = read_layer(s, r);
+  c.layout = classifier_layout(s, c.d0, c.classes);
+  const Layout& l = c.layout;
+  l.check(p);
+  c.layer = read_layer(s, l, p);
   c.options = options_of(s);
-  c.Z = r.matrix<double>(s.n, c.d0);
-  c.Wemb = r.matrix<double>(c.d0, s.d);
-  c.Wcls = r.matrix<double>(s.d, c.classes);
-  c.bias = r.vector<double>(c.classes);
-  c.mu_at = static_cast<std::size_t>(need - 2 - s.n * c.d0);
-  c.mu = r.raw();
-  c.eps = r.raw();
-  c.u_at = c.mu_at + 2;
-  c.U = r.matrix<double>(s.n, c.d0);
+  c.Z = l.matrix<double>(p, "Z");
+  c.Wemb = l.matrix<double>(p, "W_emb");
+  c.Wcls = l.matrix<double>(p, "W_cls");
+  c.bias = l.vector<double>(p, "b");
+  c.mu = l.raw(p, "mu");
+  c.eps = l.raw(p, "eps");
+  c.U = l.matrix<double>(p, "U");
   if (check && (!(c.eps > 0) || !(c.U.norm() > 0))) throw InputError("point", "needs eps > 0 and U != 0");
   return c;
 }
@@ -166,12 +175,14 @@ constexpr double certified_mu = 1.0 + 0x1.0p-20;
 
 void repair_classified(Point& p) {
   for (double& v : p.x) v = std::clamp(v, -max_coordinate, max_coordinate);
-  const Classified c = decode_classified(p, false);
-  p.x[c.mu_at] = std::clamp(std::abs(p.x[c.mu_at]), 0.25, 4.0);
-  p.x[c.mu_at + 1] = std::clamp(std::abs(p.x[c.mu_at + 1]), min_eps, max_eps);
+  const Layout l = decode_classified(p, false).layout;
+  double& mu = p.x[l.at("mu")];
+  mu = std::clamp(std::abs(mu), 0.25, 4.0);
+  double& eps = p.x[l.at("eps")];
+  eps = std::clamp(std::abs(eps), min_eps, max_eps);
   bool zero = true;
-  for (std::size_t i = c.u_at; i < p.x.size(); ++i) zero = zero && p.x[i] == 0;
-  if (zero) p.x[c.u_at] = 1;
+  for (std::size_t i = l.at("U"); i < l.size(); ++i) zero = zero && p.x[i] == 0;  // U is the last block
+  if (zero) p.x[l.at("U")] = 1;
 }
 
 /// g = W_clsᵀ (1/n) Fᵀ 1 + b.
@@ -244,18 +255,18 @@ Point make_classified(Rng& rng, const Shape& s, long d0, long classes, double mu
   p.k = shape_k(s);
   p.k.insert(p.k.end(), {d0, classes, rng.integer(0, classes - 1)});
   append_weights(rng, s, std::pow(10.0, rng.uniform(-0.3, 0.4)), 1.0, p.x);
-  for (long i = 0; i < s.n * d0; ++i) p.x.push_back(rng.corner(1.0));
-  for (long i = 0; i < d0 * s.d; ++i) p.x.push_back(rng.normal() / std::sqrt(static_cast<double>(d0)));
-  for (long i = 0; i < s.d * classes; ++i)
-    p.x.push_back(3.0 * rng.normal() / std::sqrt(static_cast<double>(s.d)));
-  for (long i = 0; i < classes; ++i) p.x.push_back(rng.normal());
-  p.x.push_back(mu);
-  p.x.push_back(eps);
-  for (long i = 0; i < s.n * d0; ++i) p.x.push_back(rng.normal());
+  const Layout l = classifier_layout(s, d0, classes);
+  l.fill(p.x, "Z", [&] { return rng.corner(1.0); });
+  l.fill(p.x, "W_emb", [&] { return rng.normal() / std::sqrt(static_cast<double>(d0)); });
+  l.fill(p.x, "W_cls", [&] { return 3.0 * rng.normal() / std::sqrt(static_cast<double>(s.d)); });
+  l.fill(p.x, "b", [&] { return rng.normal(); });
+  l.fill(p.x, "mu", [&] { return mu; });
+  l.fill(p.x, "eps", [&] { return eps; });
+  l.fill(p.x, "U", [&] { return rng.normal(); });
   repair_classified(p);
   const Classified c = decode_classified(p);
-  const Mat D = margin_attack(c, margin_bias(c), rng, randoms, steps);
-  std::copy(D.data(), D.data() + D.size(), p.x.begin() + static_cast<std::ptrdiff_t>(c.u_at));
+  const Mat D = margin_attack(c, margin_bias(c), rng, randoms, steps);  // row-major, as U
+  std::copy(D.data(), D.data() + D.size(), p.x.begin() + static_cast<std::ptrdiff_t>(l.at("U")));
   repair_classified(p);
   return p;
 }
@@ -325,16 +336,14 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
   nlohmann::json describe(const Point& p) const override {
     const Classified c = decode_classified(p);
     nlohmann::json j = describe_layer(p, c.shape);
-    const std::size_t at = static_cast<std::size_t>(weight_count(c.shape));
-    const std::size_t nd0 = static_cast<std::size_t>(c.shape.n * c.d0);
-    j["Z"] = rows_json(p.x, at, c.shape.n, c.d0);
-    j["W_emb"] = rows_json(p.x, at + nd0, c.d0, c.shape.d);
-    j["W_cls"] = rows_json(p.x, at + nd0 + static_cast<std::size_t>(c.d0 * c.shape.d), c.shape.d, c.classes);
+    j["Z"] = c.layout.rows(p, "Z");
+    j["W_emb"] = c.layout.rows(p, "W_emb");
+    j["W_cls"] = c.layout.rows(p, "W_cls");
     j["b (before the margin shift)"] = std::vector<double>(c.bias.data(), c.bias.data() + c.bias.size());
     j["label"] = c.label;
     j["mu"] = c.mu;
     j["eps"] = c.eps;
-    j["U (Delta = eps U / ||U||_F)"] = rows_json(p.x, c.u_at, c.shape.n, c.d0);
+    j["U (Delta = eps U / ||U||_F)"] = c.layout.rows(p, "U");
     return j;
   }
 

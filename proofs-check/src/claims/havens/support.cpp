@@ -57,30 +57,6 @@ AttentionLayer read_layer(const Shape& s, const Layout& l, const Point& p) {
   return L;
 }
 
-AttentionLayer read_layer(const Shape& s, Reader& r) {
-  AttentionLayer L;
-  L.d = static_cast<int>(s.d);
-  L.heads = static_cast<int>(s.heads);
-  L.head_dim = static_cast<int>(s.dh);
-  L.value_dim = static_cast<int>(s.dv);
-  for (long h = 0; h < s.heads; ++h) {
-    L.WQ.push_back(r.matrix<double>(s.d, s.dh));
-    L.WK.push_back(r.matrix<double>(s.d, s.dh));
-    L.WV.push_back(r.matrix<double>(s.d, s.dv));
-  }
-  L.WO = r.matrix<double>(s.heads * s.dv, s.d);
-  if (s.biases >= 1) {
-    for (long h = 0; h < s.heads; ++h) {
-      L.bQ.push_back(r.vector<double>(s.dh));
-      L.bV.push_back(r.vector<double>(s.dv));
-    }
-    L.bO = r.vector<double>(s.d);
-  }
-  if (s.biases == 2)
-    for (long h = 0; h < s.heads; ++h) L.bK.push_back(r.vector<double>(s.dh));
-  return L;
-}
-
 AttentionOptions options_of(const Shape& s) {
   AttentionOptions o;
   o.causal = s.causal;
