@@ -16,6 +16,7 @@
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include <regatta/operators/normalization.hpp>
+#include "../../support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {
@@ -26,10 +27,19 @@ using operators::AttentionOptions;
 using operators::Prenorm;
 using Empirical = measures::DiscreteMeasure<double>;
 
-/// Central differences with step h have truncation error O(h²·‖F'''‖) and rounding error O(eps/h); at
-/// h = 1e-5 and unit-scale data both stay below 1e-8 relative to ‖J‖, so 1e-6 is a safe slack.
+/// Central differences with step h: truncation h²/6·‖F‴‖ plus cancellation, the two evaluations of F (chains
+/// of ≲ 16 rounded operations: products of width 3, a softmax over ≤ 6 keys) divided by 2h. On these
+/// unit-scale layers (weights and inputs of size ≲ 3) ‖F‴‖ ≤ fd_third_derivative_ratio·‖J‖ and ‖F‖ ≲ ‖J‖, so
+/// fd_slack bounds the error relative to ‖J‖ (hence to any upper bound on it).
 constexpr double fd_step = 1e-5;
-constexpr double fd_slack = 1e-6;
+constexpr double fd_third_derivative_ratio = 1000;
+const double fd_slack =
+    fd_step * fd_step / 6 * fd_third_derivative_ratio + testing::rounding_bound<double>(1, 16) / fd_step;
+
+/// The error of one central-difference entry for |F‴| ≤ third and |F| ≤ value (chains as for fd_slack).
+double fd_entry_error(double third, double value) {
+  return fd_step * fd_step / 6 * third + testing::rounding_bound<double>(1, 16) * value / fd_step;
+}
 
 AttentionLayer layer_of(AttentionKind kind, int d, int heads, std::uint64_t seed, double scale) {
   operators::RandomLayerSpec spec;
@@ -148,8 +158,11 @@ TEST(KimSanity, LowerFamilyReachesItsReferenceValueBelowTheBound) {
   Matrix<double> X(3, 1);
   X << 0, std::sqrt(t), -std::sqrt(t);
   const Matrix<double> J = fd_jacobian(L, {}, X);
-  EXPECT_NEAR(norm_inf(J), 2.292244292681286689584, 1e-8);
-  EXPECT_NEAR(norm_two(J), 1.9433537437755222, 1e-8);
+  // Unit weights, |x| ≤ 1.4: the Gaussian-kernel softmax and its derivatives to third order stay below 100.
+  // Both norms move by at most ‖ΔJ‖ ≤ 3 entries' errors (3 × 3 Jacobian).
+  const double error = 3 * fd_entry_error(100, X.cwiseAbs().maxCoeff());
+  EXPECT_NEAR(norm_inf(J), 2.292244292681286689584, error);
+  EXPECT_NEAR(norm_two(J), 1.9433537437755222, error);
   EXPECT_LT(norm_inf(J), evaluate<double>(Bound::kim_inf, L, {}, with(3, std::nullopt)));
 }
 
@@ -160,7 +173,8 @@ TEST(KimSanity, QuotedTwoNormFormIsViolatedAndTheDerivedFormIsNot) {
   Matrix<double> X(3, 1);
   X << 0, std::sqrt(t) / 5, -std::sqrt(t) / 5;
   const double j = norm_two(fd_jacobian(L, {}, X));
-  EXPECT_NEAR(j, 48.5838435944, 1e-6);
+  // F(x) = G(5x) for the unit-weight layer G above: third derivatives 5³ times G's (≤ 100).
+  EXPECT_NEAR(j, 48.5838435944, 3 * fd_entry_error(125 * 100, 5 * X.cwiseAbs().maxCoeff()));
   const BoundSetting s = with(3, std::nullopt);
   EXPECT_GT(j, kim_thm32_2_quoted_claim<double>(L, {}, s));
   EXPECT_LT(j, evaluate<double>(Bound::kim_two, L, {}, s));
@@ -219,12 +233,17 @@ TEST(MeasureSanity, QueryLipschitzIsTightOnItsExtremalFamilyAndHoldsInWp) {
   const AttentionLayer L = scalar_layer(AttentionKind::dot, std::sqrt(a), std::sqrt(a), v);
   Matrix<double> context(2, 1), q(2, 1);
   context << R, -R;
-  q << 1e-5, -1e-5;
+  q << fd_step, -fd_step;
   const Matrix<double> out = operators::attend_cross(L, q, context);
-  const double derivative = (out(0, 0) - out(1, 0)) / 2e-5;
+  const double derivative = (out(0, 0) - out(1, 0)) / (2 * fd_step);
   const double ub = evaluate<double>(Bound::mf_query, L, {}, with(std::nullopt, R));
-  EXPECT_NEAR(std::abs(derivative), ub, 1e-8 * ub);
-  EXPECT_NEAR(ub, std::abs(v) * a * R * R, 1e-14);
+  // Γ(x) = v R tanh(a R x): Γ‴(0) = −2 v a³R⁴ = −2(aR)²·Γ'(0), so the truncation is h²/3·(aR)²·ub; the
+  // outputs are weighted means of ±R (size |v|R before the cancellation), each within 4 ulps.
+  const double truncation = fd_step * fd_step / 3 * (a * R) * (a * R) * ub;
+  EXPECT_NEAR(std::abs(derivative), ub,
+              truncation + testing::rounding_bound<double>(4) * std::abs(v) * R / fd_step);
+  // evaluate's product of four 1×1 norms against this one, each side rounding four times.
+  EXPECT_NEAR(ub, std::abs(v) * a * R * R, testing::rounding_bound<double>(2, 4) * ub);
 
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     const AttentionLayer M = layer_of(AttentionKind::dot, 3, 2, 50 + seed, double(seed));
@@ -300,8 +319,11 @@ TEST(ComponentSanity, SoftmaxLayerNormAndRmsNormAttainTheirConstants) {
   const double ratio = (softmax(z + h * dir) - softmax(z - h * dir)).norm() / (2 * h * dir.norm());
   const AttentionLayer L = layer_of(AttentionKind::dot, 6, 2, 170, 1.0);
   const double half = evaluate<double>(Bound::softmax_half, L, {}, {});
-  EXPECT_LE(ratio, half * (1 + fd_slack));
-  EXPECT_GT(ratio, half * (1 - 1e-6));
+  // Along dir the softmax is σ(2t) on the first two entries: σ(2t)‴ = −1 at 0 against the slope ½, so the
+  // truncation is h²/3 relative; the entries (≈ ½, an exp and a division each) lose 4 ulps, divided by 2h.
+  const double softmax_fd_error = h * h / 3 + testing::rounding_bound<double>(4) / h;
+  EXPECT_LE(ratio, half * (1 + softmax_fd_error));
+  EXPECT_GT(ratio, half * (1 - softmax_fd_error));
 
   // LayerNorm with constant γ at a constant input and RMSNorm at 0: ratio max|γ|/√ε (bounds.md §1.3, §1.4);
   // ∞-norm Jacobians at random inputs stay below √d max|γ|/√ε.
@@ -318,7 +340,10 @@ TEST(ComponentSanity, SoftmaxLayerNormAndRmsNormAttainTheirConstants) {
     Matrix<double> v = gaussian(1, 6, 171);
     v.array() -= v.mean();  // orthogonal to 1: the LayerNorm bracket acts as the identity there
     const Matrix<double> jv = operators::normalize_rows_jvp<double>(p, x, N.norm_gamma, N.norm_eps, v);
-    EXPECT_NEAR(jv.norm() / v.norm(), ub_two, 1e-12 * ub_two);
+    // The normalisation's JVP over d = 6 features (mean, variance, a division: ≲ 16 rounded operations) and
+    // the two 6-term norms, against a constant of three operations: c = 2 for the two sides.
+    const double norm_rounding = testing::rounding_bound<double>(2, 16);
+    EXPECT_NEAR(jv.norm() / v.norm(), ub_two, norm_rounding * ub_two);
     for (std::uint64_t k = 0; k < 5; ++k) {
       const Matrix<double> y = gaussian(1, 6, 172 + k) * 0.3;
       Matrix<double> J(6, 6);
@@ -326,8 +351,8 @@ TEST(ComponentSanity, SoftmaxLayerNormAndRmsNormAttainTheirConstants) {
         J.col(c) = operators::normalize_rows_jvp<double>(
                        p, y, N.norm_gamma, N.norm_eps, Matrix<double>(Matrix<double>::Identity(6, 6).row(c)))
                        .transpose();
-      EXPECT_LE(norm_two(J), ub_two * (1 + 1e-12));
-      EXPECT_LE(norm_inf(J), ub_inf * (1 + 1e-12));
+      EXPECT_LE(norm_two(J), ub_two * (1 + norm_rounding));
+      EXPECT_LE(norm_inf(J), ub_inf * (1 + norm_rounding));
     }
   }
 }
