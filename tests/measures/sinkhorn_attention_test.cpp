@@ -48,6 +48,21 @@ DensePlan dense_plan(const DiscreteMeasure<double>& mu, const DiscreteMeasure<do
   return out;
 }
 
+/// Rounding of a marginal of the dense plan rebuilt from the potentials: each entry's exponent
+/// (f_i + g_j − C_ij)/ε carries an absolute rounding of ~eps κ, κ = max (|f_i| + |g_j| + C_ij)/ε, so the
+/// entry is off by eps κ relative; a marginal of total mass 1 summed over n terms is then off by ~(κ + n)
+/// eps. c = 2: the solver's own evaluation rounds the same way (measured: ≤ 0.11 κ eps).
+double marginal_rounding(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
+                         const SinkhornResult<double>& r) {
+  double kappa = 0;
+  for (Eigen::Index i = 0; i < mu.size(); ++i)
+    for (Eigen::Index j = 0; j < nu.size(); ++j)
+      kappa = std::max(kappa, (std::abs(r.f(i)) + std::abs(r.g(j)) +
+                               (mu.atoms().row(i) - nu.atoms().row(j)).squaredNorm()) /
+                                  r.epsilon);
+  return testing::rounding_bound<double>(2, kappa + double(std::max(mu.size(), nu.size())));
+}
+
 /// Converged plans of the two solvers differ by at most their marginal errors: a feasible-plan perturbation
 /// of L1 size δ changes <P, C> by ≤ δ max C; potentials are unique up to a constant and the plans are
 /// equal at the fixed point, so two runs at tolerance τ agree to ~2τ·max C (factor 4: both sides' errors
@@ -81,7 +96,7 @@ TEST(SinkhornAttention, AgreesWithThePairwiseSinkhornOnBothPaths) {
       const DensePlan plan = dense_plan(mu, nu, fast);
       const double sum_tol = testing::rounding_bound<double>(16, mu.size() * nu.size());
       EXPECT_NEAR(plan.row_error, fast.marginal_error, sum_tol);
-      EXPECT_LE(plan.column_error, sum_tol + 1e-9) << "columns are exact after the g-update";
+      EXPECT_LE(plan.column_error, marginal_rounding(mu, nu, fast)) << "columns are exact after the g-update";
       EXPECT_NEAR(plan.cost, fast.cost, sum_tol * cmax * 4);
     }
   }
@@ -162,7 +177,7 @@ TEST(SinkhornAttention, DenseScalingIterationReachesTheLogDomainPlan) {
         EXPECT_NEAR(plan.row_error, dense.marginal_error, sum_tol);
         EXPECT_LE(plan.row_error, o.sinkhorn.tolerance + sum_tol);
         // Columns come from K's products: exact up to the rounding of K's entries and sums.
-        EXPECT_LE(plan.column_error, 1e-12);
+        EXPECT_LE(plan.column_error, marginal_rounding(mu, nu, dense));
         EXPECT_NEAR(plan.cost, dense.cost, sum_tol * cmax * 4);
       }
     }
@@ -222,7 +237,11 @@ TEST(SinkhornAttention, DivergenceMatchesThePairwiseDivergenceAndVanishesOnEqual
   // Both solvers give the same (tiny) value on mu = mu: the cross and symmetric iterations stop at different
   // points within the tolerance, which the objective sees at first order (the same ~3e-8 for both).
   EXPECT_NEAR(same.value, same_ref.value, tol);
-  EXPECT_LT(std::abs(same.value), 1e-4 * fast.value);
+  // S_ε(mu, mu) = 0 exactly; what the stopping points leave (~9 τ max C here, at this τ) must be negligible
+  // against a divergence of order one: four orders below S_ε(mu, nu), so the divergence separates mu ≠ nu
+  // from mu = mu by far more than the solvers' error. A threshold of separation, not a rounding bound.
+  constexpr double negligible_fraction = 1e-4;
+  EXPECT_LT(std::abs(same.value), negligible_fraction * fast.value);
 }
 
 TEST(SinkhornAttention, ReportsTheBudgetRunningOutAndRejectsBadInput) {
