@@ -15,6 +15,7 @@
 #include <regatta/operators/measure_attention.hpp>
 #include <regatta/proofs/engine.hpp>
 #include <regatta/proofs/registry.hpp>
+#include "support/tolerance.hpp"
 
 namespace regatta::proofs {
 namespace {
@@ -81,13 +82,31 @@ Matrix<double> moved_atoms() {
 double radius() { return std::max(Y.rowwise().norm().maxCoeff(), moved_atoms().rowwise().norm().maxCoeff()); }
 double moved_w1() { return w(1) * (moved_atoms().row(1) - Y.row(1)).norm(); }
 
+/// The mean-field constants (C_B, L_R, the depth bound) two ways, the claim's and lip::evaluate's: ~16
+/// rounded operations per layer (norms of 2 × 2 matrices, radii, an exponential) in different orders; c = 16
+/// for both sides and the exponential's amplification of its argument's rounding (arguments ≲ 8 here).
+double formula_rounding(int layers) { return testing::rounding_bound<double>(16, 16.0 * layers); }
+
+/// Two forward passes of the measure attention (the claim's and the library's token path) differ by
+/// rounding on the scale of their outputs: ~32 rounded operations for d = 2 and 3 atoms (scores, a softmax,
+/// values, output), c = 16 for the two code paths.
+const double forward_rounding = testing::rounding_bound<double>(16, 32);
+
 TEST(MeanFieldClaims, ExpectedVerdictsWithEightSamples) {
   for (const char* id : {"mf.context_lipschitz", "mf.context_general", "mf.self_lipschitz",
                          "mf.misspecification", "mf.depth", "mf.infinite_depth"}) {
     const ClaimResult r = check_claim(claim(id), quick());
     EXPECT_TRUE(r.matches()) << id << ": " << to_string(r.verdict) << " " << r.note;
     EXPECT_EQ(r.verdict, Verdict::holds) << id;
-    EXPECT_LE(r.max_ratio, 1.0 + 1e-9) << id;
+    // `holds` allows an excess over 1 of at most 2^(32 − b) relative (engine.hpp; more is `inconclusive`),
+    // b = the part's accuracy_bits (53 for parts from double solvers), else the working precision.
+    const std::vector<Part>& parts = claim(id).info().parts;
+    ASSERT_EQ(parts.size(), r.parts.size()) << id;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (parts[k].kind != PartKind::at_most) continue;
+      const int bits = parts[k].accuracy_bits > 0 ? parts[k].accuracy_bits : int(quick().precision);
+      EXPECT_LE(r.parts[k].max_ratio, 1.0 + std::ldexp(1.0, 32 - bits)) << id << " " << parts[k].name;
+    }
     EXPECT_GT(r.family_points, 0) << id;
   }
 }
@@ -108,15 +127,18 @@ TEST(MeanFieldClaims, ContextConstantMatchesLipEvaluateAndLeftSideMatchesMeasure
   setting.query_radius = query.norm();
   const operators::AttentionLayer layer = layer_of(A, V);
   const double cb = lip::evaluate<double>(lip::Bound::mf_context, layer, {}, setting);
-  EXPECT_NEAR(e[0].rhs / moved_w1(), cb, 1e-12 * cb);
+  EXPECT_NEAR(e[0].rhs / moved_w1(), cb, formula_rounding(1) * cb);
   // Left side: ‖Γ_μ(x) − Γ_ν(x)‖ from attention_value_map (the token path of the library).
   const measures::DiscreteMeasure<double> mu(Y, w), nu(moved_atoms(), w);
   const Matrix<double> X = query.transpose();
   const double gap =
       (operators::attention_value_map(layer, X, mu) - operators::attention_value_map(layer, X, nu)).norm();
-  EXPECT_NEAR(e[0].lhs, gap, 1e-9 * gap);
+  // A difference of two outputs: its rounding is relative to their size, not to the gap.
+  const double gap_tol = forward_rounding * (operators::attention_value_map(layer, X, mu).norm() +
+                                             operators::attention_value_map(layer, X, nu).norm());
+  EXPECT_NEAR(e[0].lhs, gap, gap_tol);
   // The pushed-forward part with η = δ_x: W_1 of two Dirac masses is the same gap.
-  EXPECT_NEAR(e[1].lhs, gap, 1e-9 * gap);
+  EXPECT_NEAR(e[1].lhs, gap, gap_tol);
 }
 
 TEST(MeanFieldClaims, SelfConstantAndOutputDistanceMatchTheLibrary) {
@@ -130,13 +152,18 @@ TEST(MeanFieldClaims, SelfConstantAndOutputDistanceMatchTheLibrary) {
   setting.radius = radius();
   const operators::AttentionLayer layer = layer_of(A, V);
   const double lr = lip::evaluate<double>(lip::Bound::mf_self, layer, {}, setting);
-  EXPECT_NEAR(e[0].rhs / moved_w1(), lr, 1e-12 * lr);
+  EXPECT_NEAR(e[0].rhs / moved_w1(), lr, formula_rounding(1) * lr);
   // W_p(Fμ, Fν) from attend_measure and the network simplex.
   const measures::DiscreteMeasure<double> mu(Y, w), nu(moved_atoms(), w);
   const auto Fmu = operators::attend_measure(layer, mu), Fnu = operators::attend_measure(layer, nu);
+  // W_p is 1-Lipschitz in each atom: two forward passes move it by forward_rounding times the atoms'
+  // size; the transport itself rounds by ~(n + m) eps relative (c = 4, as for two costs).
+  const double atoms =
+      std::max(Fmu.atoms().rowwise().norm().maxCoeff(), Fnu.atoms().rowwise().norm().maxCoeff());
   for (int q : {1, 2}) {
     const double expected = measures::wasserstein_exact(Fmu, Fnu, q).value;
-    EXPECT_NEAR(e[q - 1].lhs, expected, 1e-8 * expected) << "p = " << q;
+    const double tol = forward_rounding * atoms + testing::rounding_bound<double>(4, 3 + 3) * expected;
+    EXPECT_NEAR(e[q - 1].lhs, expected, tol) << "p = " << q;
   }
 }
 
@@ -156,15 +183,20 @@ TEST(MeanFieldClaims, DepthConstantMatchesLipEvaluateForATiedStack) {
     operators::AttentionOptions options;
     options.residual = residual;
     const double bound = lip::evaluate<double>(lip::Bound::mf_depth, layer_of(A, V), options, setting);
-    EXPECT_NEAR(e[0].rhs / moved_w1(), bound, 1e-11 * bound) << "residual " << residual;
+    EXPECT_NEAR(e[0].rhs / moved_w1(), bound, formula_rounding(3) * bound) << "residual " << residual;
     // Left side: three layers of attend_measure_stack and the network simplex.
     const std::vector<operators::AttentionLayer> stack(3, layer_of(A, V));
     const measures::DiscreteMeasure<double> mu(Y, w), nu(moved_atoms(), w);
-    const double expected =
-        measures::wasserstein_exact(operators::attend_measure_stack(stack, mu, options),
-                                    operators::attend_measure_stack(stack, nu, options), 1)
-            .value;
-    EXPECT_NEAR(e[0].lhs, expected, 1e-8 * expected) << "residual " << residual;
+    const auto Fmu = operators::attend_measure_stack(stack, mu, options);
+    const auto Fnu = operators::attend_measure_stack(stack, nu, options);
+    const double expected = measures::wasserstein_exact(Fmu, Fnu, 1).value;
+    // Each of the 3 layers adds forward_rounding on the atoms' scale; these layers are mild (‖V‖₂ ≈ 1.3,
+    // |A| < 1), so later layers carry it forward at most a few times over, inside forward_rounding's c.
+    const double atoms =
+        std::max(Fmu.atoms().rowwise().norm().maxCoeff(), Fnu.atoms().rowwise().norm().maxCoeff());
+    const double tol =
+        3 * forward_rounding * (1 + atoms) + testing::rounding_bound<double>(4, 3 + 3) * expected;
+    EXPECT_NEAR(e[0].lhs, expected, tol) << "residual " << residual;
   }
 }
 
@@ -173,7 +205,9 @@ TEST(MeanFieldClaims, TheoremBFamilyFollowsTheClosedForm) {
   // bound (1 + 2aRR') e^(2aRR'), w = eps e^(2aRR') / (1 - eps + eps e^(2aRR')); computed here in long double.
   const long double eps = std::exp(-12.0L), E = std::exp(8.0L), wl = eps * E / (1 - eps + eps * E);
   const long double closed = (wl / eps) * (1 + 8 * (1 - wl)) / (9 * E);
-  EXPECT_NEAR(static_cast<double>(closed), 0.9663, 5e-5);  // the reference value of claims.md
+  // The reference value of claims.md, quoted to four decimals: half a unit of its last place.
+  const double quoted_to_four_decimals = 0.5 * std::pow(10.0, -4);
+  EXPECT_NEAR(static_cast<double>(closed), 0.9663, quoted_to_four_decimals);
   const Claim& c = claim("mf.context_lipschitz");
   const PrecisionGuard guard(128);
   int checked = 0;
@@ -183,9 +217,13 @@ TEST(MeanFieldClaims, TheoremBFamilyFollowsTheClosedForm) {
     ++checked;
     const Evaluation<mpfr> e = c.evaluate_mpfr(p);
     const double limit = static_cast<double>(e[2].lhs / e[2].rhs);
-    EXPECT_NEAR(limit, static_cast<double>(closed), 1e-12);
-    // At the family's finite t the ratio of the statement itself is within O(t) of the limit.
-    EXPECT_NEAR(static_cast<double>(e[0].lhs / e[0].rhs), limit, 1e-2);
+    // The 128-bit ratio rounded once to double against ~10 long-double operations (each below a double
+    // rounding): c·n = 4·4 eps.
+    EXPECT_NEAR(limit, static_cast<double>(closed), testing::rounding_bound<double>(4, 4) * limit);
+    // At the family's finite move t the ratio of the statement itself is within O(t) of the limit: its
+    // slope in t is of the order of the bound's factor 1 + 2aRR' = 9 (measured: 1.04); c = 10 on top.
+    const double t = p.x[4];
+    EXPECT_NEAR(static_cast<double>(e[0].lhs / e[0].rhs), limit, 10 * 9 * t);
     EXPECT_TRUE(e[3].active);
   }
   EXPECT_EQ(checked, 1);
