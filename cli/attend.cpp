@@ -3,10 +3,13 @@
 // random one (shared/math/attention.md §2), with the shared layer options (causal, residual, pre-norm,
 // Sinkhorn). --depth L applies the same layer L times (a stack with shared weights; with --context every
 // layer attends from the current queries to the fixed context). The output is computed in double precision
-// (a floating-point evaluation, not certified) and written atomically.
+// (a floating-point evaluation, not certified) and written atomically. A 3-D --input (B x n x d) is a batch:
+// each input is attended on its own (with a shared 2-D context, or its own from a B x m x d one), and the
+// output keeps the batch dimension.
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/npy.hpp>
@@ -34,25 +37,58 @@ struct AttendArgs {
   bool json = false;
 };
 
+/// Y = the layer applied `depth` times to X (with a context: attending to it every time).
+Matrix<double> apply(const ResolvedLayer& resolved, const AttendArgs& args, const Matrix<double>& X,
+                     const Matrix<double>* context) {
+  Matrix<double> Y = X;
+  for (int layer_index = 0; layer_index < args.depth; ++layer_index)
+    Y = context ? operators::attend_cross(resolved.layer, Y, *context, resolved.options)
+                : operators::attend(resolved.layer, Y, resolved.options);
+  return Y;
+}
+
 void run(const AttendArgs& args, int& result) {
   const ResolvedLayer resolved = resolve_layer(args.layer);
   const operators::AttentionLayer& layer = resolved.layer;
   const operators::AttentionOptions& options = resolved.options;
   const std::string& source = resolved.source;
   const operators::AttentionKind kind = layer.kind;
-  const Matrix<double> X = load_tokens(args.input, "--input", layer.d);
-  Matrix<double> Y = X;
-  Eigen::Index context_rows = X.rows();
-  if (args.context.empty()) {
-    for (int layer_index = 0; layer_index < args.depth; ++layer_index)
-      Y = operators::attend(layer, Y, options);
-  } else {
-    const Matrix<double> C = load_tokens(args.context, "--context", layer.d);
-    context_rows = C.rows();
-    for (int layer_index = 0; layer_index < args.depth; ++layer_index)
-      Y = operators::attend_cross(layer, Y, C, options);
+  const TokenBatch inputs = load_token_batch(args.input, "--input", layer.d);
+  TokenBatch contexts;
+  if (!args.context.empty()) {
+    contexts = load_token_batch(args.context, "--context", layer.d);
+    // A 2-D context is shared by every input; a batch of contexts pairs with a batch of inputs, one each.
+    if (contexts.batched && contexts.inputs.size() != inputs.inputs.size())
+      throw InputError("--context", "is a batch of " + std::to_string(contexts.inputs.size()) +
+                                        " context matrices, --input a batch of " +
+                                        std::to_string(inputs.inputs.size()) +
+                                        " (they must match, or the "
+                                        "context must be one 2-D matrix shared by every input)");
+    if (contexts.batched && !inputs.batched)
+      throw InputError("--context", "is a 3-D batch but --input is one 2-D matrix");
   }
-  io::write_npy(args.out, Y);
+  const std::size_t count = inputs.inputs.size();
+  std::vector<Matrix<double>> outputs;
+  outputs.reserve(count);
+  for (std::size_t b = 0; b < count; ++b) {
+    const Matrix<double>* context =
+        contexts.inputs.empty() ? nullptr : &contexts.inputs[contexts.batched ? b : 0];
+    outputs.push_back(apply(resolved, args, inputs.inputs[b], context));
+  }
+  const Matrix<double>& X = inputs.inputs.front();
+  const Matrix<double>& Y = outputs.front();
+  const Eigen::Index context_rows = contexts.inputs.empty() ? X.rows() : contexts.inputs.front().rows();
+  if (inputs.batched) {
+    io::Array batch;
+    batch.shape = {count, std::size_t(Y.rows()), std::size_t(Y.cols())};
+    batch.source = args.out;
+    batch.data.reserve(count * std::size_t(Y.size()));
+    for (const Matrix<double>& y : outputs)
+      batch.data.insert(batch.data.end(), y.data(), y.data() + y.size());
+    io::write_npy(args.out, batch);
+  } else {
+    io::write_npy(args.out, Y);
+  }
 
   if (args.json) {
     nlohmann::json out{{"layer", source},
@@ -61,6 +97,7 @@ void run(const AttendArgs& args, int& result) {
                        {"heads", layer.heads},
                        {"head_dim", layer.head_dim},
                        {"value_dim", layer.value_dim},
+                       {"batch", inputs.batched ? nlohmann::json(count) : nlohmann::json(nullptr)},
                        {"input_rows", X.rows()},
                        {"context_rows", context_rows},
                        {"cross", !args.context.empty()},
@@ -78,10 +115,12 @@ void run(const AttendArgs& args, int& result) {
   } else {
     std::cout << "layer     " << describe(resolved)
               << (args.depth > 1 ? ", depth " + std::to_string(args.depth) : "") << "\n"
-              << "input     " << X.rows() << " x " << X.cols() << "\n";
+              << "input     " << (inputs.batched ? std::to_string(count) + " x " : "") << X.rows() << " x "
+              << X.cols() << (inputs.batched ? " (a batch of " + std::to_string(count) + " inputs)" : "")
+              << "\n";
     if (!args.context.empty()) std::cout << "context   " << context_rows << " x " << layer.d << "\n";
-    std::cout << "output    " << args.out << " (" << Y.rows() << " x " << Y.cols()
-              << "; double-precision evaluation, not certified)\n";
+    std::cout << "output    " << args.out << " (" << (inputs.batched ? std::to_string(count) + " x " : "")
+              << Y.rows() << " x " << Y.cols() << "; double-precision evaluation, not certified)\n";
   }
   result = exit_ok;
 }
@@ -93,10 +132,14 @@ void add_attend_command(CLI::App& app, int& result) {
   auto* cmd = app.add_subcommand("attend", "Multi-head attention of a token matrix (double precision)");
   add_layer_options(cmd, args->layer);
   cmd->add_option("--input", args->input,
-                  "Tokens X (n x d): FILE.npy, FILE.npz[:NAME], FILE.safetensors[:NAME]")
+                  "Tokens X (n x d), or a batch (B x n x d: each input attended on its own): FILE.npy, "
+                  "FILE.npz[:NAME], FILE.safetensors[:NAME]")
       ->required();
-  cmd->add_option("--context", args->context, "Context tokens (m x d) for cross-attention");
-  cmd->add_option("--out", args->out, "Output .npy (n x d), written atomically")->required();
+  cmd->add_option(
+      "--context", args->context,
+      "Context tokens (m x d, shared by every input; or B x m x d, one per input) for cross-attention");
+  cmd->add_option("--out", args->out, "Output .npy (n x d; B x n x d for a batch), written atomically")
+      ->required();
   cmd->add_option("--depth", args->depth, "Apply the layer L times (a stack with shared weights; default 1)")
       ->check(CLI::Range(1, max_depth));
   cmd->add_flag("--json", args->json, "Machine-readable output");

@@ -127,6 +127,32 @@ Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::I
   return m;
 }
 
+TokenBatch load_token_batch(const std::string& spec, const char* option, Eigen::Index expected_cols) {
+  const io::Array a = load_array(spec);
+  if (a.shape.size() != 2 && a.shape.size() != 3)
+    throw InputError(a.source,
+                     std::string("expected a 2-D token matrix (n x d) or a 3-D batch (B x n x d) for ") +
+                         option + ", got " + std::to_string(a.shape.size()) + " dimensions");
+  io::require_finite(a);
+  TokenBatch batch;
+  if (a.shape.size() == 2) {
+    batch.inputs.push_back(a.matrix());
+  } else {
+    batch.batched = true;
+    const std::size_t count = a.shape[0], rows = a.shape[1], cols = a.shape[2];
+    if (count == 0) throw InputError(a.source, std::string("the batch for ") + option + " is empty");
+    batch.inputs.reserve(count);
+    for (std::size_t b = 0; b < count; ++b)
+      batch.inputs.push_back(Eigen::Map<const Matrix<double>>(a.data.data() + b * rows * cols,
+                                                              Eigen::Index(rows), Eigen::Index(cols)));
+  }
+  const Eigen::Index cols = batch.inputs.front().cols();
+  if (expected_cols != 0 && cols != expected_cols)
+    throw InputError(a.source, "has " + std::to_string(cols) +
+                                   " columns, the layer expects d = " + std::to_string(expected_cols));
+  return batch;
+}
+
 void check_sequence_memory(const std::string& option, const ResolvedLayer& resolved, double n, double m) {
   const double heads = resolved.layer.heads, d = resolved.layer.d;
   // Per head: the scores, the kernel, one matrix per Sinkhorn half-step and a JVP/VJP temporary.

@@ -4,6 +4,7 @@
 // --prenorm, --sinkhorn, --allow-untied-l2. One definition, so they mean the same everywhere.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -46,6 +47,15 @@ ResolvedLayer resolve_layer(const LayerArgs& args);
 /// Reads a 2-D token matrix from FILE.npy / FILE.npz[:NAME] / FILE.safetensors[:NAME], finite, with
 /// `expected_cols` columns (0: any); errors name the file and `option`.
 Matrix<double> load_tokens(const std::string& spec, const char* option, Eigen::Index expected_cols = 0);
+
+/// Token matrices from a 2-D array (one input, n x d) or a 3-D array (a batch: B x n x d, B inputs of the
+/// same size, in order); finite, with `expected_cols` columns (0: any). An empty batch, another rank or a
+/// wrong width throws InputError naming the file and `option`.
+struct TokenBatch {
+  std::vector<Matrix<double>> inputs;
+  bool batched = false;  ///< the array was 3-D (outputs keep the batch dimension)
+};
+TokenBatch load_token_batch(const std::string& spec, const char* option, Eigen::Index expected_cols = 0);
 
 /// Throws InputError(option, …) when one linearisation of the layer on n queries against m keys would not
 /// fit in memory: per head the scores, the kernel, the Sinkhorn steps and a JVP/VJP temporary (3 + T n x m

@@ -6,6 +6,8 @@
 //   ‖J(X)‖∞  the exact maximum row sum evaluated in double (certified enclosure with --certify);
 //   δ(X, ε)  the Havens et al. local sensitivity (shared/math/bounds.md §6, claims havens.*) with its naive
 //            variants, the gradient-norm comparator and, with --margin, the certified radius.
+// A 3-D --input (B x n x d) is a batch: every input is analysed on its own, in order (the JSON output is then
+// {"batch": B, "inputs": [...]}, one object per input as for that input alone, with its "index").
 // Progress goes to stderr once the command has run for more than a second.
 #include <mpfr.h>
 
@@ -216,9 +218,9 @@ nlohmann::json vector_json(const std::vector<double>& v) {
   return a;
 }
 
-void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
-                const lip::LocalNormReport& norms, const Sensitivity& s, const RegionResults& g,
-                const std::map<std::string, double>& seconds) {
+nlohmann::json local_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
+                          const lip::LocalNormReport& norms, const Sensitivity& s, const RegionResults& g,
+                          const std::map<std::string, double>& seconds) {
   const Eigen::Index d = X.cols();
   nlohmann::json out{
       {"layer", r.source},
@@ -292,7 +294,7 @@ void print_json(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs
   }
   out["region"] = region_json(g, norms);
   out["stage_seconds"] = seconds;
-  std::cout << json_text(out) << "\n";
+  return out;
 }
 
 /// One labelled line: label padded to a column, value, and what the value is.
@@ -402,19 +404,17 @@ void run(const LocalArgs& args, int& result) {
     throw InputError("--estimate-only", "cannot be combined with --certify");
   if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz > 0))
     throw InputError("--readout-lipschitz", "must be finite and > 0");
-  const Matrix<double> X = load_tokens(args.input, "--input", resolved.layer.d);
-  check_nonempty(args.input, X.rows());
-  check_sequence_memory(args.input, resolved, double(X.rows()), double(X.rows()));
-  if (const double nd = double(X.rows()) * double(X.cols()); args.certify && nd <= double(args.dense_limit))
+  const TokenBatch inputs = load_token_batch(args.input, "--input", resolved.layer.d);
+  // Every input of a batch has the same size, so one check covers them all, before any work.
+  const Matrix<double>& first = inputs.inputs.front();
+  check_nonempty(args.input, first.rows());
+  check_sequence_memory(args.input, resolved, double(first.rows()), double(first.rows()));
+  if (const double nd = double(first.rows()) * double(first.cols());
+      args.certify && nd <= double(args.dense_limit))
     // The dense interval Jacobian and its Gram matrix: two (n d)^2 MPFI intervals of two MPFR numbers each.
     check_memory("--dense-limit", 2 * nd * nd * 2 * (32 + double(args.precision) / 8),
                  "the dense interval Jacobian of n*d = " + std::to_string(long(nd)) + " rows");
 
-  auto progress_state = std::make_shared<StderrProgress>();
-  const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
-                                                  Eigen::Index total) {
-    (*progress_state)(stage, done, total);
-  };
   lip::LocalNormOptions options;
   options.spectral.method = lip::parse_spectral_method(args.method, "--method");
   options.spectral.relative_tolerance = args.tolerance;
@@ -423,20 +423,42 @@ void run(const LocalArgs& args, int& result) {
   options.certify = args.certify;
   options.certified_lower = !args.estimate_only;
   options.dense_limit = args.dense_limit;
-  options.progress = progress;
-  const lip::LocalNormReport norms = lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
-  if (!std::isfinite(norms.two.estimate) || !std::isfinite(norms.inf.value))
-    throw InputError(args.input,
-                     "the Jacobian norms of the layer at these tokens are not finite doubles "
-                     "(the scores leave the double range): rescale the tokens or the layer");
-  const Sensitivity s = sensitivity(resolved, X, args, options.spectral, progress);
-  const RegionResults g = region_results(resolved, X, args, norms, progress);
-  if (args.json) {
-    print_json(resolved, X, args, norms, s, g, progress_state->seconds());
-  } else {
-    print_human(resolved, X, args, norms, s);
-    print_region(g, norms);
+  nlohmann::json batch_json = nlohmann::json::array();
+  const std::size_t count = inputs.inputs.size();
+  for (std::size_t b = 0; b < count; ++b) {
+    const Matrix<double>& X = inputs.inputs[b];
+    const std::string name = inputs.batched ? args.input + " [input " + std::to_string(b) + "]" : args.input;
+    auto progress_state = std::make_shared<StderrProgress>();
+    const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
+                                                    Eigen::Index total) {
+      (*progress_state)(stage, done, total);
+    };
+    options.progress = progress;
+    const lip::LocalNormReport norms =
+        lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
+    if (!std::isfinite(norms.two.estimate) || !std::isfinite(norms.inf.value))
+      throw InputError(name,
+                       "the Jacobian norms of the layer at these tokens are not finite doubles "
+                       "(the scores leave the double range): rescale the tokens or the layer");
+    const Sensitivity s = sensitivity(resolved, X, args, options.spectral, progress);
+    const RegionResults g = region_results(resolved, X, args, norms, progress);
+    if (args.json) {
+      nlohmann::json one = local_json(resolved, X, args, norms, s, g, progress_state->seconds());
+      if (!inputs.batched) {
+        std::cout << json_text(one) << "\n";
+      } else {
+        one["index"] = b;
+        batch_json.push_back(std::move(one));
+      }
+    } else {
+      if (inputs.batched) std::cout << "input " << b << " (index into the batch of " << count << ")\n";
+      print_human(resolved, X, args, norms, s);
+      print_region(g, norms);
+    }
   }
+  // A batch: one object holding the inputs' objects in order (each the same as for that input alone).
+  if (args.json && inputs.batched)
+    std::cout << json_text(nlohmann::json{{"batch", count}, {"inputs", batch_json}}) << "\n";
   result = exit_ok;
 }
 
@@ -449,7 +471,8 @@ void add_local_command(CLI::App& app, int& result) {
       "Local Lipschitz constant ||J(X)|| (2 and inf norm) and local sensitivity delta(X, eps) at an input");
   add_layer_options(cmd, args->layer);
   cmd->add_option("--input", args->input,
-                  "Tokens X (n x d): FILE.npy, FILE.npz[:NAME], FILE.safetensors[:NAME]")
+                  "Tokens X (n x d), or a batch (B x n x d: each input analysed on its own): FILE.npy, "
+                  "FILE.npz[:NAME], FILE.safetensors[:NAME]")
       ->required();
   cmd->add_option("--epsilon", args->epsilon,
                   "Radius of the Frobenius ball of perturbations for delta (default 0.1)")
