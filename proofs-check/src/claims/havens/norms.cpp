@@ -20,6 +20,10 @@ constexpr double score_cap = 30.0;
 /// Halves X and every bias until max_ij |S_h,ij| ≤ cap for every head.
 void cap_scores(Point& p, double cap) {
   const Shape s = read_shape(p);
+  const Layout l = perturbed_layout(s);
+  const auto halve = [&](std::string_view block, long size) {
+    for (long i = 0; i < size; ++i) p.x[l.at(block) + static_cast<std::size_t>(i)] /= 2;
+  };
   for (int round = 0; round < 200; ++round) {
     const Perturbed q = decode(p);
     const Weights<double> w = weights_of<double>(q.layer, q.options);
@@ -28,10 +32,25 @@ void cap_scores(Point& p, double cap) {
       worst = std::max(worst, scores<double>(w, h, q.X).cwiseAbs().maxCoeff());
     if (worst <= cap) return;
     // Halve X and every bias: each score is a product of two such factors (X or b_Q) · (X or b_K).
-    for (long i = 0; i < s.n * s.d; ++i) p.x[q.x_at + static_cast<std::size_t>(i)] /= 2;
-    const long first_bias = s.heads * (2 * s.d * s.dh + s.d * s.dv) + s.heads * s.dv * s.d;
-    for (long i = first_bias; i < weight_count(s); ++i) p.x[static_cast<std::size_t>(i)] /= 2;
+    halve("X", s.n * s.d);
+    if (s.biases >= 1) {
+      for (long h = 0; h < s.heads; ++h) {
+        halve(indexed("bQ", h), s.dh);
+        halve(indexed("bV", h), s.dv);
+      }
+      halve("bO", s.d);
+    }
+    if (s.biases == 2)
+      for (long h = 0; h < s.heads; ++h) halve(indexed("bK", h), s.dh);
   }
+}
+
+/// Points of havens.naive_ordering: perturbed_layout, then j (1), the column of the kernel 1 e_jᵀ (stored as
+/// a double, clamped to 0 ≤ j < n when read).
+Layout ordering_layout(const Shape& s) {
+  Layout l = perturbed_layout(s);
+  l.add("j", 1);
+  return l;
 }
 
 class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
@@ -86,7 +105,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
   Point sample(Rng& rng) const override {
     const Shape s = sample_shape(rng, ShapeRange{2, 5, 2, 4, 2});
     Point p = make_perturbed(rng, s, sample_scales(rng), sample_eps(rng), false, 0, 0);
-    p.x.push_back(static_cast<double>(rng.integer(0, s.n - 1)));  // j of 1 e_jᵀ
+    ordering_layout(s).fill(p.x, "j", [&] { return static_cast<double>(rng.integer(0, s.n - 1)); });
     cap_scores(p, score_cap);
     return p;
   }
@@ -103,7 +122,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
       s.dh = 2;
       s.dv = 2;
       Point p = make_perturbed(rng, s, Draw{4.0, 1.0, 8.0}, 0.1, false, 0, 0);
-      p.x.push_back(0.0);
+      ordering_layout(s).fill(p.x, "j", [] { return 0.0; });
       cap_scores(p, score_cap);
       out.push_back(p);
     }
@@ -120,6 +139,8 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
     using std::sqrt;
     const Perturbed q = decode(pt);
     const Shape& s = q.shape;
+    const Layout l = ordering_layout(s);
+    l.check(pt);
     if (s.n < 2 || s.d < 2) throw InputError("point", "n >= 2 and d >= 2");
     const Weights<S> w = weights_of<S>(q.layer, q.options);
     const Matrix<S> X = num::lift_matrix<S>(q.X);
@@ -169,7 +190,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
     }
     const bool one_head_no_skip = w.heads == 1 && !w.residual;
     const bool x_zero = q.X.isZero(0);
-    const long j = std::clamp(static_cast<long>(pt.x.back()), 0L, s.n - 1);
+    const long j = std::clamp(static_cast<long>(l.raw(pt, "j")), 0L, s.n - 1);
     Matrix<S> onehot = Matrix<S>::Zero(s.n, s.n);
     for (long i = 0; i < s.n; ++i) onehot(i, j) = S(1);
     return {one_head_no_skip ? off<S>() : le<S>(xi, skip + kernel_sum),
@@ -188,8 +209,15 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
 };
 
 // =========================================================================================================
-// havens.power_iteration — point: layer | X | ε (unused) | V_ξ (n×d, in the U slot) | V_κ (n×d)
+// havens.power_iteration
 // =========================================================================================================
+
+/// Points of havens.power_iteration: perturbed_layout (ε unused; U holds V_ξ), then V_kappa (n×d).
+Layout power_layout(const Shape& s) {
+  Layout l = perturbed_layout(s);
+  l.add("V_kappa", s.n, s.d);
+  return l;
+}
 
 class PowerIteration final : public ClaimBase<PowerIteration> {
  public:
@@ -242,7 +270,7 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
   Point sample(Rng& rng) const override {
     const Shape s = sample_shape(rng, ShapeRange{});
     Point p = make_perturbed(rng, s, sample_scales(rng), 0.1, false, 0, 0);
-    for (long i = 0; i < s.n * s.d; ++i) p.x.push_back(rng.normal());
+    power_layout(s).fill(p.x, "V_kappa", [&] { return rng.normal(); });
     cap_scores(p, score_cap);
     return p;
   }
@@ -258,6 +286,7 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
     s.dv = 2;
     s.residual = true;
     const Point base = make_perturbed(rng, s, Draw{1.5, 1.0, 1.0}, 0.1, false, 0, 0);
+    const Layout l = power_layout(s);
     const Perturbed q = decode(base);
     const Weights<double> w = weights_of<double>(q.layer, q.options);
     const std::vector<Mat> P = kernels<double>(w, q.X);
@@ -269,9 +298,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
       Vk = kappa_apply_transpose<double>(C, B, kappa_apply<double>(C, B, Vk));
       Vk /= Vk.norm();
       if (k == 1 || k == 2 || k == 4 || k == 8) {
-        Point p = base;
-        std::copy(Vx.data(), Vx.data() + Vx.size(), p.x.begin() + static_cast<std::ptrdiff_t>(q.u_at));
-        p.x.insert(p.x.end(), Vk.data(), Vk.data() + Vk.size());  // row-major storage
+        Point p = base;  // V_ξ in the slot of U, V_kappa appended; both row-major, as the blocks
+        std::copy(Vx.data(), Vx.data() + Vx.size(), p.x.begin() + static_cast<std::ptrdiff_t>(l.at("U")));
+        const double* next = Vk.data();
+        l.fill(p.x, "V_kappa", [&] { return *next++; });
         out.push_back(p);
       }
     }
@@ -283,11 +313,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
   }
   nlohmann::json describe(const Point& p) const override {
     nlohmann::json j = describe_perturbed(p);
-    const Shape s = read_shape(p);
-    const std::size_t at = static_cast<std::size_t>(weight_count(s) + 2 * s.n * s.d + 1);
+    const Layout l = power_layout(read_shape(p));
     j.erase("U (E = eps U / ||U||_F)");
-    j["V_xi"] = rows_json(p.x, at - static_cast<std::size_t>(s.n * s.d), s.n, s.d);
-    j["V_kappa"] = rows_json(p.x, at, s.n, s.d);
+    j["V_xi"] = l.rows(p, "U");
+    j["V_kappa"] = l.rows(p, "V_kappa");
     return j;
   }
 
@@ -296,9 +325,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
     using std::sqrt;
     const Perturbed q = decode(pt);
     const long n = q.shape.n, d = q.shape.d;
-    if (pt.x.size() != q.u_at + static_cast<std::size_t>(2 * n * d)) throw InputError("point", "wrong size");
+    const Layout l = power_layout(q.shape);
+    l.check(pt);
     const Mat& Vx = q.U;
-    const Mat Vk = Eigen::Map<const Mat>(pt.x.data() + q.u_at + n * d, n, d);
+    const Mat Vk = l.matrix<double>(pt, "V_kappa");
     if (!(Vx.norm() > 0) || !(Vk.norm() > 0)) throw InputError("point", "V must be non-zero");
     const Weights<S> w = weights_of<S>(q.layer, q.options);
     const Matrix<S> X = num::lift_matrix<S>(q.X);
