@@ -181,8 +181,7 @@ double closed_form_max(std::int64_t n) {
 
 /// How close the search (2 random starts, 15 adaptive ascent steps) comes to the maximum of the Kim family.
 /// Not a rounding bound: an algorithmic one, set by the ascent's last step lengths at a flat maximum, which
-/// no option of the search fixes; the runs here stay within 10⁻¹⁰ of it, and 10⁻⁶ is far below any other
-/// family's value.
+/// no option of the search fixes (the runs here stay within 10⁻¹⁰ of it).
 constexpr double search_reach = 1e-6;
 
 TEST(JacobianSearch, ReachesTheKimTightnessFamilyOnTheUnitLayer) {
