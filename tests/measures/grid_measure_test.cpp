@@ -10,6 +10,7 @@
 #include <regatta/measures/grid_measure.hpp>
 #include <regatta/measures/sampling.hpp>
 #include <regatta/measures/wasserstein.hpp>
+#include "support/tolerance.hpp"
 
 namespace regatta::measures {
 namespace {
@@ -35,15 +36,27 @@ TEST(GridMeasure, QuadratureOfAGaussianMatchesItsMoments) {
   const Vector<double> hi = vec({m(0) + 9, m(1) + 9 * std::sqrt(2.0)});
   const GridMeasure grid = GridMeasure::from_density(lo, hi, {180, 200}, density);
   EXPECT_EQ(grid.total_cells(), 180 * 200);
-  EXPECT_NEAR(grid.masses().sum(), 1.0, 1e-13);
+  const double n = double(grid.total_cells());
+  // Every mass is one rounded division by the total, and their sum rounds n − 1 times: |Σ − 1| ≤ 1.5 n eps;
+  // c = 2.
+  const double sum_rounding = testing::rounding_bound<double>(2, n);
+  EXPECT_NEAR(grid.masses().sum(), 1.0, sum_rounding);
   const DiscreteMeasure<double> d = grid.to_discrete();
   const Vector<double> mean = d.mean();
-  EXPECT_NEAR(mean(0), m(0), 1e-9);
-  EXPECT_NEAR(mean(1), m(1), 1e-9);
+  // The midpoint rule is spectrally accurate for a smooth, rapidly decaying integrand: its aliasing error is
+  // ~exp(−2π² σ_min²/h²) with σ_min ≈ 0.89 (Σ's smallest axis) and h ≤ 0.13, i.e. below e^-900, and the
+  // box at 9 sd per axis cuts a tail of ~81 e^(−81/2) ≈ 2e-16 from the moments, both far below the rounding:
+  // moments are sums of n weighted terms, off by ~n eps times the sum of |terms| (c = 4 for the products and
+  // the centring; ≈ 1e-10 here).
+  const Matrix<double> abs_atoms = d.atoms().cwiseAbs();
+  const double first_moment = d.weights().dot(abs_atoms.rowwise().maxCoeff());
+  const double second_moment = d.weights().dot(abs_atoms.rowwise().squaredNorm());
+  const double moment_rounding = testing::rounding_bound<double>(4, n);
+  EXPECT_NEAR(mean(0), m(0), moment_rounding * first_moment);
+  EXPECT_NEAR(mean(1), m(1), moment_rounding * first_moment);
   Matrix<double> centred = d.atoms().rowwise() - mean.transpose();
   const Matrix<double> cov = centred.transpose() * d.weights().asDiagonal() * centred;
-  // The midpoint rule is spectrally accurate for a smooth, rapidly decaying integrand.
-  EXPECT_LE((cov - sigma).cwiseAbs().maxCoeff(), 1e-8) << cov;
+  EXPECT_LE((cov - sigma).cwiseAbs().maxCoeff(), moment_rounding * second_moment) << cov;
 }
 
 TEST(GridMeasure, QuantisationRadiusBoundsTheWassersteinDistanceToTheCentres) {
@@ -58,7 +71,11 @@ TEST(GridMeasure, QuantisationRadiusBoundsTheWassersteinDistanceToTheCentres) {
     for (double p : {1.0, 2.0, 3.0}) {
       const WassersteinResult w = wasserstein_exact(empirical, grid.to_discrete(), p);
       ASSERT_EQ(w.status, TransportStatus::optimal);
-      EXPECT_LE(w.value, grid.quantisation_radius() * (1 + 1e-12)) << "p " << p;
+      // W_p from the network simplex: ~(n + m) eps relative (a sum of n + m transported costs; c = 4 as
+      // in wasserstein_test).
+      const double rounding =
+          testing::rounding_bound<double>(4, double(empirical.size() + grid.total_cells()));
+      EXPECT_LE(w.value, grid.quantisation_radius() * (1 + rounding)) << "p " << p;
       EXPECT_GT(w.value, 0);
     }
   }
@@ -69,11 +86,13 @@ TEST(GridMeasure, BinningCountsSamplesPerCell) {
   // lo corner, hi corner (closed box: last cell), interior points.
   samples << 0, 0, 1, 1, 0.1, 0.6, 0.4, 0.9, 0.9, 0.1, 0.55, 0.2;
   const GridMeasure grid = GridMeasure::from_samples(vec({0, 0}), vec({1, 1}), {2, 2}, samples);
-  // Row-major cells (axis 0 slowest): (0,0) (0,1) (1,0) (1,1).
-  EXPECT_NEAR(grid.masses()(0), 1.0 / 6, 1e-15);
-  EXPECT_NEAR(grid.masses()(1), 2.0 / 6, 1e-15);
-  EXPECT_NEAR(grid.masses()(2), 2.0 / 6, 1e-15);
-  EXPECT_NEAR(grid.masses()(3), 1.0 / 6, 1e-15);
+  // Row-major cells (axis 0 slowest): (0,0) (0,1) (1,0) (1,1). A mass is a count over the total, one
+  // rounded division (or a product with 1/total) against the reference's one: c = 1, n = 2, relative.
+  const double fraction_rounding = testing::rounding_bound<double>(1, 2);
+  EXPECT_NEAR(grid.masses()(0), 1.0 / 6, fraction_rounding / 6);
+  EXPECT_NEAR(grid.masses()(1), 2.0 / 6, fraction_rounding * 2 / 6);
+  EXPECT_NEAR(grid.masses()(2), 2.0 / 6, fraction_rounding * 2 / 6);
+  EXPECT_NEAR(grid.masses()(3), 1.0 / 6, fraction_rounding / 6);
   EXPECT_EQ(grid.cell_of(vec({0.75, 0.25})), 2);
   EXPECT_EQ(grid.cell_centre(1), vec({0.25, 0.75}));
   const DiscreteMeasure<double> d = grid.to_discrete();
@@ -87,8 +106,10 @@ TEST(GridMeasure, SamplesOutsideTheBoxAreRejectedOrDroppedAndCounted) {
   EXPECT_THROW(GridMeasure::from_samples(vec({0}), vec({1}), {4}, samples), InputError);
   const GridMeasure grid = GridMeasure::from_samples(vec({0}), vec({1}), {4}, samples, OutsideSamples::drop);
   EXPECT_EQ(grid.outside_samples(), 2);
-  EXPECT_NEAR(grid.masses()(1), 0.5, 1e-15);
-  EXPECT_NEAR(grid.masses()(2), 0.5, 1e-15);
+  const double fraction_rounding =
+      testing::rounding_bound<double>(1, 2);  // as in BinningCountsSamplesPerCell
+  EXPECT_NEAR(grid.masses()(1), 0.5, fraction_rounding * 0.5);
+  EXPECT_NEAR(grid.masses()(2), 0.5, fraction_rounding * 0.5);
   EXPECT_EQ(grid.to_discrete().size(), 2);
   EXPECT_EQ(grid.to_discrete(true).size(), 4);
   Matrix<double> all_outside(1, 1);
