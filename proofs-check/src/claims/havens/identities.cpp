@@ -158,7 +158,8 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
         const Weights<double> w = weights_of<double>(q.layer, q.options);
         const auto [C, B] = score_factors<double>(w, 0, q.X);
         const Mat V = unvec<double>(top_right_vector<double>(kappa_matrix<double>(C, B)), s.n, s.d);
-        for (long i = 0; i < s.n * s.d; ++i) p.x[q.u_at + static_cast<std::size_t>(i)] = V(i / s.d, i % s.d);
+        const std::size_t u_at = perturbed_layout(s).at("U");  // V into U, row-major as the block
+        std::copy(V.data(), V.data() + V.size(), p.x.begin() + static_cast<std::ptrdiff_t>(u_at));
         out.push_back(p);
       }
     return out;
