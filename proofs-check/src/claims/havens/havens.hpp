@@ -65,9 +65,6 @@ std::vector<long> shape_k(const Shape& s);
 /// layout appends its own blocks to this one.
 Layout weights_layout(const Shape& s);
 
-/// The number of weight coordinates (weights_layout(s).size()).
-long weight_count(const Shape& s);
-
 /// The layer of the weight blocks of l (a layout that starts with weights_layout(s)); p has them all.
 AttentionLayer read_layer(const Shape& s, const Layout& l, const Point& p);
 
@@ -409,7 +406,6 @@ struct Perturbed {
   AttentionOptions options;
   Mat X, U;
   double eps = 0;
-  std::size_t x_at = 0, eps_at = 0, u_at = 0;  // offsets in Point::x of the blocks X, eps and U
 };
 
 /// Decodes the blocks of perturbed_layout; x may have further coordinates after U (a claim's own).

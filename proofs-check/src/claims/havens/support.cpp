@@ -31,8 +31,6 @@ Layout weights_layout(const Shape& s) {
   return l;
 }
 
-long weight_count(const Shape& s) { return static_cast<long>(weights_layout(s).size()); }
-
 AttentionLayer read_layer(const Shape& s, const Layout& l, const Point& p) {
   AttentionLayer L;
   L.d = static_cast<int>(s.d);
@@ -213,11 +211,8 @@ Perturbed decode(const Point& p) {
   if (p.x.size() < l.size()) throw InputError("point", "wrong size");
   q.layer = read_layer(s, l, p);
   q.options = options_of(s);
-  q.x_at = l.at("X");
   q.X = l.matrix<double>(p, "X");
-  q.eps_at = l.at("eps");
   q.eps = l.raw(p, "eps");
-  q.u_at = l.at("U");
   q.U = l.matrix<double>(p, "U");
   if (!(q.eps > 0) || !(q.U.norm() > 0)) throw InputError("point", "needs eps > 0 and U != 0");
   return q;
@@ -286,6 +281,8 @@ std::vector<Point> pgd_family() {
 }
 
 nlohmann::json describe_layer(const Point& p, const Shape& s) {
+  const auto present =  // weight coordinates in x (all of them, unless the point is short)
+      std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(weights_layout(s).size()), std::ssize(p.x));
   return {{"family", p.family},
           {"n", s.n},
           {"d", s.d},
@@ -296,8 +293,7 @@ nlohmann::json describe_layer(const Point& p, const Shape& s) {
           {"residual", s.residual},
           {"biases", s.biases == 0 ? "none" : (s.biases == 1 ? "query, value, output" : "all")},
           {"weights (W^Q_h, W^K_h, W^V_h per head; W^O; biases)",
-           std::vector<double>(p.x.begin(),
-                               p.x.begin() + std::min<std::ptrdiff_t>(weight_count(s), std::ssize(p.x)))}};
+           std::vector<double>(p.x.begin(), p.x.begin() + present)}};
 }
 
 nlohmann::json describe_perturbed(const Point& p) {
