@@ -12,6 +12,8 @@
 #include <regatta/measures/network_simplex.hpp>
 #include <vector>
 
+#include "support/tolerance.hpp"
+
 namespace regatta::measures {
 namespace {
 
@@ -33,11 +35,23 @@ Eigen::VectorXd random_weights(Eigen::Index n, std::uint64_t seed, double zero_f
   return w / w.sum();
 }
 
+/// Two computations of a transport cost Σ F_ij C_ij over a plan of at most n + m − 1 entries: masses off by
+/// ~(n + m) eps each (sums and differences of weights along the tree), on the scale max |C|, plus the
+/// sums' own rounding; c = 4 for the two sides.
+double cost_tolerance(Eigen::Index n, Eigen::Index m, const Matrix<double>& c) {
+  return testing::rounding_bound<double>(4, double(n + m)) * c.cwiseAbs().maxCoeff();
+}
+
+/// Two orders of one sum of k nonnegative terms with exact masses: each is within (k − 1) eps of the exact
+/// sum, relative (c = 2 for the two).
+double reordered_sum_rounding(Eigen::Index k) { return testing::rounding_bound<double>(2, double(k)); }
+
 // Checks every property of an optimal plan; `scale` is max |C|.
 void expect_optimal_plan(const TransportPlan& plan, const Eigen::VectorXd& a, const Eigen::VectorXd& b,
                          const Matrix<double>& c) {
   ASSERT_EQ(plan.status, TransportStatus::optimal);
-  const double scale = std::max(1e-300, c.cwiseAbs().maxCoeff());
+  // The smallest normal number keeps the tolerance positive for an all-zero cost matrix.
+  const double scale = std::max(std::numeric_limits<double>::min(), c.cwiseAbs().maxCoeff());
   const double tol = 1e3 * eps * scale;
   EXPECT_LE(Eigen::Index(plan.entries.size()), a.size() + b.size() - 1);
   Eigen::VectorXd row = Eigen::VectorXd::Zero(a.size()), col = Eigen::VectorXd::Zero(b.size());
@@ -84,7 +98,7 @@ TEST(NetworkSimplex, MatchesBruteForceAssignmentForUniformMeasures) {
         const Eigen::VectorXd w = Eigen::VectorXd::Constant(n, 1.0 / n);
         const TransportPlan plan = network_simplex(w, w, c);
         expect_optimal_plan(plan, w, w, c);
-        EXPECT_NEAR(plan.cost, brute_force_assignment(c), 1e-13 * c.maxCoeff()) << "n=" << n << " p=" << p;
+        EXPECT_NEAR(plan.cost, brute_force_assignment(c), cost_tolerance(n, n, c)) << "n=" << n << " p=" << p;
       }
 }
 
@@ -100,11 +114,11 @@ TEST(NetworkSimplex, RandomWeightsUnequalSizesSatisfyDuality) {
       expect_optimal_plan(dense, a, b, c);
       const TransportPlan cloud = network_simplex(a, b, x, y, p);
       expect_optimal_plan(cloud, a, b, c);
-      EXPECT_NEAR(cloud.cost, dense.cost, 1e-12 * c.maxCoeff());
+      EXPECT_NEAR(cloud.cost, dense.cost, cost_tolerance(n, m, c));
       const std::function<double(Eigen::Index, Eigen::Index)> f = [&](Eigen::Index i, Eigen::Index j) {
         return c(i, j);
       };
-      EXPECT_NEAR(network_simplex(a, b, f).cost, dense.cost, 1e-12 * c.maxCoeff());
+      EXPECT_NEAR(network_simplex(a, b, f).cost, dense.cost, cost_tolerance(n, m, c));
     }
   }
 }
@@ -122,7 +136,10 @@ TEST(NetworkSimplex, DegenerateTiedCostsAndSmallBlocks) {
   for (double p : {1.0, 2.0}) {
     const Matrix<double> c = cost_matrix(x, y, p);
     expect_optimal_plan(network_simplex(w, w, c, small), w, w, c);
-    EXPECT_NEAR(network_simplex(w, w, c).cost, brute_force_assignment(c), 1e-14) << "p=" << p;
+    // Masses 1/8 are exact: an optimal assignment's cost is one sum of 8 terms, in two orders.
+    const double assignment = brute_force_assignment(c);
+    EXPECT_NEAR(network_simplex(w, w, c).cost, assignment, reordered_sum_rounding(8) * assignment)
+        << "p=" << p;
   }
   // All costs zero (identical points).
   const Matrix<double> zero = Matrix<double>::Zero(5, 3);
@@ -140,7 +157,9 @@ TEST(NetworkSimplex, SingleAtomOnEitherSide) {
   const Matrix<double> c = cost_matrix(x, y, 2);
   const TransportPlan plan = network_simplex(one, b, c);
   expect_optimal_plan(plan, one, b, c);
-  EXPECT_NEAR(plan.cost, (c.row(0).transpose().array() * b.array()).sum(), 1e-15);
+  // One source atom: the masses are b itself, exactly, and the cost one sum of 6 terms in two orders.
+  const double direct = (c.row(0).transpose().array() * b.array()).sum();
+  EXPECT_NEAR(plan.cost, direct, reordered_sum_rounding(6) * direct);
   const TransportPlan flipped = network_simplex(b, one, Matrix<double>(c.transpose()));
   expect_optimal_plan(flipped, b, one, c.transpose());
   const TransportPlan both = network_simplex(one, one, Matrix<double>(Matrix<double>::Constant(1, 1, 2.5)));
