@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/scalar_names.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::measures {
 namespace {
@@ -18,6 +19,13 @@ Matrix<S> grid_atoms() {  // 3 atoms in R^2
   Matrix<S> x(3, 2);
   x << S(0), S(1), S(3), S(-4), S(2), S(2);
   return x;
+}
+
+/// A quantity computed in S by n rounded operations (c = 2) and compared in double on the scale of its terms:
+/// the conversion to double and the double reference add one rounding each.
+template <class S>
+double compared_in_double(double n, double scale) {
+  return (testing::rounding_bound<S>(2, n) + testing::rounding_bound<double>(1, 2)) * std::abs(scale);
 }
 
 template <class S>
@@ -33,13 +41,17 @@ TYPED_TEST(DiscreteMeasureTyped, EmpiricalIsUniformAndMomentsMatchFormulas) {
   const auto mu = DiscreteMeasure<S>::empirical(grid_atoms<S>());
   EXPECT_EQ(mu.size(), 3);
   EXPECT_EQ(mu.dim(), 2);
-  for (Eigen::Index i = 0; i < 3; ++i)
-    EXPECT_NEAR(scalar_traits<S>::to_double(mu.weights()(i)), 1.0 / 3, 1e-7);
+  for (Eigen::Index i = 0; i < 3; ++i)  // one division
+    EXPECT_NEAR(scalar_traits<S>::to_double(mu.weights()(i)), 1.0 / 3, compared_in_double<S>(1, 1.0 / 3));
+  // Means: 3 products and their sum, on the scale Σ |w_i x_i| (the second coordinate cancels).
   const Vector<S> m = mu.mean();
-  EXPECT_NEAR(scalar_traits<S>::to_double(m(0)), 5.0 / 3, 1e-6);
-  EXPECT_NEAR(scalar_traits<S>::to_double(m(1)), -1.0 / 3, 1e-6);
-  EXPECT_NEAR(scalar_traits<S>::to_double(mu.second_moment()), (1.0 + 25.0 + 8.0) / 3, 1e-5);
-  EXPECT_NEAR(scalar_traits<S>::to_double(mu.support_radius()), 5.0, 1e-6);
+  EXPECT_NEAR(scalar_traits<S>::to_double(m(0)), 5.0 / 3, compared_in_double<S>(4, (0.0 + 3 + 2) / 3));
+  EXPECT_NEAR(scalar_traits<S>::to_double(m(1)), -1.0 / 3, compared_in_double<S>(4, (1.0 + 4 + 2) / 3));
+  // Σ w_i ‖x_i‖²: squares, their sums and the weighted sum, all terms positive.
+  const double second = (1.0 + 25.0 + 8.0) / 3;
+  EXPECT_NEAR(scalar_traits<S>::to_double(mu.second_moment()), second, compared_in_double<S>(6, second));
+  // max ‖x_i‖ = ‖(3, −4)‖: two squares, a sum and a square root.
+  EXPECT_NEAR(scalar_traits<S>::to_double(mu.support_radius()), 5.0, compared_in_double<S>(4, 5.0));
 }
 
 TYPED_TEST(DiscreteMeasureTyped, RejectsMalformedInput) {
@@ -55,7 +67,8 @@ TYPED_TEST(DiscreteMeasureTyped, RejectsMalformedInput) {
   unnormalised << S(1), S(1), S(2);
   EXPECT_THROW(DiscreteMeasure<S>(grid_atoms<S>(), unnormalised), InputError);
   const auto rescaled = DiscreteMeasure<S>::from_weights(grid_atoms<S>(), unnormalised, true);
-  EXPECT_NEAR(scalar_traits<S>::to_double(rescaled.weights()(2)), 0.5, 1e-7);
+  // 2 / (1 + 1 + 2): a sum and a division.
+  EXPECT_NEAR(scalar_traits<S>::to_double(rescaled.weights()(2)), 0.5, compared_in_double<S>(3, 0.5));
   EXPECT_THROW(DiscreteMeasure<S>::from_weights(grid_atoms<S>(), Vector<S>::Zero(3), true), InputError);
   EXPECT_THROW(DiscreteMeasure<S>(grid_atoms<S>(), Vector<S>::Ones(2) / S(2)), InputError);
   EXPECT_THROW(DiscreteMeasure<S>::empirical(Matrix<S>(0, 2)), InputError);
