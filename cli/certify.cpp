@@ -1,6 +1,7 @@
 // regatta certify: ℓ₂ robustness of a whole trained model on a labelled test set (docs/models.md): per input
 // the certified radius from region enclosures, the attack radius (an estimate), the naive product
-// certificate; certified and attack accuracy at a list of radii.
+// certificate; certified and attack accuracy at a list of radii, and with --plot DIR their curves against the
+// radius.
 #include <omp.h>
 
 #include <algorithm>
@@ -24,6 +25,8 @@
 
 #include "command.hpp"
 #include "numbers.hpp"
+#include "report/figure.hpp"
+#include "report/output.hpp"
 #include "report/progress.hpp"
 #include "validate.hpp"
 
@@ -33,7 +36,7 @@ namespace {
 using operators::Model;
 
 struct CertifyArgs {
-  std::string model, data, config, out;
+  std::string model, data, config, out, plot;
   std::vector<double> radii;
   long limit = 0;
   double tolerance = 0.01;
@@ -107,6 +110,50 @@ std::string csv_number(double v, const char* kind) {
   return number(v, 10);
 }
 
+/// The figure of --plot: certified, naive and attack accuracy against the radius, each a step function of r
+/// drawn exactly: a vertical step at every per-input radius (the only places where a curve can change).
+report::Figure accuracy_figure(const std::vector<Row>& rows) {
+  std::vector<double> at;
+  for (const Row& r : rows)
+    for (double v : {r.certified, r.naive, r.attack})
+      if (std::isfinite(v) && v > 0) at.push_back(v);
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  // The fraction of inputs predicted correctly whose radius (field) is >= r, or > r; rounded down (the
+  // certified curves are lower bounds).
+  const auto accuracy = [&](double radius, double Row::*field, bool strictly) {
+    long k = 0;
+    for (const Row& r : rows)
+      k += r.prediction == r.label && (strictly ? r.*field > radius : r.*field >= radius);
+    return (interval64(double(k)) / interval64(double(rows.size()))).lower();
+  };
+  report::Series certified{
+      "certified accuracy (certified radius >= r)", report::Kind::certified_lower, {}, {}};
+  report::Series naive{"naive product certificate (radius >= r)", report::Kind::certified_lower, {}, {}};
+  report::Series attack{
+      "attack accuracy (no attack found within r; an upper bound)", report::Kind::estimate, {}, {}};
+  // A step at each radius b where a curve can change: its value for r <= b (radius >= b), then for r > b.
+  for (double b : at) {
+    for (const auto& [series, field] : {std::pair{&certified, &Row::certified},
+                                        std::pair{&naive, &Row::naive}, std::pair{&attack, &Row::attack}}) {
+      series->x.insert(series->x.end(), {b, b});
+      series->y.insert(series->y.end(), {accuracy(b, field, false), accuracy(b, field, true)});
+    }
+  }
+  for (report::Series* c : {&certified, &naive, &attack}) c->markers = false;
+  report::Figure fig("certified_accuracy", "Accuracy within an l2 ball of radius r around each input",
+                     "radius r (l2, input space)", "accuracy (fraction of the inputs)");
+  fig.logx = true;
+  fig.add(std::move(certified)).add(std::move(naive)).add(std::move(attack));
+  fig.caption =
+      "Certified accuracy: the fraction of inputs predicted correctly whose certified radius is at least r "
+      "(a "
+      "certified lower bound on the robust accuracy at r). Attack accuracy: the fraction the attack did not "
+      "break within r (an estimate, an upper bound on the robust accuracy). The true robust accuracy lies "
+      "between the two curves.";
+  return fig;
+}
+
 void run(const CertifyArgs& args, int& result) {
   for (double r : args.radii)
     if (!(std::isfinite(r) && r >= 0)) throw InputError("--radii", "every radius must be finite and >= 0");
@@ -115,6 +162,16 @@ void run(const CertifyArgs& args, int& result) {
     const auto ext = std::filesystem::path(args.out).extension();
     if (ext != ".json" && ext != ".csv") throw InputError("--out", "must end in .json or .csv");
     check_output_folder("--out", args.out);
+  }
+  // The plot directory is checked (and its staging folder made) before any work; it replaces DIR only once
+  // the figure is written.
+  std::optional<report::OutputDir> plot_dir;
+  if (!args.plot.empty()) {
+    try {
+      plot_dir.emplace(args.plot);
+    } catch (const InputError& e) {
+      throw InputError("--plot", e.problem());
+    }
   }
   if (!std::filesystem::exists(args.model)) throw InputError("--model", "no such file: " + args.model);
   if (!std::filesystem::exists(args.data)) throw InputError("--data", "no such file: " + args.data);
@@ -191,7 +248,9 @@ void run(const CertifyArgs& args, int& result) {
     long k = 0;
     for (const Row& r : rows)
       k += r.prediction == r.label && (certified ? r.certified >= radius : r.attack > radius);
-    return double(k) / double(rows.size());
+    // A certified accuracy is a lower bound: the fraction rounded down (it is printed rounded down too).
+    return certified ? (interval64(double(k)) / interval64(double(rows.size()))).lower()
+                     : double(k) / double(rows.size());
   };
 
   std::cout << "regatta certify: " << args.model << " on " << args.data << " (" << count << " inputs)\n";
@@ -220,7 +279,7 @@ void run(const CertifyArgs& args, int& result) {
   if (!args.radii.empty()) {
     std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)\n";
     for (double r : args.radii)
-      std::cout << "  " << number(r) << "  " << number(accuracy_at(r, true), 6) << "  "
+      std::cout << "  " << number(r) << "  " << lower_number(accuracy_at(r, true), 6) << "  "
                 << number(accuracy_at(r, false), 6) << "\n";
   }
 
@@ -282,6 +341,13 @@ void run(const CertifyArgs& args, int& result) {
       io::write_file_atomic(args.out, std::as_bytes(std::span(text.data(), text.size())));
     }
   }
+  if (plot_dir) {
+    const report::RenderResult rendered = report::render(accuracy_figure(rows), *plot_dir);
+    plot_dir->commit();
+    std::cout << "plot: " << (std::filesystem::path(args.plot) / "plots" / "certified_accuracy").string()
+              << (rendered.rendered ? ".svg/.png" : ".dat/.gp (not rendered: " + rendered.problem + ")")
+              << "\n";
+  }
   result = exit_ok;
 }
 
@@ -300,6 +366,9 @@ void add_certify_command(CLI::App& app, int& result) {
       ->check(nonnegative());
   cmd->add_option("--out", args->out,
                   "Write every number, labelled certified / estimate: FILE.json or FILE.csv");
+  cmd->add_option("--plot", args->plot,
+                  "Directory for the figure of certified, naive and attack accuracy against the radius "
+                  "(DIR/plots/certified_accuracy.svg, .png, .dat; replaced atomically)");
   cmd->add_option("--limit", args->limit, "Only the first N inputs")->check(CLI::Range(1L, 1L << 40));
   cmd->add_option("--tolerance", args->tolerance,
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
