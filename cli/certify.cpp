@@ -42,16 +42,7 @@ struct CertifyArgs {
   double tolerance = 0.01;
 };
 
-struct Row {
-  int label = 0, prediction = 0;
-  double margin = 0;        // estimate (double forward)
-  double margin_lower = 0;  // certified lower end of z_y − max_c z_c (0 when ≤ 0)
-  double naive = 0;         // certified
-  double attack = 0;        // estimate (upper bound on the true radius); inf when no attack succeeded
-  double certified = 0;     // certified
-  double refuted = 0;       // the test's own limit (smallest failing radius tried)
-  int checks = 0;
-};
+using Row = operators::InputRobustness;
 
 struct TestData {
   std::vector<Vector<double>> images;
@@ -180,13 +171,7 @@ void run(const CertifyArgs& args, int& result) {
 
   std::string why_naive;
   const auto factors = operators::global_lipschitz_factors(m, why_naive);
-  double product = NAN;
-  if (factors) {
-    interval64 p(std::sqrt(2.0));
-    p = sqrt(interval64(2.0));
-    for (const auto& f : *factors) p = p * interval64(f.upper);
-    product = p.upper();  // √2·Π L_k rounded up
-  }
+  const double product = factors ? operators::naive_denominator(*factors) : NAN;  // √2·Π L_k rounded up
 
   const operators::ConvertedModel<double> md(m);
   const operators::ConvertedModel<interval64> mi(m);
@@ -198,33 +183,8 @@ void run(const CertifyArgs& args, int& result) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (long i = 0; i < count; ++i) {
       try {
-        const Vector<double>& x = data.images[std::size_t(i)];
-        Row& row = rows[std::size_t(i)];
-        row.label = data.labels[std::size_t(i)];
-        const Vector<double> z = operators::forward<double>(m, x);
-        Eigen::Index pred = 0;
-        z.maxCoeff(&pred);
-        row.prediction = int(pred);
-        double runner = -INFINITY;
-        for (Eigen::Index c = 0; c < z.size(); ++c)
-          if (c != row.label) runner = std::max(runner, z(c));
-        row.margin = z(row.label) - runner;
-        const Vector<interval64> zi = operators::forward<interval64>(m, x.cast<interval64>());
-        double lower = INFINITY;
-        for (Eigen::Index c = 0; c < zi.size(); ++c)
-          if (c != row.label) lower = std::min(lower, (zi(row.label) - zi(c)).lower());
-        row.margin_lower = std::max(lower, 0.0);
-        if (factors && row.margin_lower > 0)
-          row.naive = (interval64(row.margin_lower) / interval64(product)).lower();
-        const operators::AttackResult a = operators::attack(md, x, row.label);
-        row.attack = a.found ? a.radius : INFINITY;
-        if (row.prediction == row.label && row.margin_lower > 0) {
-          const auto c =
-              operators::certified_radius(mi, x, row.label, a.found ? a.radius : 100.0, args.tolerance);
-          row.certified = c.radius;
-          row.refuted = c.refuted;
-          row.checks = c.checks;
-        }
+        rows[std::size_t(i)] = operators::input_robustness(
+            md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance);
       } catch (...) {
 #pragma omp critical(regatta_certify_failure)
         if (!failure) failure = std::current_exception();

@@ -115,4 +115,26 @@ struct LipschitzFactor {
 std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model& model,
                                                                      std::string& why_not);
 
+/// √2·Π_k L_k of the naive certificate, rounded up (CERTIFIED upper), from the factors above.
+double naive_denominator(const std::vector<LipschitzFactor>& factors);
+
+/// Everything `regatta certify` reports for one labelled input (docs/models.md, the table's kinds).
+struct InputRobustness {
+  int label = 0, prediction = 0;
+  double margin = 0;        ///< ESTIMATE: z_y − max_{c≠y} z_c in double
+  double margin_lower = 0;  ///< CERTIFIED: lower end of that margin from the interval64 forward (0 when ≤ 0)
+  double naive = 0;         ///< CERTIFIED: margin_lower / naive_denominator (0 without a naive certificate)
+  double attack = 0;        ///< ESTIMATE: attack radius, an upper bound on the true radius (inf: none found)
+  double certified = 0;     ///< CERTIFIED: certified_radius (0 unless the prediction is y and certified)
+  double refuted = 0;       ///< the region test's own limit (CertifiedRadius::refuted)
+  int checks = 0;           ///< region passes run
+};
+
+/// The forward passes, naive certificate, attack and certified radius of one input x with label y.
+/// `naive_denominator` is √2·Π L_k rounded up, or NaN when the model has no naive certificate; `tolerance`
+/// is certified_radius's. The certified radius is searched below the attack radius (100 when none was found).
+InputRobustness input_robustness(const ConvertedModel<double>& model_double,
+                                 const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
+                                 int y, double naive_denominator, double tolerance = 0.01);
+
 }  // namespace regatta::operators

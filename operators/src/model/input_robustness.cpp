@@ -1,0 +1,51 @@
+// The per-input robustness record of `regatta certify` and the report (model_robustness.hpp): the margin in
+// double and its certified lower end, the naive product certificate, the attack radius and the certified
+// radius from region enclosures.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <regatta/core/interval64.hpp>
+#include <regatta/operators/model.hpp>
+#include <regatta/operators/model_robustness.hpp>
+
+namespace regatta::operators {
+
+double naive_denominator(const std::vector<LipschitzFactor>& factors) {
+  interval64 p = sqrt(interval64(2.0));
+  for (const LipschitzFactor& f : factors) p = p * interval64(f.upper);
+  return p.upper();
+}
+
+InputRobustness input_robustness(const ConvertedModel<double>& model_double,
+                                 const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
+                                 int y, double naive_denominator, double tolerance) {
+  const Model& m = model_double.model;
+  InputRobustness r;
+  r.label = y;
+  const Vector<double> z = forward<double>(m, x);
+  Eigen::Index predicted = 0;
+  z.maxCoeff(&predicted);
+  r.prediction = int(predicted);
+  double runner_up = -std::numeric_limits<double>::infinity();
+  for (Eigen::Index c = 0; c < z.size(); ++c)
+    if (c != y) runner_up = std::max(runner_up, z(c));
+  r.margin = z(y) - runner_up;
+  const Vector<interval64> zi = forward<interval64>(m, x.cast<interval64>());
+  double lower = std::numeric_limits<double>::infinity();
+  for (Eigen::Index c = 0; c < zi.size(); ++c)
+    if (c != y) lower = std::min(lower, (zi(y) - zi(c)).lower());
+  r.margin_lower = std::max(lower, 0.0);
+  if (std::isfinite(naive_denominator) && r.margin_lower > 0)
+    r.naive = (interval64(r.margin_lower) / interval64(naive_denominator)).lower();
+  const AttackResult a = attack(model_double, x, y);
+  r.attack = a.found ? a.radius : std::numeric_limits<double>::infinity();
+  if (r.prediction == y && r.margin_lower > 0) {
+    const CertifiedRadius c = certified_radius(model_interval, x, y, a.found ? a.radius : 100.0, tolerance);
+    r.certified = c.radius;
+    r.refuted = c.refuted;
+    r.checks = c.checks;
+  }
+  return r;
+}
+
+}  // namespace regatta::operators
