@@ -25,9 +25,10 @@
 
 #include "command.hpp"
 #include "numbers.hpp"
-#include "report/figure.hpp"
+#include "report/accuracy_figure.hpp"
 #include "report/output.hpp"
 #include "report/progress.hpp"
+#include "test_set.hpp"
 #include "validate.hpp"
 
 namespace regatta::cli {
@@ -44,51 +45,6 @@ struct CertifyArgs {
 
 using Row = operators::InputRobustness;
 
-struct TestData {
-  std::vector<Vector<double>> images;
-  std::vector<int> labels;
-};
-
-TestData read_data(const std::string& path, const Model& m, long limit) {
-  const io::Array images = io::read_npz_member(path, "images");
-  const io::Array labels =
-      io::read_npz_member(path, "labels", io::default_max_file_bytes, io::NonFloat::integers);
-  io::require_converted(images);
-  io::require_converted(labels);
-  const std::size_t n = images.shape.empty() ? 0 : images.shape[0];
-  const std::vector<std::size_t> per(images.shape.begin() + (images.shape.empty() ? 0 : 1),
-                                     images.shape.end());
-  const std::size_t S = std::size_t(m.image_size), C = std::size_t(m.channels);
-  const bool ok = (per.size() == 2 && C == 1 && per[0] == S && per[1] == S) ||
-                  (per.size() == 3 && per[0] == C && per[1] == S && per[2] == S);
-  if (!ok)
-    throw InputError(images.source, "shape " + io::shape_repr(images.shape) + " is not a batch of " +
-                                        (C == 1 ? "(N, " : "(N, " + std::to_string(C) + ", ") +
-                                        std::to_string(S) + ", " + std::to_string(S) +
-                                        ") images for this model");
-  if (n == 0) throw InputError(images.source, "the batch is empty");
-  io::require_finite(images);
-  if (labels.shape != std::vector<std::size_t>{n})
-    throw InputError(labels.source, "shape " + io::shape_repr(labels.shape) + " does not match the " +
-                                        std::to_string(n) + " images");
-  TestData t;
-  const std::size_t count = limit > 0 ? std::min<std::size_t>(n, std::size_t(limit)) : n;
-  const std::size_t size = std::size_t(m.input_size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const double y = labels.data[i];
-    if (!(y >= 0 && y < m.classes && y == std::floor(y)))
-      throw InputError(labels.source, "label " + number(y) + " at index " + std::to_string(i) +
-                                          " is not a class of the model (0.." +
-                                          std::to_string(m.classes - 1) + ")");
-  }
-  for (std::size_t i = 0; i < count; ++i) {
-    t.images.emplace_back(
-        Eigen::Map<const Vector<double>>(images.data.data() + i * size, Eigen::Index(size)));
-    t.labels.push_back(int(labels.data[i]));
-  }
-  return t;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -99,50 +55,6 @@ std::string csv_number(double v, const char* kind) {
   if (std::isinf(v)) return "inf";
   if (std::string(kind) == "lower") return lower_number(v, 10);
   return number(v, 10);
-}
-
-/// The figure of --plot: certified, naive and attack accuracy against the radius, each a step function of r
-/// drawn exactly: a vertical step at every per-input radius (the only places where a curve can change).
-report::Figure accuracy_figure(const std::vector<Row>& rows) {
-  std::vector<double> at;
-  for (const Row& r : rows)
-    for (double v : {r.certified, r.naive, r.attack})
-      if (std::isfinite(v) && v > 0) at.push_back(v);
-  std::sort(at.begin(), at.end());
-  at.erase(std::unique(at.begin(), at.end()), at.end());
-  // The fraction of inputs predicted correctly whose radius (field) is >= r, or > r; rounded down (the
-  // certified curves are lower bounds).
-  const auto accuracy = [&](double radius, double Row::*field, bool strictly) {
-    long k = 0;
-    for (const Row& r : rows)
-      k += r.prediction == r.label && (strictly ? r.*field > radius : r.*field >= radius);
-    return (interval64(double(k)) / interval64(double(rows.size()))).lower();
-  };
-  report::Series certified{
-      "certified accuracy (certified radius >= r)", report::Kind::certified_lower, {}, {}};
-  report::Series naive{"naive product certificate (radius >= r)", report::Kind::certified_lower, {}, {}};
-  report::Series attack{
-      "attack accuracy (no attack found within r; an upper bound)", report::Kind::estimate, {}, {}};
-  // A step at each radius b where a curve can change: its value for r <= b (radius >= b), then for r > b.
-  for (double b : at) {
-    for (const auto& [series, field] : {std::pair{&certified, &Row::certified},
-                                        std::pair{&naive, &Row::naive}, std::pair{&attack, &Row::attack}}) {
-      series->x.insert(series->x.end(), {b, b});
-      series->y.insert(series->y.end(), {accuracy(b, field, false), accuracy(b, field, true)});
-    }
-  }
-  for (report::Series* c : {&certified, &naive, &attack}) c->markers = false;
-  report::Figure fig("certified_accuracy", "Accuracy within an l2 ball of radius r around each input",
-                     "radius r (l2, input space)", "accuracy (fraction of the inputs)");
-  fig.logx = true;
-  fig.add(std::move(certified)).add(std::move(naive)).add(std::move(attack));
-  fig.caption =
-      "Certified accuracy: the fraction of inputs predicted correctly whose certified radius is at least r "
-      "(a "
-      "certified lower bound on the robust accuracy at r). Attack accuracy: the fraction the attack did not "
-      "break within r (an estimate, an upper bound on the robust accuracy). The true robust accuracy lies "
-      "between the two curves.";
-  return fig;
 }
 
 void run(const CertifyArgs& args, int& result) {
@@ -167,7 +79,7 @@ void run(const CertifyArgs& args, int& result) {
   if (!std::filesystem::exists(args.model)) throw InputError("--model", "no such file: " + args.model);
   if (!std::filesystem::exists(args.data)) throw InputError("--data", "no such file: " + args.data);
   const Model m = operators::load_model(args.model, args.config);
-  const TestData data = read_data(args.data, m, args.limit);
+  const TestSet data = read_test_set(args.data, m, args.limit);
 
   std::string why_naive;
   const auto factors = operators::global_lipschitz_factors(m, why_naive);
@@ -302,7 +214,7 @@ void run(const CertifyArgs& args, int& result) {
     }
   }
   if (plot_dir) {
-    const report::RenderResult rendered = report::render(accuracy_figure(rows), *plot_dir);
+    const report::RenderResult rendered = report::render(report::accuracy_figure(rows), *plot_dir);
     plot_dir->commit();
     std::cout << "plot: " << (std::filesystem::path(args.plot) / "plots" / "certified_accuracy").string()
               << (rendered.rendered ? ".svg/.png" : ".dat/.gp (not rendered: " + rendered.problem + ")")

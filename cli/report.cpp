@@ -23,6 +23,8 @@ struct ReportArgs {
   bool quick = false;
   unsigned long long seed = 1;
   bool no_progress = false;
+  std::string model = REGATTA_FIXTURE_DIR "/vit_digits.safetensors";
+  std::string data = REGATTA_FIXTURE_DIR "/test_set.npz";
 };
 
 std::string command_line(const ReportArgs& a) {
@@ -31,6 +33,8 @@ std::string command_line(const ReportArgs& a) {
   if (!a.layer.layer.empty())
     line += " --layer " + a.layer.layer + " --heads " + std::to_string(a.layer.heads);
   if (!a.layer.random.empty()) line += " --random " + a.layer.random;
+  if (a.model != ReportArgs{}.model) line += " --model " + a.model;
+  if (a.data != ReportArgs{}.data) line += " --data " + a.data;
   if (!a.layer.layer.empty() || !a.layer.random.empty()) {
     line += " --kind " + a.layer.kind;
     if (!a.layer.prefix.empty()) line += " --prefix " + a.layer.prefix;
@@ -48,6 +52,8 @@ void run(const ReportArgs& args, int& result) {
   options.quick = args.quick;
   options.seed = args.seed;
   options.progress = !args.no_progress;
+  options.model = args.model;
+  options.data = args.data;
   options.command_line = command_line(args);
   const LayerArgs& l = args.layer;
   if (!l.layer.empty() || !l.random.empty()) {
@@ -86,6 +92,11 @@ void add_report_command(CLI::App& app, int& result) {
   cmd->add_flag("--quick", args->quick, "Small sizes (about a minute on 2 cores)");
   cmd->add_option("--seed", args->seed, "Base seed of every random configuration (recorded in the summary)");
   cmd->add_flag("--no-progress", args->no_progress, "No progress bars on stderr");
+  cmd->add_option("--model", args->model,
+                  "Trained ViT for section 9 (.safetensors, timm naming; default: the digits fixture of the "
+                  "source tree)");
+  cmd->add_option("--data", args->data,
+                  "Labelled test set .npz for section 9 (default: the digits fixture's)");
   add_layer_options(cmd, args->layer);
   cmd->callback([args, &result] { run(*args, result); });
 }

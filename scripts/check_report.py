@@ -20,6 +20,7 @@ torch is missing (ctest reports the test as skipped). Needs python3-numpy, pytho
 """
 import csv
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -202,6 +203,21 @@ def main():
     for r in rows(d, "proofs_check.csv"):
         check(r["verdict"] == r["expected"] or (r["expected"] == "identity" and r["verdict"] == "identity"),
               f"proofs-check {r['id']}: verdict {r['verdict']}, expected {r['expected']}")
+
+    # Section 9: a certified radius (or the naive one) is at most the true radius, which an adversarial point
+    # at the attack radius bounds from above; the certified margin is at most the margin.
+    for r in rows(d, "robustness_vit.csv") if (d / "tables" / "robustness_vit.csv").exists() else []:
+        attack = float(r["attack"])
+        check(float(r["certified"]) <= attack, f"robustness image {r['index']}: certified {r['certified']} > attack {attack}")
+        check(float(r["naive"]) <= attack, f"robustness image {r['index']}: naive {r['naive']} > attack {attack}")
+        check(float(r["margin_lower"]) <= float(r["margin"]), f"robustness image {r['index']}: certified margin above the margin")
+
+    # summary.md says "plot not rendered" exactly for the figures that have no SVG.
+    summary = (d / "summary.md").read_text()
+    for m in re.finditer(r"\(plot not rendered: [^;]*; data in `plots/([^`]+)\.dat`\)", summary):
+        check(not (d / "plots" / f"{m.group(1)}.svg").exists(), f"summary.md says {m.group(1)} was not rendered, but its SVG is there")
+    for m in re.finditer(r"!\[[^\]]*\]\(plots/([^)]+)\.svg\)", summary):
+        check((d / "plots" / f"{m.group(1)}.svg").exists(), f"summary.md shows plots/{m.group(1)}.svg, which is missing")
 
     print(f"check_report: {checks} checks, {len(failures)} failed")
     return 1 if failures else 0

@@ -21,6 +21,9 @@ struct ReportOptions {
   bool progress = true;
   /// The running executable (for sections that call a subcommand in a child process).
   std::filesystem::path executable;
+  /// The trained model and labelled test set of section 9 (--model, --data; by default the digits fixture
+  /// of the source tree, tests/data/vit_digits, when it is there).
+  std::filesystem::path model, data;
 };
 
 class Context {

@@ -97,12 +97,14 @@ void write_pages(const std::vector<Section>& sections, const ReportMeta& meta, O
       const Figure& f = s.figures[i];
       const bool ok = i < s.rendered.size() && s.rendered[i].rendered;
       md << "### Figure: " << f.title << "\n\n";
-      if (ok) md << "![" << f.title << "](plots/" << f.id << ".svg)\n\n";
-      if (ok && s.rendered[i].animated)
-        md << "Animation: ![" << f.title << " (animation)](plots/" << f.id << "_animation.gif)\n\n";
-      else
+      if (ok) {
+        md << "![" << f.title << "](plots/" << f.id << ".svg)\n\n";
+        if (s.rendered[i].animated)
+          md << "Animation: ![" << f.title << " (animation)](plots/" << f.id << "_animation.gif)\n\n";
+      } else {
         md << "(plot not rendered: " << (i < s.rendered.size() ? s.rendered[i].problem : "not published")
            << "; data in `plots/" << f.id << ".dat`)\n\n";
+      }
       if (!f.caption.empty()) md << f.caption << "\n\n";
     }
     for (const Table& t : s.tables) {

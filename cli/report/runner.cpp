@@ -45,6 +45,7 @@ std::vector<Section> run_report(const ReportOptions& options, const std::string&
       {6, "meanfield", "Mean field: grid measure against samples", section_mean_field},
       {7, "flow", "Attention dynamics and clustering", section_flow},
       {8, "true_constant", "The true constant (branch and bound)", section_true_constant},
+      {9, "robustness", "Certified robustness of a trained ViT", section_robustness},
   };
   std::vector<Section> sections;
   for (const Entry& e : entries) {

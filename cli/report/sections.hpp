@@ -28,6 +28,9 @@ Section section_mean_field(const Context& ctx);
 /// 8. The true constant on bounded domains by branch and bound (Kim's L2 layer on boxes, dot-product
 ///    attention on balls) against every published bound that applies there.
 Section section_true_constant(const Context& ctx);
+/// 9. Certified robustness of a trained ViT: `regatta certify` on the first images of a labelled test set
+///    (certified, attack and naive radii; accuracy against the radius).
+Section section_robustness(const Context& ctx);
 
 /// Runs every section (progress on stderr), writes every file under options.out. Returns the sections.
 std::vector<Section> run_report(const ReportOptions& options, const std::string& version);
