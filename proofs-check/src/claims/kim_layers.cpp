@@ -6,6 +6,7 @@
 
 #include <regatta/proofs/detail/attention_map.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -15,16 +16,25 @@ using detail::AttentionMap;
 using detail::MaskKind;
 using detail::ScoreKind;
 
-/// Point layout of a tied L2-MHA layer with input: k = {n, d, H, d_h, causal};
+/// Point of a tied L2-MHA layer with input: k = {n, d, H, d_h, causal};
 /// x = (X (n×d), WQ_h (d×d_h) for each h, WV_h (d×d_h) for each h, WO ((H·d_h)×d)).
+const Keys layer_keys{"n", "d", "H", "d_h", "causal"};
+
 struct LayerShape {
   long n, d, H, dh;
   bool causal;
-  std::size_t size() const { return static_cast<std::size_t>(n * d + 2 * H * d * dh + H * dh * d); }
+  Layout layout() const {
+    Layout l;
+    l.add("X", n, d);
+    for (long h = 0; h < H; ++h) l.add(indexed("WQ", h), d, dh);
+    for (long h = 0; h < H; ++h) l.add(indexed("WV", h), d, dh);
+    return l.add("WO", H * dh, d);
+  }
 };
 
 LayerShape shape_of(const Point& p) {
-  return LayerShape{p.k.at(0), p.k.at(1), p.k.at(2), p.k.at(3), p.k.at(4) != 0};
+  return LayerShape{layer_keys.of(p, "n"), layer_keys.of(p, "d"), layer_keys.of(p, "H"),
+                    layer_keys.of(p, "d_h"), layer_keys.of(p, "causal") != 0};
 }
 
 template <class S>
@@ -35,18 +45,19 @@ struct L2Layer {
   AttentionMap<S> map;
 };
 
+/// The layer of a point whose layout `l` starts with the layer's blocks (LayerShape::layout); checks that the
+/// point has exactly l.size() coordinates.
 template <class S>
-L2Layer<S> read_l2_layer(const Point& pt) {
+L2Layer<S> read_l2_layer(const Point& pt, const Layout& l) {
   using std::sqrt;
   const LayerShape sh = shape_of(pt);
-  if (sh.n < 2 || sh.d < 1 || sh.H < 1 || sh.dh < 1 || pt.x.size() < sh.size())
-    throw InputError("point", "inconsistent L2 layer shape");
-  Reader r(pt);
+  if (sh.n < 2 || sh.d < 1 || sh.H < 1 || sh.dh < 1) throw InputError("point", "inconsistent L2 layer shape");
+  l.check(pt);
   L2Layer<S> L;
-  L.X = r.matrix<S>(sh.n, sh.d);
-  for (long h = 0; h < sh.H; ++h) L.WQ.push_back(r.matrix<S>(sh.d, sh.dh));
-  for (long h = 0; h < sh.H; ++h) L.WV.push_back(r.matrix<S>(sh.d, sh.dh));
-  L.WO = r.matrix<S>(sh.H * sh.dh, sh.d);
+  L.X = l.matrix<S>(pt, "X");
+  for (long h = 0; h < sh.H; ++h) L.WQ.push_back(l.matrix<S>(pt, indexed("WQ", h)));
+  for (long h = 0; h < sh.H; ++h) L.WV.push_back(l.matrix<S>(pt, indexed("WV", h)));
+  L.WO = l.matrix<S>(pt, "WO");
   L.map.kind = ScoreKind::l2;
   L.map.mask = sh.causal ? MaskKind::causal : MaskKind::none;
   const S inv_sqrt_dh = S(1) / sqrt(lift<S>(static_cast<double>(sh.dh)));
@@ -85,17 +96,24 @@ S bound_2(const L2Layer<S>& L, long n, long dh, int power) {
          (S(4) * lambda_n<S>(n) + S(1)) * sqrt(sum) * num::norm_2(L.WO);
 }
 
+/// Fills a block with `cols` columns (Layout::fill): v at the row-major entries a ≡ 0 (mod cols + 1), the
+/// diagonal when the block has at most cols + 1 rows, and 0 elsewhere.
+auto diagonal(double v, long cols) {
+  return [v, cols, a = 0L]() mutable { return a++ % (cols + 1) == 0 ? v : 0.0; };
+}
+
+/// Tokens X (n×d, row-major; n = X.size()/d) and the weights wq, wv and wo on the diagonals of W^Q_h, W^V_h
+/// and W^O.
 Point layer_point(const std::vector<double>& X, long d, long H, long dh, bool causal, double wq, double wv,
                   double wo) {
   Point p;
   const long n = static_cast<long>(X.size()) / d;
   p.k = {n, d, H, dh, causal ? 1L : 0L};
-  p.x = X;
-  for (long h = 0; h < H; ++h)
-    for (long a = 0; a < d * dh; ++a) p.x.push_back(a % (dh + 1) == 0 ? wq : 0.0);
-  for (long h = 0; h < H; ++h)
-    for (long a = 0; a < d * dh; ++a) p.x.push_back(a % (dh + 1) == 0 ? wv : 0.0);
-  for (long a = 0; a < H * dh * d; ++a) p.x.push_back(a % (d + 1) == 0 ? wo : 0.0);
+  const Layout l = LayerShape{n, d, H, dh, causal}.layout();
+  l.fill(p.x, "X", X);
+  for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WQ", h), diagonal(wq, dh));
+  for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WV", h), diagonal(wv, dh));
+  l.fill(p.x, "WO", diagonal(wo, d));
   return p;
 }
 
@@ -129,33 +147,28 @@ Point sample_l2_layer(Rng& rng, bool causal) {
   const long dh = rng.integer(1, d);
   Point p;
   p.k = {n, d, H, dh, causal ? 1L : 0L};
+  const Layout l = LayerShape{n, d, H, dh, causal}.layout();
   const double xs = std::pow(10.0, rng.uniform(-1.0, 0.7));
-  for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(xs));
+  l.fill(p.x, "X", [&] { return rng.corner(xs); });
   const double ws = std::pow(10.0, rng.uniform(std::log10(0.3), std::log10(3.0)));
-  const std::size_t weights = shape_of(p).size() - static_cast<std::size_t>(n * d);
-  for (std::size_t i = 0; i < weights; ++i) p.x.push_back(ws * rng.normal());
+  const auto weight = [&] { return ws * rng.normal(); };
+  for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WQ", h), weight);
+  for (long h = 0; h < H; ++h) l.fill(p.x, indexed("WV", h), weight);
+  l.fill(p.x, "WO", weight);
   return p;
 }
 
 nlohmann::json describe_layer(const Point& p) {
   const LayerShape sh = shape_of(p);
-  nlohmann::json j{{"family", p.family},
-                   {"n", sh.n},
-                   {"d", sh.d},
-                   {"heads", sh.H},
-                   {"head_dim", sh.dh},
-                   {"causal", sh.causal},
-                   {"X", rows_json(p.x, 0, sh.n, sh.d)}};
-  std::size_t off = static_cast<std::size_t>(sh.n * sh.d);
+  const Layout l = sh.layout();
   nlohmann::json wq = nlohmann::json::array(), wv = nlohmann::json::array();
-  for (long h = 0; h < sh.H; ++h, off += static_cast<std::size_t>(sh.d * sh.dh))
-    wq.push_back(rows_json(p.x, off, sh.d, sh.dh));
-  for (long h = 0; h < sh.H; ++h, off += static_cast<std::size_t>(sh.d * sh.dh))
-    wv.push_back(rows_json(p.x, off, sh.d, sh.dh));
-  j["WQ"] = wq;
-  j["WV"] = wv;
-  j["WO"] = rows_json(p.x, off, sh.H * sh.dh, sh.d);
-  return j;
+  for (long h = 0; h < sh.H; ++h) {
+    wq.push_back(l.rows(p, indexed("WQ", h)));
+    wv.push_back(l.rows(p, indexed("WV", h)));
+  }
+  return {
+      {"family", p.family},  {"n", sh.n},           {"d", sh.d}, {"heads", sh.H}, {"head_dim", sh.dh},
+      {"causal", sh.causal}, {"X", l.rows(p, "X")}, {"WQ", wq},  {"WV", wv},      {"WO", l.rows(p, "WO")}};
 }
 
 std::vector<Point> l2_families(const std::string& name, bool causal) {
@@ -256,7 +269,7 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     const LayerShape sh = shape_of(pt);
-    const L2Layer<S> L = read_l2_layer<S>(pt);
+    const L2Layer<S> L = read_l2_layer<S>(pt, sh.layout());
     const Matrix<S> J = L.map.jacobian(L.X);
     switch (which_) {
       case L2Bound::inf:
@@ -279,7 +292,7 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// kim.lower_family_inf — point: k = {n}, x = {t}
+// kim.lower_family_inf — point: k = {n}; x = (t)
 // ---------------------------------------------------------------------------------------------------------
 
 class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
@@ -305,10 +318,12 @@ class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
         "§3.6.";
   }
   const ClaimInfo& info() const override { return info_; }
+  const Keys keys{"n"};
+  const Layout layout = Layout().add("t", 1);
   Point sample(Rng& rng) const override {
     Point p;
     p.k = {2 * rng.integer(1, 20) + 1};
-    p.x = {rng.coin(0.2) ? 0.5 : rng.uniform(0.5, 9.0)};
+    layout.fill(p.x, "t", [&] { return rng.coin(0.2) ? 0.5 : rng.uniform(0.5, 9.0); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -320,18 +335,22 @@ class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
     }
     return out;
   }
-  void repair(Point& p) const override { p.x[0] = std::max(0.5, p.x[0]); }
+  void repair(Point& p) const override {
+    double& t = p.x.at(layout.at("t"));
+    t = std::max(0.5, t);
+  }
   nlohmann::json describe(const Point& p) const override {
-    return {{"family", p.family}, {"n", p.k.at(0)}, {"t", p.x.at(0)}};
+    return {{"family", p.family}, {"n", keys.of(p, "n")}, {"t", layout.raw(p, "t")}};
   }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::exp;
     using std::sqrt;
-    const long n = pt.k.at(0);
+    const long n = keys.of(pt, "n");
     if (n < 3 || n % 2 == 0) throw InputError("n", "must be odd and >= 3");
-    const S t = lift<S>(pt.x.at(0));
+    layout.check(pt);
+    const S t = lift<S>(layout.raw(pt, "t"));
     AttentionMap<S> map;
     map.kind = ScoreKind::l2;
     map.heads.push_back({Matrix<S>::Constant(1, 1, S(1)), Matrix<S>::Constant(1, 1, S(1)),
@@ -351,8 +370,14 @@ class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// kim.l2_invariances — layer point plus α and b: x = (layer..., α, b (d))
+// kim.l2_invariances — layer point plus α and b: k = {n, d, H, d_h, causal}; x = (layer..., α, b (d))
 // ---------------------------------------------------------------------------------------------------------
+
+/// The layer's blocks, then the scale α and the translation b (d).
+Layout invariance_layout(const LayerShape& sh) {
+  Layout l = sh.layout();
+  return l.add("alpha", 1).add("b", sh.d);
+}
 
 class L2Invariances final : public ClaimBase<L2Invariances> {
  public:
@@ -379,8 +404,10 @@ class L2Invariances final : public ClaimBase<L2Invariances> {
   const ClaimInfo& info() const override { return info_; }
   Point sample(Rng& rng) const override {
     Point p = sample_l2_layer(rng, false);
-    p.x.push_back(rng.coin(0.3) ? rng.uniform(-3, 3) : std::pow(10.0, rng.uniform(-1, 1)));
-    for (long a = 0; a < p.k[1]; ++a) p.x.push_back(rng.corner(rng.coin(0.3) ? 100.0 : 1.0));
+    const Layout l = invariance_layout(shape_of(p));
+    l.fill(p.x, "alpha",
+           [&] { return rng.coin(0.3) ? rng.uniform(-3, 3) : std::pow(10.0, rng.uniform(-1, 1)); });
+    l.fill(p.x, "b", [&] { return rng.corner(rng.coin(0.3) ? 100.0 : 1.0); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -389,34 +416,32 @@ class L2Invariances final : public ClaimBase<L2Invariances> {
       Point p = layer_point(name == "coincident" ? std::vector<double>{0.3, -0.2, 0.3, -0.2, 0.3, -0.2}
                                                  : std::vector<double>{0.1, 1.0, -0.7, 0.4, 2.0, -1.5},
                             2, 1, 2, false, 0.9, 1.1, 0.8);
-      p.x.push_back(2.5);
-      p.x.push_back(1e3);
-      p.x.push_back(-3e2);
+      const Layout l = invariance_layout(shape_of(p));
+      l.fill(p.x, "alpha", {2.5});
+      l.fill(p.x, "b", {1e3, -3e2});
       out.push_back(p);
     }
     return out;
   }
   nlohmann::json describe(const Point& p) const override {
+    const Layout l = invariance_layout(shape_of(p));
     nlohmann::json j = describe_layer(p);
-    const std::size_t off = shape_of(p).size();
-    j["alpha"] = p.x.at(off);
-    j["b"] = std::vector<double>(p.x.begin() + static_cast<long>(off) + 1, p.x.end());
+    j["alpha"] = l.raw(p, "alpha");
+    j["b"] = l.values(p, "b");
     return j;
   }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     const LayerShape sh = shape_of(pt);
-    if (pt.x.size() != sh.size() + 1 + static_cast<std::size_t>(sh.d))
-      throw InputError("point", "wrong size");
-    const L2Layer<S> L = read_l2_layer<S>(pt);
-    const S alpha = lift<S>(pt.x[sh.size()]);
-    Vector<S> b(sh.d);
-    for (long a = 0; a < sh.d; ++a) b(a) = lift<S>(pt.x[sh.size() + 1 + static_cast<std::size_t>(a)]);
+    const Layout l = invariance_layout(sh);
+    const L2Layer<S> L = read_l2_layer<S>(pt, l);
+    const S alpha = lift<S>(l.raw(pt, "alpha"));
+    const Vector<S> b = l.vector<S>(pt, "b");
     const Matrix<S> F = L.map.forward(L.X);
     const S scale = S(1) + num::frobenius(F);
     // Scaling: the same layer with α W^Q (A_h becomes α² A_h, the value-output maps are unchanged).
-    L2Layer<S> La = read_l2_layer<S>(pt);
+    L2Layer<S> La = read_l2_layer<S>(pt, l);
     {
       using std::sqrt;
       const S inv_sqrt_dh = S(1) / sqrt(lift<S>(static_cast<double>(sh.dh)));

@@ -100,6 +100,23 @@ class Layout {
       throw InputError("point layout", "block " + std::string(name) + " filled out of order");
     for (long i = 0; i < b.rows * b.cols; ++i) x.push_back(next());
   }
+  /// Appends `values` to x as block `name` (exactly its rows·cols coordinates, in order), which must be the
+  /// next block.
+  void fill(std::vector<double>& x, std::string_view name, const std::vector<double>& values) const {
+    const Block& b = block(name);
+    if (values.size() != static_cast<std::size_t>(b.rows * b.cols))
+      throw InputError("point layout", "block " + std::string(name) + " given the wrong number of values");
+    std::size_t i = 0;
+    fill(x, name, [&] { return values[i++]; });
+  }
+  /// A block's coordinates in order, as stored (coordinates beyond x read as 0, as in rows).
+  std::vector<double> values(const Point& p, std::string_view name) const {
+    const Block& b = block(name);
+    std::vector<double> out;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(b.rows * b.cols); ++i)
+      out.push_back(b.at + i < p.x.size() ? p.x[b.at + i] : 0.0);
+    return out;
+  }
   /// Every block by name, as rows of numbers (counterexample files).
   nlohmann::json describe(const Point& p) const {
     nlohmann::json out = nlohmann::json::object();
