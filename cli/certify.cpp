@@ -45,12 +45,6 @@ struct CertifyArgs {
 
 using Row = operators::InputRobustness;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::string csv_number(double v, const char* kind) {
   if (std::isinf(v)) return "inf";
   if (std::string(kind) == "lower") return lower_number(v, 10);
@@ -107,15 +101,8 @@ void run(const CertifyArgs& args, int& result) {
     if (failure) std::rethrow_exception(failure);
   }
 
-  std::vector<double> cert, att, naive;
-  long correct = 0;
-  for (const Row& r : rows) {
-    cert.push_back(r.certified);
-    att.push_back(r.attack);
-    naive.push_back(r.naive);
-    correct += r.prediction == r.label;
-  }
-  const double med_c = median(cert), med_a = median(att), med_n = median(naive);
+  const operators::RobustnessSummary summary = operators::summarize(rows);
+  const double med_c = summary.median_certified, med_a = summary.median_attack, med_n = summary.median_naive;
   auto accuracy_at = [&](double radius, bool certified) {
     long k = 0;
     for (const Row& r : rows)
@@ -126,7 +113,7 @@ void run(const CertifyArgs& args, int& result) {
   };
 
   std::cout << "regatta certify: " << args.model << " on " << args.data << " (" << count << " inputs)\n";
-  std::cout << "clean accuracy (estimate): " << number(double(correct) / double(count), 6) << "\n";
+  std::cout << "clean accuracy (estimate): " << number(summary.clean_accuracy, 6) << "\n";
   if (factors) {
     std::cout << "naive certificate margin/(sqrt2 * prod L_k), certified per-stage global bounds:\n";
     for (const auto& f : *factors)
@@ -189,7 +176,7 @@ void run(const CertifyArgs& args, int& result) {
                                {"refuted_radius", r.refuted},
                                {"region_checks", r.checks}});
       }
-      j["summary"] = {{"clean_accuracy", double(correct) / double(count)},
+      j["summary"] = {{"clean_accuracy", summary.clean_accuracy},
                       {"median_certified_radius", med_c},
                       {"median_attack_radius", number_or_null(med_a)},
                       {"median_naive_radius", med_n}};

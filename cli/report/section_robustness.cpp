@@ -18,16 +18,6 @@
 
 namespace regatta::cli::report {
 
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
-
 Section section_robustness(const Context& ctx) {
   Section s;
   s.title = "Certified robustness of a trained ViT";
@@ -97,14 +87,10 @@ Section section_robustness(const Context& ctx) {
       .column("certified", "certified radius", Kind::certified_lower)
       .column("attack", "attack radius", Kind::estimate)
       .column("ratio", "certified / attack", Kind::estimate);
-  std::vector<double> cert, att, naive;
   for (long i = 0; i < n; ++i) {
     const operators::InputRobustness& r = rows[std::size_t(i)];
     t.add_row({double(i), double(r.label), double(r.prediction), r.margin, r.margin_lower, r.naive,
                r.certified, r.attack, std::isfinite(r.attack) ? r.certified / r.attack : NAN});
-    cert.push_back(r.certified);
-    att.push_back(r.attack);
-    naive.push_back(r.naive);
   }
   t.caption =
       "Certified radii are rounded down; the attack radius is an upper bound on the true radius "
@@ -114,7 +100,8 @@ Section section_robustness(const Context& ctx) {
       ".";
   Figure fig = accuracy_figure(rows);
   fig.id = "robustness_vit_accuracy";
-  const double med_c = median(cert), med_a = median(att), med_n = median(naive);
+  const operators::RobustnessSummary summary = operators::summarize(rows);
+  const double med_c = summary.median_certified, med_a = summary.median_attack, med_n = summary.median_naive;
   s.findings.push_back("median certified radius " + format_number(med_c, Kind::certified_lower) +
                        " (certified), median attack radius " + format_number(med_a, Kind::estimate) +
                        " (estimate): ratio " + format_number(med_c / med_a, Kind::estimate) +

@@ -48,4 +48,34 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   return r;
 }
 
+namespace {
+
+/// The median; of an even count, the mean of the two middle values, rounded down when `down`.
+double median(std::vector<double> v, bool down) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  if (n % 2) return v[n / 2];
+  const interval64 mean = (interval64(v[n / 2 - 1]) + interval64(v[n / 2])) / interval64(2.0);
+  return down ? mean.lower() : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+RobustnessSummary summarize(const std::vector<InputRobustness>& rows) {
+  std::vector<double> certified, attack, naive;
+  long correct = 0;
+  for (const InputRobustness& r : rows) {
+    certified.push_back(r.certified);
+    attack.push_back(r.attack);
+    naive.push_back(r.naive);
+    correct += r.prediction == r.label;
+  }
+  RobustnessSummary s;
+  s.clean_accuracy = double(correct) / double(rows.size());
+  s.median_certified = median(certified, true);
+  s.median_attack = median(attack, false);
+  s.median_naive = median(naive, true);
+  return s;
+}
+
 }  // namespace regatta::operators

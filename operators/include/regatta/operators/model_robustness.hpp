@@ -137,4 +137,15 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
                                  const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
                                  int y, double naive_denominator, double tolerance = 0.01);
 
+/// Medians over a set of inputs (of every input, robust or not: a misclassified input has radius 0).
+struct RobustnessSummary {
+  double clean_accuracy = 0;    ///< ESTIMATE: fraction predicted correctly by the double forward pass
+  double median_certified = 0;  ///< CERTIFIED (a median of certified lower bounds is one)
+  double median_attack = 0;     ///< ESTIMATE (inf when the attack failed on at least half of the inputs)
+  double median_naive = 0;      ///< CERTIFIED
+};
+/// The summary of a non-empty set of records; a median of an even count is the mean of the two middle
+/// values, rounded down for the certified ones.
+RobustnessSummary summarize(const std::vector<InputRobustness>& rows);
+
 }  // namespace regatta::operators
