@@ -6,6 +6,7 @@
 
 #include <regatta/proofs/detail/attention_map.hpp>
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -38,6 +39,13 @@ Vector<S> gamma(const Vector<S>& x, const Matrix<S>& Y, const std::vector<S>& w,
     if (shown[j])
       for (long a = 0; a < d; ++a) mean(a) += p[j] * Y(j, a);
   return num::mul<S>(V, Matrix<S>(mean)).col(0);
+}
+
+/// A block of a point as a list of scalars (exact lifts to S).
+template <class S>
+std::vector<S> entries(const Layout& l, const Point& p, std::string_view name) {
+  const Vector<S> v = l.vector<S>(p, name);
+  return std::vector<S>(v.data(), v.data() + v.size());
 }
 
 template <class S>
@@ -77,16 +85,33 @@ class EmpiricalExact final : public ClaimBase<EmpiricalExact> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  const Keys keys{"n", "m", "d", "H"};
+  static Layout layout(long n, long m, long d, long H) {
+    Layout l;
+    l.add("X", n, d).add("Y", m, d);
+    for (long h = 0; h < H; ++h) l.add(indexed("A", h), d, d).add(indexed("V", h), d, d);
+    return l.add("z", d);
+  }
+  Layout layout(const Point& p) const {
+    return layout(keys.of(p, "n"), keys.of(p, "m"), keys.of(p, "d"), keys.of(p, "H"));
+  }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(1, 6), m = rng.integer(1, 5), d = rng.integer(1, 3), H = rng.integer(1, 2);
     p.k = {n, m, d, H};
+    const Layout l = layout(n, m, d, H);
     const double xs = std::pow(10.0, rng.uniform(-1, 1));
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(xs));
-    if (n >= 2 && rng.coin(0.5))
-      for (long a = 0; a < d; ++a) p.x[static_cast<std::size_t>(d + a)] = p.x[static_cast<std::size_t>(a)];
-    for (long i = 0; i < m * d; ++i) p.x.push_back(rng.corner(xs));
-    for (long i = 0; i < 2 * H * d * d + d; ++i) p.x.push_back(rng.normal());
+    l.fill(p.x, "X", [&] { return rng.corner(xs); });
+    if (n >= 2 && rng.coin(0.5))  // x_2 = x_1
+      for (std::size_t a = 0; a < static_cast<std::size_t>(d); ++a)
+        p.x[l.at("X") + static_cast<std::size_t>(d) + a] = p.x[l.at("X") + a];
+    l.fill(p.x, "Y", [&] { return rng.corner(xs); });
+    const auto normal = [&] { return rng.normal(); };
+    for (long h = 0; h < H; ++h) {
+      l.fill(p.x, indexed("A", h), normal);
+      l.fill(p.x, indexed("V", h), normal);
+    }
+    l.fill(p.x, "z", normal);
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -110,17 +135,17 @@ class EmpiricalExact final : public ClaimBase<EmpiricalExact> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), m = pt.k.at(1), d = pt.k.at(2), H = pt.k.at(3);
-    if (pt.x.size() != static_cast<std::size_t>(n * d + m * d + 2 * H * d * d + d))
-      throw InputError("point", "wrong size");
-    Reader r(pt);
-    const Matrix<S> X = r.matrix<S>(n, d), Y = r.matrix<S>(m, d);
+    const long n = keys.of(pt, "n"), m = keys.of(pt, "m"), d = keys.of(pt, "d"), H = keys.of(pt, "H");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Matrix<S> X = l.matrix<S>(pt, "X"), Y = l.matrix<S>(pt, "Y");
+    const Matrix<double> X_raw = l.matrix<double>(pt, "X");  // the point's doubles, for exact comparison
     std::vector<Matrix<S>> A, V;
     for (long h = 0; h < H; ++h) {
-      A.push_back(r.matrix<S>(d, d));
-      V.push_back(r.matrix<S>(d, d));
+      A.push_back(l.matrix<S>(pt, indexed("A", h)));
+      V.push_back(l.matrix<S>(pt, indexed("V", h)));
     }
-    const Vector<S> z = r.vector<S>(d);
+    const Vector<S> z = l.vector<S>(pt, "z");
     // Token forms: self- and cross-attention with values y ↦ V_h y, i.e. row maps Wval_h = V_hᵀ.
     AttentionMap<S> map;
     map.kind = ScoreKind::dot;
@@ -139,9 +164,7 @@ class EmpiricalExact final : public ClaimBase<EmpiricalExact> {
       long found = -1;
       for (long k = 0; k < i && found < 0; ++k) {
         bool same = true;
-        for (long a = 0; a < d; ++a)
-          same =
-              same && pt.x[static_cast<std::size_t>(i * d + a)] == pt.x[static_cast<std::size_t>(k * d + a)];
+        for (long a = 0; a < d; ++a) same = same && X_raw(i, a) == X_raw(k, a);
         if (same) found = first_of[k];
       }
       if (found < 0) {
@@ -223,12 +246,17 @@ class CausalLift final : public ClaimBase<CausalLift> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  const Keys keys{"n", "d"};
+  static Layout layout(long n, long d) { return Layout().add("X", n, d).add("A", d, d).add("V", d, d); }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(1, 7), d = rng.integer(1, 3);
     p.k = {n, d};
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.corner(1.0));
-    for (long i = 0; i < 2 * d * d; ++i) p.x.push_back(rng.normal());
+    const Layout l = layout(n, d);
+    l.fill(p.x, "X", [&] { return rng.corner(1.0); });
+    l.fill(p.x, "A", [&] { return rng.normal(); });
+    l.fill(p.x, "V", [&] { return rng.normal(); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -239,10 +267,10 @@ class CausalLift final : public ClaimBase<CausalLift> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long n = pt.k.at(0), d = pt.k.at(1);
-    if (pt.x.size() != static_cast<std::size_t>(n * d + 2 * d * d)) throw InputError("point", "wrong size");
-    Reader r(pt);
-    const Matrix<S> X = r.matrix<S>(n, d), A = r.matrix<S>(d, d), V = r.matrix<S>(d, d);
+    const long n = keys.of(pt, "n"), d = keys.of(pt, "d");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Matrix<S> X = l.matrix<S>(pt, "X"), A = l.matrix<S>(pt, "A"), V = l.matrix<S>(pt, "V");
     AttentionMap<S> map;
     map.kind = ScoreKind::dot;
     map.mask = MaskKind::causal;
@@ -296,15 +324,20 @@ class MaxEntropy final : public ClaimBase<MaxEntropy> {
         "π = K perturbed multiplicatively and renormalised.";
   }
   const ClaimInfo& info() const override { return info_; }
+  // Scores s, log-weights, the perturbation's direction and its size.
+  const Keys keys{"m"};
+  static Layout layout(long m) { return Layout().add("s", m).add("log_w", m).add("noise", m).add("size", 1); }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "m")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long m = rng.integer(1, 8);
     p.k = {m};
+    const Layout l = layout(m);
     const double scale = rng.coin(0.2) ? 30.0 : 2.0;
-    for (long j = 0; j < m; ++j) p.x.push_back(rng.corner(scale));
-    for (long j = 0; j < m; ++j) p.x.push_back(rng.corner(3.0));
-    for (long j = 0; j < m; ++j) p.x.push_back(rng.normal());
-    p.x.push_back(std::pow(10.0, rng.uniform(-8, 0.5)));
+    l.fill(p.x, "s", [&] { return rng.corner(scale); });
+    l.fill(p.x, "log_w", [&] { return rng.corner(3.0); });
+    l.fill(p.x, "noise", [&] { return rng.normal(); });
+    l.fill(p.x, "size", [&] { return std::pow(10.0, rng.uniform(-8, 0.5)); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -318,14 +351,12 @@ class MaxEntropy final : public ClaimBase<MaxEntropy> {
   Evaluation<S> evaluate(const Point& pt) const {
     using std::exp;
     using std::log;
-    const long m = pt.k.at(0);
-    if (pt.x.size() != static_cast<std::size_t>(3 * m + 1)) throw InputError("point", "wrong size");
-    Reader r(pt);
-    std::vector<S> s(m), lw(m), noise(m);
-    for (auto& v : s) v = r.scalar<S>();
-    for (auto& v : lw) v = r.scalar<S>();
-    for (auto& v : noise) v = r.scalar<S>();
-    const S size = r.scalar<S>();
+    const long m = keys.of(pt, "m");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const std::vector<S> s = entries<S>(l, pt, "s"), lw = entries<S>(l, pt, "log_w"),
+                         noise = entries<S>(l, pt, "noise");
+    const S size = lift<S>(l.raw(pt, "size"));
     const std::vector<S> w = num::softmax(lw);
     std::vector<S> t(static_cast<std::size_t>(m));
     for (long j = 0; j < m; ++j) t[j] = s[j] + log(w[j]);
@@ -385,17 +416,33 @@ class QueryLipschitz final : public ClaimBase<QueryLipschitz> {
         "its error scales like 2^(−2p/3) and it carries no interval certificate.";
   }
   const ClaimInfo& info() const override { return info_; }
+  // Queries x, x'; the context's atoms Y and log-weights; A and V.
+  const Keys keys{"m", "d"};
+  static Layout layout(long m, long d) {
+    return Layout()
+        .add("x", d)
+        .add("x_prime", d)
+        .add("Y", m, d)
+        .add("log_w", m)
+        .add("A", d, d)
+        .add("V", d, d);
+  }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "m"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long m = rng.integer(1, 5), d = rng.integer(1, 3);
     p.k = {m, d};
-    for (long a = 0; a < d; ++a) p.x.push_back(rng.corner(2.0));
-    for (long a = 0; a < d; ++a)
-      p.x.push_back(rng.coin(0.5) ? p.x[a] + std::pow(10.0, -rng.integer(1, 7)) * rng.normal()
-                                  : rng.corner(2.0));
-    for (long i = 0; i < m * d; ++i) p.x.push_back(rng.corner(1.5));
-    for (long j = 0; j < m; ++j) p.x.push_back(rng.corner(2.0));
-    for (long i = 0; i < 2 * d * d; ++i) p.x.push_back(rng.normal());
+    const Layout l = layout(m, d);
+    l.fill(p.x, "x", [&] { return rng.corner(2.0); });
+    std::size_t a = 0;  // x'_a: half the time a small move of x_a
+    l.fill(p.x, "x_prime", [&] {
+      const double xa = p.x[l.at("x") + a++];
+      return rng.coin(0.5) ? xa + std::pow(10.0, -rng.integer(1, 7)) * rng.normal() : rng.corner(2.0);
+    });
+    l.fill(p.x, "Y", [&] { return rng.corner(1.5); });
+    l.fill(p.x, "log_w", [&] { return rng.corner(2.0); });
+    l.fill(p.x, "A", [&] { return rng.normal(); });
+    l.fill(p.x, "V", [&] { return rng.normal(); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -407,16 +454,13 @@ class QueryLipschitz final : public ClaimBase<QueryLipschitz> {
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const long m = pt.k.at(0), d = pt.k.at(1);
-    if (pt.x.size() != static_cast<std::size_t>(2 * d + m * d + m + 2 * d * d))
-      throw InputError("point", "wrong size");
-    Reader r(pt);
-    const Vector<S> x = r.vector<S>(d), x2 = r.vector<S>(d);
-    const Matrix<S> Y = r.matrix<S>(m, d);
-    std::vector<S> lw(static_cast<std::size_t>(m));
-    for (auto& v : lw) v = r.scalar<S>();
-    const std::vector<S> w = num::softmax(lw);
-    const Matrix<S> A = r.matrix<S>(d, d), V = r.matrix<S>(d, d);
+    const long m = keys.of(pt, "m"), d = keys.of(pt, "d");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const Vector<S> x = l.vector<S>(pt, "x"), x2 = l.vector<S>(pt, "x_prime");
+    const Matrix<S> Y = l.matrix<S>(pt, "Y");
+    const std::vector<S> w = num::softmax(entries<S>(l, pt, "log_w"));
+    const Matrix<S> A = l.matrix<S>(pt, "A"), V = l.matrix<S>(pt, "V");
     S R(0);
     for (long j = 0; j < m; ++j) R = num::smax<S>(R, num::euclidean_norm<S>(Y.row(j)));
     const S lhs = num::euclidean_norm<S>(Vector<S>(gamma(x, Y, w, A, V) - gamma(x2, Y, w, A, V)));
