@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "layout.hpp"
 
 namespace regatta::proofs::claims {
 
@@ -92,13 +93,17 @@ class UsaEnergy final : public ClaimBase<UsaEnergy> {
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
+  const Keys keys{"n", "d", "steps"};
+  static Layout layout(long n, long d) { return Layout().add("X", n, d).add("beta", 1).add("c", 1); }
+  Layout layout(const Point& p) const { return layout(keys.of(p, "n"), keys.of(p, "d")); }
   Point sample(Rng& rng) const override {
     Point p;
     const long n = rng.integer(2, 12), d = rng.integer(2, 4);
     p.k = {n, d, 10};
-    for (long i = 0; i < n * d; ++i) p.x.push_back(rng.normal());
-    p.x.push_back(std::pow(10.0, rng.uniform(-1, 1)));
-    p.x.push_back(std::pow(10.0, rng.uniform(-3, std::log10(0.05))));
+    const Layout l = layout(n, d);
+    l.fill(p.x, "X", [&] { return rng.normal(); });
+    l.fill(p.x, "beta", [&] { return std::pow(10.0, rng.uniform(-1, 1)); });
+    l.fill(p.x, "c", [&] { return std::pow(10.0, rng.uniform(-3, std::log10(0.05))); });
     return p;
   }
   std::vector<Point> family(const std::string& name) const override {
@@ -107,9 +112,10 @@ class UsaEnergy final : public ClaimBase<UsaEnergy> {
       Rng rng(64);
       Point p;
       p.k = {64, 3, 10};
-      for (int i = 0; i < 64 * 3; ++i) p.x.push_back(rng.normal());
-      p.x.push_back(1.0);
-      p.x.push_back(0.05);
+      const Layout l = layout(64, 3);
+      l.fill(p.x, "X", [&] { return rng.normal(); });
+      l.fill(p.x, "beta", {1.0});
+      l.fill(p.x, "c", {0.05});
       out.push_back(p);
     }
     return out;
@@ -118,14 +124,13 @@ class UsaEnergy final : public ClaimBase<UsaEnergy> {
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
     using std::exp;
-    const long n = pt.k.at(0), d = pt.k.at(1), steps = pt.k.at(2);
-    if (pt.x.size() != static_cast<std::size_t>(n * d + 2)) throw InputError("point", "wrong size");
-    const double beta_d = pt.x[static_cast<std::size_t>(n * d)],
-                 c = pt.x[static_cast<std::size_t>(n * d + 1)];
+    const long n = keys.of(pt, "n"), steps = keys.of(pt, "steps");
+    const Layout l = layout(pt);
+    l.check(pt);
+    const double beta_d = l.raw(pt, "beta"), c = l.raw(pt, "c");
     if (!(beta_d > 0) || !(c > 0) || c > 0.05)
       throw InputError("point", "beta > 0 and 0 < c <= 0.05 required");
-    Reader r(pt);
-    const Matrix<S> X0 = normalised_rows(r.matrix<S>(n, d));
+    const Matrix<S> X0 = normalised_rows(l.matrix<S>(pt, "X"));
     const S beta = lift<S>(beta_d);
     // Identity at X_0.
     const Matrix<S> g = energy_gradient(X0, beta), v = field(X0, beta);
@@ -140,8 +145,7 @@ class UsaEnergy final : public ClaimBase<UsaEnergy> {
     // Energy along the trajectory: the worst consecutive pair.
     std::vector<S> E;
     if constexpr (num::is_interval_v<S>) {
-      Reader rm(pt);
-      Matrix<mpfr> X = normalised_rows(rm.matrix<mpfr>(n, d));
+      Matrix<mpfr> X = normalised_rows(l.matrix<mpfr>(pt, "X"));
       const mpfr bm(beta_d), dt = mpfr(c) * exp(-bm);
       for (long k = 0; k <= steps; ++k) {
         E.push_back(energy(matrix_cast<interval>(X), beta));
