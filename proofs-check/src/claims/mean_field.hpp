@@ -64,15 +64,6 @@ std::vector<S> weights(const Vector<double>& raw) {
   return w;
 }
 
-/// rows×cols coordinates of a point from `offset` on, lifted exactly (row-major).
-template <class S>
-Matrix<S> matrix_at(const std::vector<double>& x, std::size_t offset, long rows, long cols) {
-  Matrix<S> m(rows, cols);
-  for (long i = 0; i < rows; ++i)
-    for (long j = 0; j < cols; ++j) m(i, j) = lift<S>(x.at(offset + static_cast<std::size_t>(i * cols + j)));
-  return m;
-}
-
 template <class S>
 Vector<S> row(const Matrix<S>& m, long i) {
   return m.row(i).transpose();

@@ -284,9 +284,10 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
     if (name != "contractive") return out;
     for (long T : {1L, 5L, 12L}) {
       Point p;
+      // The second atom moved by 0.3 (the pair's D block).
       mf::push_moved_pair(p.x, (Matrix<double>(2, 1) << -1, 1).finished(),
-                          (Vector<double>(2) << 0.5, 0.5).finished(), Matrix<double>::Zero(2, 1));
-      p.x[5] = 0.3;  // μ_0' = (δ_0 + δ_0.3) / 2
+                          (Vector<double>(2) << 0.5, 0.5).finished(),
+                          (Matrix<double>(2, 1) << 0, 0.3).finished());
       p.x.insert(p.x.end(), {0.1, 0.5, 0.25});
       p.k = {2, 1, T};
       out.push_back(p);
