@@ -69,6 +69,14 @@ class Reader {
   std::size_t offset_ = 0;
 };
 
+/// ‖a − b‖ / (1 + ‖b‖), entrywise 2-norms (Frobenius for matrices): the defect of an identity a = b, compared
+/// with 0.
+template <class A, class B>
+typename A::Scalar relative_defect(const Eigen::MatrixBase<A>& a, const Eigen::MatrixBase<B>& b) {
+  using S = typename A::Scalar;
+  return num::euclidean_norm<S>(Matrix<S>(a - b)) / (S(1) + num::euclidean_norm<S>(b));
+}
+
 /// Λ_n = W0((n − 1)/e) (claims kim.*; enclosure for interval).
 template <class S>
 S lambda_n(long n) {

@@ -32,11 +32,6 @@ Part central_differences(std::string name) {
   return p;
 }
 
-template <class S>
-S relative(const Matrix<S>& a, const Matrix<S>& b) {
-  return num::frobenius<S>(Matrix<S>(a - b)) / (S(1) + num::frobenius<S>(b));
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // kim.l2_jacobian — point: k = {n, d, d_h}; x = (X (n×d), W (d×d_h))
 // ---------------------------------------------------------------------------------------------------------
@@ -46,10 +41,11 @@ class L2Jacobian final : public ClaimBase<L2Jacobian> {
   L2Jacobian() {
     info_.id = "kim.l2_jacobian";
     info_.statement =
-        "For tied L2 attention f = P X A (A = W W^T / sqrt(d_h)), the block formula J_ij = A[2 P_ij (x_j - "
-        "m_i)"
-        "(x_i - x_j)^T A + P_ij I] (j != i), J_ii = A[2 Cov_i A + P_ii I] and the factorised formula J_ij = "
-        "(W/d_h^(1/4)) K_ij (W^T/d_h^(1/4)) + P_ij A equal the JVP columns and central differences.";
+        "For tied L2 attention f = P X A (A = W W^T / sqrt(d_h)), "
+        "the block formula J_ij = A[2 P_ij (x_j - m_i)(x_i - x_j)^T A + P_ij I] (j != i), "
+        "J_ii = A[2 Cov_i A + P_ii I] "
+        "and the factorised formula J_ij = (W/d_h^(1/4)) K_ij (W^T/d_h^(1/4)) + P_ij A "
+        "equal the JVP columns and central differences.";
     info_.latex =
         "$J_{ij}=A[2P_{ij}(x_j-m_i)(x_i-x_j)^\\top A+P_{ij}I]$, $J_{ii}=A[2\\mathrm{Cov}_iA+P_{ii}I]$; "
         "$J_{ij}=\\frac{W}{d_h^{1/4}}K_{ij}\\frac{W^\\top}{d_h^{1/4}}+P_{ij}A$";
@@ -165,8 +161,8 @@ class L2Jacobian final : public ClaimBase<L2Jacobian> {
         for (long i = 0; i < n; ++i)
           for (long a = 0; a < d; ++a) Jfd(i * d + a, j * d + b) = diff(i, a);
       }
-    return {eq<S>(relative(Jfac, Jlib), S(0)), eq<S>(relative(Jblock, Jlib), S(0)),
-            eq<S>(relative(Jfd, Jlib), S(0))};
+    return {eq<S>(relative_defect(Jfac, Jlib), S(0)), eq<S>(relative_defect(Jblock, Jlib), S(0)),
+            eq<S>(relative_defect(Jfd, Jlib), S(0))};
   }
 
  private:
@@ -305,10 +301,10 @@ class Derivatives final : public ClaimBase<Derivatives> {
         map.heads.push_back({WQ, WK, wval, c});
       }
       if (options.residual) map.skip = Matrix<S>::Identity(d, d);
-      independent = eq<S>(relative(map.jacobian(X), J), S(0));
+      independent = eq<S>(relative_defect(map.jacobian(X), J), S(0));
     }
-    return {eq<S>((left - right) / (S(1) + scale), S(0)), eq<S>(relative(fd, jv), S(0)), independent,
-            eq<S>(relative(vflat, jt), S(0))};
+    return {eq<S>((left - right) / (S(1) + scale), S(0)), eq<S>(relative_defect(fd, jv), S(0)), independent,
+            eq<S>(relative_defect(vflat, jt), S(0))};
   }
 
  private:

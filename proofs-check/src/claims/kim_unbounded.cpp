@@ -134,7 +134,7 @@ class DotUnbounded final : public ClaimBase<DotUnbounded> {
     for (long a = 0; a < d; ++a) inner(a, a) += S(1) / nn;
     const Matrix<S> J00 = num::mul<S>(WV.transpose(), inner);
     Matrix<S> block = J.block(0, 0, e, d);
-    out[1] = eq<S>(num::frobenius<S>(Matrix<S>(block - J00)) / (S(1) + num::frobenius<S>(block)), S(0));
+    out[1] = eq<S>(relative_defect(J00, block), S(0));
     S off_diag(0);
     for (long j = 1; j < n; ++j) {
       const Matrix<S> Jj = J.block(0, j * d, e, d);

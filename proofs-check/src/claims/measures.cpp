@@ -48,11 +48,6 @@ std::vector<S> entries(const Layout& l, const Point& p, std::string_view name) {
   return std::vector<S>(v.data(), v.data() + v.size());
 }
 
-template <class S>
-S rel_diff(const Vector<S>& a, const Vector<S>& b) {
-  return num::euclidean_norm<S>(Vector<S>(a - b)) / (S(1) + num::euclidean_norm<S>(b));
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // mf.empirical_exact — point: k = {n, m, d, H}; x = (X (n×d), Y (m×d), (A_h, V_h) per head (d×d each),
 // z (d): an extra atom given weight 0)
@@ -205,10 +200,10 @@ class EmpiricalExact final : public ClaimBase<EmpiricalExact> {
             for (long b = 0; b < d; ++b) fc(a) += p[j] * V[h](a, b) * Y(j, b);
       }
       const Vector<S> fi = f.row(i).transpose();
-      e_self = num::smax<S>(e_self, rel_diff(g, fi));
-      e_merge = num::smax<S>(e_merge, rel_diff(gm, g));
-      e_zero = num::smax<S>(e_zero, rel_diff(gz, g));
-      e_cross = num::smax<S>(e_cross, rel_diff(gc, fc));
+      e_self = num::smax<S>(e_self, relative_defect(g, fi));
+      e_merge = num::smax<S>(e_merge, relative_defect(gm, g));
+      e_zero = num::smax<S>(e_zero, relative_defect(gz, g));
+      e_cross = num::smax<S>(e_cross, relative_defect(gc, fc));
     }
     return {eq<S>(e_self, S(0)), eq<S>(e_merge, S(0)), eq<S>(e_zero, S(0)), eq<S>(e_cross, S(0))};
   }
@@ -287,7 +282,7 @@ class CausalLift final : public ClaimBase<CausalLift> {
         visible[j] = scalar_traits<S>::to_double(t) <= scalar_traits<S>::to_double(s);
       }
       const Vector<S> g = gamma(Vector<S>(X.row(i).transpose()), X, w, A, V, visible);
-      err = num::smax<S>(err, rel_diff(g, Vector<S>(f.row(i).transpose())));
+      err = num::smax<S>(err, relative_defect(g, Vector<S>(f.row(i).transpose())));
     }
     return {eq<S>(err, S(0))};
   }
@@ -493,8 +488,7 @@ class QueryLipschitz final : public ClaimBase<QueryLipschitz> {
       const Vector<S> col = (gamma(xp, Y, w, A, V) - gamma(xm, Y, w, A, V)) / (S(2) * h);
       for (long a = 0; a < d; ++a) fd(a, b) = col(a);
     }
-    return {le<S>(lhs, rhs),
-            eq<S>(num::frobenius<S>(Matrix<S>(fd - analytic)) / (S(1) + num::frobenius<S>(analytic)), S(0))};
+    return {le<S>(lhs, rhs), eq<S>(relative_defect(fd, analytic), S(0))};
   }
 
  private:
