@@ -1,6 +1,6 @@
 #pragma once
-// Internal: what every claim file uses — side constructors, point decoding, Λ_n, and the registration
-// macro (register.hpp).
+// Internal: what every claim file uses — side constructors, the relative defect of an identity, Λ_n, part
+// constructors, and the registration macro (register.hpp). Points are decoded through layout.hpp.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -40,35 +40,6 @@ Side<S> off() {
   return Side<S>{S(0), S(0), false};
 }
 
-/// Reads consecutive coordinates of a point as matrices and scalars (exact lifts to S).
-class Reader {
- public:
-  explicit Reader(const Point& p) : p_(p) {}
-  template <class S>
-  Matrix<S> matrix(Eigen::Index rows, Eigen::Index cols) {
-    Matrix<S> m(rows, cols);
-    for (Eigen::Index i = 0; i < rows; ++i)
-      for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = lift<S>(next());
-    return m;
-  }
-  template <class S>
-  Vector<S> vector(Eigen::Index n) {
-    Vector<S> v(n);
-    for (Eigen::Index i = 0; i < n; ++i) v(i) = lift<S>(next());
-    return v;
-  }
-  template <class S>
-  S scalar() {
-    return lift<S>(next());
-  }
-  double raw() { return next(); }
-
- private:
-  double next() { return offset_ < p_.x.size() ? p_.x[offset_++] : 0.0; }
-  const Point& p_;
-  std::size_t offset_ = 0;
-};
-
 /// ‖a − b‖ / (1 + ‖b‖), entrywise 2-norms (Frobenius for matrices): the defect of an identity a = b, compared
 /// with 0.
 template <class A, class B>
@@ -81,20 +52,6 @@ typename A::Scalar relative_defect(const Eigen::MatrixBase<A>& a, const Eigen::M
 template <class S>
 S lambda_n(long n) {
   return lambert_phi_inverse<S>(lift<S>(static_cast<double>(n - 1)));
-}
-
-/// The matrix with rows of a point's coordinates, as nlohmann::json (counterexample files).
-inline nlohmann::json rows_json(const std::vector<double>& x, std::size_t offset, long rows, long cols) {
-  nlohmann::json out = nlohmann::json::array();
-  for (long i = 0; i < rows; ++i) {
-    nlohmann::json row = nlohmann::json::array();
-    for (long j = 0; j < cols; ++j) {
-      const std::size_t at = offset + static_cast<std::size_t>(i * cols + j);
-      row.push_back(at < x.size() ? x[at] : 0.0);
-    }
-    out.push_back(row);
-  }
-  return out;
 }
 
 /// Part constructors.
