@@ -256,7 +256,17 @@ class CausalLift final : public ClaimBase<CausalLift> {
   }
   std::vector<Point> family(const std::string& name) const override {
     std::vector<Point> out;
-    if (name == "repeated_tokens") out.push_back(Point{{1, 1, 1, -2, 30, 0.5, 1, 0.7, -1.2, 0.4}, {5, 1}});
+    if (name == "repeated_tokens") {
+      // Three equal tokens among five, one far out; A = 0.5, V = 1 (d = 1). Built through the layout: the
+      // literal this replaces carried three stray coordinates, so the point was refused as the wrong size.
+      Point p;
+      p.k = {5, 1};
+      const Layout l = layout(5, 1);
+      l.fill(p.x, "X", std::vector<double>{1, 1, 1, -2, 30});
+      l.fill(p.x, "A", std::vector<double>{0.5});
+      l.fill(p.x, "V", std::vector<double>{1});
+      out.push_back(p);
+    }
     return out;
   }
 
