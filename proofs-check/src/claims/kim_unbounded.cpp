@@ -298,11 +298,17 @@ class L2NecessityRankValue final : public ClaimBase<L2NecessityRankValue> {
       for (double c : doublings(13)) out.push_back(Point{{c}, {}});
     return out;
   }
-  nlohmann::json describe(const Point& p) const override { return {{"family", p.family}, {"C", p.x.at(0)}}; }
+  /// One continuous coordinate, the offset C of the rows.
+  static Layout layout() { return Layout().add("C", 1); }
+  nlohmann::json describe(const Point& p) const override {
+    return {{"family", p.family}, {"C", layout().raw(p, "C")}};
+  }
 
   template <class S>
   Evaluation<S> evaluate(const Point& pt) const {
-    const S c = lift<S>(pt.x.at(0));
+    const Layout l = layout();
+    l.check(pt);
+    const S c = lift<S>(l.raw(pt, "C"));
     Matrix<S> X(3, 2);
     X << S(0), S(0), S(1), c, S(-1), S(-c);
     Matrix<S> wq = Matrix<S>::Zero(2, 1);

@@ -263,12 +263,6 @@ Matrix<S> columns(long rows, long cols, F f) {
   return out;
 }
 
-/// ‖a − b‖_F / (1 + ‖b‖_F): the defect of an identity between two matrices.
-template <class S>
-S defect(const Matrix<S>& a, const Matrix<S>& b) {
-  return num::frobenius<S>(Matrix<S>(a - b)) / (S(1) + num::frobenius<S>(b));
-}
-
 // ---- top singular vector and spectral norms ----
 
 Vector<mpfr> top_right_vector_mpfr(const Matrix<mpfr>& M);

@@ -89,8 +89,9 @@ class XiExact final : public ClaimBase<XiExact> {
     Matrix<S> T2 = Matrix<S>::Zero(n, d);
     for (long h = 0; h < w.heads; ++h) T2 += num::mul<S>(Matrix<S>(Pp[h] - P[h]), num::mul<S>(Xp, w.WVO[h]));
     const Matrix<S> change = block.forward(Xp) - block.forward(X);
-    return {eq<S>(attained, eps * spec<S>(K)), eq<S>(defect<S>(Matrix<S>(vec<S>(T1)), apply<S>(K, E)), S(0)),
-            eq<S>(defect<S>(Matrix<S>(T1 + T2), change), S(0))};
+    return {eq<S>(attained, eps * spec<S>(K)),
+            eq<S>(relative_defect(Matrix<S>(vec<S>(T1)), apply<S>(K, E)), S(0)),
+            eq<S>(relative_defect(Matrix<S>(T1 + T2), change), S(0))};
   }
 
  private:
@@ -185,9 +186,9 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
         const Matrix<S> r = num::mul<S>(num::mul<S>(E, w.WQ[h]), Matrix<S>(w.bK[h])) * w.scale;  // n×1
         expansion += num::mul<S>(r, Matrix<S>(Matrix<S>::Ones(1, q.shape.n)));
       }
-      identity_defect += defect<S>(expansion, direct);
+      identity_defect += relative_defect(expansion, direct);
       const Matrix<S> K = kappa_matrix<S>(C, B);
-      kron_defect += defect<S>(apply<S>(K, E), Matrix<S>(vec<S>(L)));
+      kron_defect += relative_defect(apply<S>(K, E), Matrix<S>(vec<S>(L)));
       if (w.bK[h].size() == 0)
         worst =
             num::smax<S>(worst, num::frobenius<S>(direct) / (eps * spec<S>(K) + eps * eps * spec<S>(w.A[h])));

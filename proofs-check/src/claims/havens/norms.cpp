@@ -340,9 +340,9 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
     const S xi_ratio = num::frobenius<S>(xi_apply<S>(w, P, ux));
     // Matrix-free = dense, on every basis direction (and the transposes).
     S mismatch =
-        defect<S>(columns<S>(n, d, [&](const Matrix<S>& V) { return xi_apply<S>(w, P, V); }), Kxi) +
-        defect<S>(columns<S>(n, d, [&](const Matrix<S>& U) { return xi_apply_transpose<S>(w, P, U); }),
-                  Matrix<S>(Kxi.transpose()));
+        relative_defect(columns<S>(n, d, [&](const Matrix<S>& V) { return xi_apply<S>(w, P, V); }), Kxi) +
+        relative_defect(columns<S>(n, d, [&](const Matrix<S>& U) { return xi_apply_transpose<S>(w, P, U); }),
+                        Matrix<S>(Kxi.transpose()));
     // The library's matrix-free Lanczos estimates.
     const lip::HavensIngredients<double> lib = lip::havens_estimates(q.layer, q.options, q.X);
     const S xi_lanczos = lift<S>(lib.xi);
@@ -361,10 +361,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
       const S kappa = spec<S>(Kk);
       kappa_ratio = num::smax<S>(kappa_ratio, num::frobenius<S>(kappa_apply<S>(C, B, uk)) / kappa);
       mismatch +=
-          defect<S>(columns<S>(n, d, [&](const Matrix<S>& V) { return kappa_apply<S>(C, B, V); }), Kk);
-      mismatch +=
-          defect<S>(columns<S>(n, n, [&](const Matrix<S>& G) { return kappa_apply_transpose<S>(C, B, G); }),
-                    Matrix<S>(Kk.transpose()));
+          relative_defect(columns<S>(n, d, [&](const Matrix<S>& V) { return kappa_apply<S>(C, B, V); }), Kk);
+      mismatch += relative_defect(
+          columns<S>(n, n, [&](const Matrix<S>& G) { return kappa_apply_transpose<S>(C, B, G); }),
+          Matrix<S>(Kk.transpose()));
       const S lanczos = lift<S>(lib.kappa[h]);
       const S round = lift<S>(default_power_tolerance<double>(n * n, n * d)) *
                       (num::frobenius<S>(C) + num::frobenius<S>(B));  // sum of absolute terms, unit V
