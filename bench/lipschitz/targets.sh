@@ -2,7 +2,8 @@
 # The targets of issue #18 for `regatta lipschitz` (docs/branch-and-bound.md): prints one markdown row per run
 # (setting, certified bracket, relative gap, boxes, seconds, processes) for bench/RESULTS.md.
 #   bench/lipschitz/targets.sh [REGATTA] [WHICH...]    WHICH: l2 (N = 2, 3, 4 on [-R, R]^N, R = 1, 2, 3),
-#   l2big (N = 5, 6, R = 3, two ranks, time limit), dot (d <= 2, n <= 3 on balls: random layers, and the
+#   l2big (N = 5, 6, R = 3, two ranks, time limit; N = 6 on [-1, 1]^6 closes to 1 % in about 8 minutes with
+#   one process: `lipschitz --kim-unit --n 6 --box 1`), dot (d <= 2, n <= 3 on balls: random layers, and the
 #   isotropic d = 2 layer with the rotation reduction), mpi (speed-up of mpirun -n 2 over one process on a run
 #   of >= 60 s: N = 5 on [-1.75, 1.75]^5, 113 s for one process on this machine). Default: all.
 set -euo pipefail
@@ -53,6 +54,7 @@ for w in $which; do
     dot)
       for run in "d=1,heads=1,seed=1 --n 2 --ball 1" "d=1,heads=1,seed=1 --n 3 --ball 1" \
                  "d=1,heads=1,seed=1 --n 3 --ball 2" "d=2,heads=1,seed=1 --n 2 --ball 1" \
+                 "d=2,heads=1,seed=1 --n 3 --ball 0.5" "d=2,heads=1,seed=1 --n 3 --ball 0.75" \
                  "d=2,heads=1,seed=1 --n 3 --ball 1"; do
         # shellcheck disable=SC2086
         "$regatta" lipschitz --random $run --time-limit $limit --json >"$tmp/o.json" 2>/dev/null
