@@ -42,6 +42,7 @@ struct LocalArgs {
   double epsilon = 0.1;
   bool certify = false;
   bool estimate_only = false;
+  bool norms_only = false;
   unsigned precision = 128;
   std::string method = "lanczos";
   double tolerance = 1e-10;
@@ -112,6 +113,10 @@ struct Sensitivity {
 Sensitivity sensitivity(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
                         const lip::SpectralOptions& spectral, const lip::Progress& progress) {
   Sensitivity s;
+  if (args.norms_only) {
+    s.refusal = "not computed (--norms-only)";
+    return s;
+  }
   s.refusal = lip::havens_refusal(r.layer, r.options);
   if (s.refusal) return s;
   progress("local sensitivity (xi, kappa)", 0, 1);
@@ -362,7 +367,7 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
   std::cout << "\nlocal sensitivity at eps = " << number(args.epsilon)
             << " (havens.*: derived reconstruction of Havens et al. 2024, bounds.md §6)\n";
   if (s.refusal) {
-    std::cout << "  refused: " << *s.refusal << "\n";
+    std::cout << (args.norms_only ? "  " : "  refused: ") << *s.refusal << "\n";
     return;
   }
   const auto& q = s.estimates;
@@ -402,6 +407,9 @@ void run(const LocalArgs& args, int& result) {
   if (args.box) check_positive("--box", *args.box);
   if (args.estimate_only && args.certify)
     throw InputError("--estimate-only", "cannot be combined with --certify");
+  if (args.norms_only && args.margin && !args.ball && !args.box)
+    throw InputError("--margin",
+                     "needs --ball or --box with --norms-only (its radius comes from delta otherwise)");
   if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz > 0))
     throw InputError("--readout-lipschitz", "must be finite and > 0");
   const TokenBatch inputs = load_token_batch(args.input, "--input", resolved.layer.d);
@@ -481,6 +489,9 @@ void add_local_command(CLI::App& app, int& result) {
                 "Also certify ||J||_inf (enclosure), ||J||_2 from above (n*d <= --dense-limit) and delta");
   cmd->add_flag("--estimate-only", args->estimate_only,
                 "Skip every interval evaluation (no certified lower bound on ||J||_2; faster at large n)");
+  cmd->add_flag("--norms-only", args->norms_only,
+                "Only the Jacobian norms (and --ball/--box regions): skip the local sensitivity delta, whose "
+                "certification dominates at large n*d");
   cmd->add_option("--precision", args->precision, "Bits of every interval evaluation (>= 64, default 128)");
   cmd->add_option("--method", args->method, "Spectral method: lanczos (default) or power");
   cmd->add_option("--tolerance", args->tolerance,
