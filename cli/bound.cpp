@@ -1,6 +1,7 @@
 // regatta bound (--layer FILE --heads H | --random SPEC) [--n N] [--radius R] [--norm 2|inf] [--json]: every
 // theoretical Lipschitz upper bound of shared/math/bounds.md for the layer, each with its claim ID, as a
-// double estimate and a certified (interval) upper bound, or the reason it does not apply.
+// double estimate and a certified (interval) upper bound, or the reason it does not apply. A 3-D --input
+// (B x n x d) gives the bounds at each input of the batch (JSON: {"batch": B, "inputs": [{index, bounds}]}).
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -83,40 +84,65 @@ void run(const BoundArgs& args, int& result) {
     setting.query_radius = args.query_radius;
   }
   setting.depth = args.depth;
-  if (!args.input.empty()) {
-    setting.input = load_tokens(args.input, "--input", resolved.layer.d);
-    check_nonempty(args.input, setting.input.rows());
-    if (setting.n && *setting.n != setting.input.rows())
-      throw InputError("--n", "is " + std::to_string(*setting.n) + " but --input has " +
-                                  std::to_string(setting.input.rows()) + " tokens");
-    setting.n = setting.input.rows();  // --input gives the sequence length
-    if (setting.radius)
-      for (Eigen::Index i = 0; i < setting.input.rows(); ++i)
-        if (const double norm = setting.input.row(i).norm(); !(norm <= *setting.radius))
-          throw InputError(args.input, "token " + std::to_string(i) + " has norm " + number(norm, 17) +
-                                           ", outside the ball of --radius " + number(*setting.radius, 17));
-  }
   std::optional<lip::Norm> norm;
   if (!args.norm.empty()) norm = lip::parse_norm(args.norm, "--norm");
-
-  const std::vector<lip::BoundReport> reports =
-      lip::theoretical_bounds(resolved.layer, resolved.options, setting, norm);
-
-  if (args.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : reports) out.push_back(to_json(r));
-    std::cout << json_text(out) << "\n";
+  // Without --input: one evaluation. With a 2-D --input: the bounds at those tokens; with a 3-D one (a batch,
+  // B x n x d), the bounds at every input in order, each checked before any bound is computed.
+  std::vector<lip::BoundSetting> settings;
+  bool batched = false;
+  if (args.input.empty()) {
+    settings.push_back(setting);
   } else {
+    TokenBatch inputs = load_token_batch(args.input, "--input", resolved.layer.d);
+    batched = inputs.batched;
+    for (std::size_t b = 0; b < inputs.inputs.size(); ++b) {
+      lip::BoundSetting one = setting;
+      one.input = std::move(inputs.inputs[b]);
+      const std::string name = batched ? args.input + " [input " + std::to_string(b) + "]" : args.input;
+      check_nonempty(args.input, one.input.rows());
+      if (one.n && *one.n != one.input.rows())
+        throw InputError("--n", "is " + std::to_string(*one.n) + " but --input has " +
+                                    std::to_string(one.input.rows()) + " tokens");
+      one.n = one.input.rows();  // --input gives the sequence length
+      if (one.radius)
+        for (Eigen::Index i = 0; i < one.input.rows(); ++i)
+          if (const double r = one.input.row(i).norm(); !(r <= *one.radius))
+            throw InputError(name, "token " + std::to_string(i) + " has norm " + number(r, 17) +
+                                       ", outside the ball of --radius " + number(*one.radius, 17));
+      settings.push_back(std::move(one));
+    }
+  }
+
+  nlohmann::json batch_json = nlohmann::json::array();
+  for (std::size_t b = 0; b < settings.size(); ++b) {
+    const lip::BoundSetting& one = settings[b];
+    const std::vector<lip::BoundReport> reports =
+        lip::theoretical_bounds(resolved.layer, resolved.options, one, norm);
+    if (args.json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : reports) out.push_back(to_json(r));
+      if (batched)
+        batch_json.push_back({{"index", b}, {"bounds", std::move(out)}});
+      else
+        std::cout << json_text(out) << "\n";
+      continue;
+    }
+    if (batched)
+      std::cout << (b ? "\n" : "") << "input " << b << " (index into the batch of " << settings.size()
+                << ")\n";
     std::cout << "layer     " << describe(resolved) << "\n"
-              << "setting   n = " << (setting.n ? std::to_string(*setting.n) : std::string("(not given)"))
-              << ", R = " << (setting.radius ? number(*setting.radius) : std::string("(not given)"))
-              << (setting.query_radius ? ", R' = " + number(*setting.query_radius) : std::string())
-              << (setting.depth > 1 ? ", depth = " + std::to_string(setting.depth) : std::string())
-              << ", norm " << (norm ? lip::to_string(*norm) : std::string("2 and inf")) << "\n"
+              << "setting   n = " << (one.n ? std::to_string(*one.n) : std::string("(not given)"))
+              << ", R = " << (one.radius ? number(*one.radius) : std::string("(not given)"))
+              << (one.query_radius ? ", R' = " + number(*one.query_radius) : std::string())
+              << (one.depth > 1 ? ", depth = " + std::to_string(one.depth) : std::string()) << ", norm "
+              << (norm ? lip::to_string(*norm) : std::string("2 and inf")) << "\n"
               << "estimate: the formula in double with accurate but uncertified spectral norms; certified "
                  "upper: interval evaluation, upper end rounded up\n\n";
     print_table(reports);
   }
+  // A batch: one object holding each input's array of bounds (the array the command prints for it alone).
+  if (args.json && batched)
+    std::cout << json_text(nlohmann::json{{"batch", settings.size()}, {"inputs", batch_json}}) << "\n";
   result = exit_ok;
 }
 
@@ -148,9 +174,10 @@ void add_bound_command(CLI::App& app, int& result) {
       ->check(positive());
   cmd->add_option("--depth", args->depth, "Layers of a weight-shared stack for mf.depth (>= 2 to apply)")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--input", args->input,
-                  "Tokens X (n x d, inside B_R with --radius) for the local bound castin.local: FILE.npy, "
-                  "FILE.npz[:NAME], FILE.safetensors[:NAME]");
+  cmd->add_option(
+      "--input", args->input,
+      "Tokens X (n x d, inside B_R with --radius) for the local bound castin.local, or a batch "
+      "(B x n x d: the bounds at each input): FILE.npy, FILE.npz[:NAME], FILE.safetensors[:NAME]");
   cmd->add_option("--norm", args->norm,
                   "Only bounds in this norm: 2 (Frobenius, and W_p) or inf (max entry)");
   cmd->add_flag("--json", args->json, "Machine-readable output");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A 3-D --input (B x n x d) is a batch: `attend` and `local` on the batch give, input by input, exactly what
+"""A 3-D --input (B x n x d) is a batch: `attend`, `local` and `bound` on the batch give, input by input, exactly what
 they give on each input alone (two runs of the command, compared bit for bit / key for key), and the bad
 batches exit 2 with one line naming the file or option, writing nothing.
 
@@ -74,6 +74,25 @@ else:
         if one != alone:
             failures.append(f"local batch: input {b} differs from the command on it alone")
 
+# bound: the bounds at each input (castin.local depends on the tokens) equal the command on that input alone.
+scaled = batch / (2 * np.linalg.norm(batch, axis=2, keepdims=True).max())  # every token inside B_1
+np.save(path("scaled.npy"), scaled)
+BOUND = ["bound", "--random", "d=4,heads=2,seed=3", "--radius", "1", "--json"]  # no biases: castin.local applies
+out = json.loads(run(*BOUND, "--input", path("scaled.npy")).stdout or "{}")
+if out.get("batch") != 3 or len(out.get("inputs", [])) != 3:
+    failures.append(f"bound batch: expected 3 inputs, got {list(out)}")
+else:
+    for b in range(3):
+        np.save(path(f"s{b}.npy"), scaled[b])
+        alone = json.loads(run(*BOUND, "--input", path(f"s{b}.npy")).stdout)
+        if out["inputs"][b] != {"index": b, "bounds": alone}:
+            failures.append(f"bound batch: input {b} differs from the command on it alone")
+        if not any(r["id"] == "castin.local" and r["applies"] for r in alone):
+            failures.append(f"bound batch: castin.local does not apply at input {b}, so the check shows nothing")
+outside = scaled.copy()
+outside[1, 2] *= 10
+np.save(path("outside.npy"), outside)
+
 # Bad batches: exit 2, one line naming the file or option, no output file.
 np.save(path("empty.npy"), np.zeros((0, 5, 4)))
 np.save(path("four_d.npy"), np.zeros((1, 2, 5, 4)))
@@ -91,6 +110,8 @@ cases = [
     (["attend", *LAYER, "--input", path("x0.npy"), "--context", path("contexts.npy")], "--context"),
     (["local", *LAYER, "--input", path("nan.npy")], "nan.npy"),
     (["local", *LAYER, "--input", path("empty.npy")], "empty.npy"),
+    (["bound", *LAYER, "--radius", "1", "--input", path("outside.npy")], "outside.npy [input 1]"),
+    (["bound", *LAYER, "--input", path("four_d.npy")], "four_d.npy"),
 ]
 for args, name in cases:
     target = path("bad_out.npy")
