@@ -105,7 +105,7 @@ Section section_robustness(const Context& ctx) {
   s.findings.push_back("median certified radius " + format_number(med_c, Kind::certified_lower) +
                        " (certified), median attack radius " + format_number(med_a, Kind::estimate) +
                        " (estimate): ratio " + format_number(med_c / med_a, Kind::estimate) +
-                       " (estimate; the issue's target is 0.1)");
+                       " (estimate; 1 would mean the certificate is tight)");
   if (med_n > 0)
     s.findings.push_back("median certified radius / median naive radius " +
                          format_number(med_c / med_n, Kind::estimate) + " (estimate)");
