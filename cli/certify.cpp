@@ -1,7 +1,7 @@
-// regatta certify: ℓ₂ robustness of a whole trained model on a labelled test set (docs/models.md): per input
-// the certified radius from region enclosures, the attack radius (an estimate), the naive product
-// certificate; certified and attack accuracy at a list of radii, and with --plot DIR their curves against the
-// radius.
+// regatta certify: ℓ₂ robustness of a whole trained model (image or text) on a labelled test set
+// (docs/models.md): per input the certified radius from region enclosures, the attack radius (an estimate),
+// the naive product certificate; certified and attack accuracy at a list of radii, and with --plot DIR their
+// curves against the radius.
 #include <omp.h>
 
 #include <algorithm>
@@ -215,9 +215,15 @@ void run(const CertifyArgs& args, int& result) {
 void add_certify_command(CLI::App& app, int& result) {
   auto args = std::make_shared<CertifyArgs>();
   auto* cmd = app.add_subcommand(
-      "certify", "Certified l2 robustness radius of a whole trained model (timm ViT) on a labelled test set");
-  cmd->add_option("--model", args->model, "Model weights (.safetensors, timm ViT naming)")->required();
-  cmd->add_option("--data", args->data, "Test set .npz: images (N, H, W) or (N, C, H, W), labels (N,)")
+      "certify",
+      "Certified l2 robustness radius of a whole trained model (timm ViT on images; GPT-2 or BERT on "
+      "text, in the token-embedding space) on a labelled test set");
+  cmd->add_option("--model", args->model,
+                  "Model weights (.safetensors in timm ViT, GPT-2 or BERT naming, recognised from the names)")
+      ->required();
+  cmd->add_option("--data", args->data,
+                  "Test set .npz: labels (N,) and images (N, H, W) or (N, C, H, W), or for a text model "
+                  "tokens (N, n) (the perturbation is of the n x d token-embedding matrix, l2 = Frobenius)")
       ->required();
   cmd->add_option("--config", args->config, "Model config JSON (default: config.json next to the model)");
   cmd->add_option("--radii", args->radii, "Radii for certified / attack accuracy, comma separated")

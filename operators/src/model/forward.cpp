@@ -20,11 +20,42 @@ std::string to_string(Activation activation) {
       return "gelu_tanh";
     case Activation::relu:
       return "relu";
+    case Activation::tanh:
+      return "tanh";
   }
   return "?";
 }
 
-std::string to_string(Pooling pooling) { return pooling == Pooling::cls ? "cls" : "mean"; }
+std::string to_string(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::cls:
+      return "cls";
+    case Pooling::mean:
+      return "mean";
+    case Pooling::last:
+      return "last";
+  }
+  return "?";
+}
+
+std::string to_string(InputStage input) { return input == InputStage::patches ? "patches" : "tokens"; }
+
+bool Model::accepts(Eigen::Index length) const {
+  if (!text()) return length == input_size();
+  return length > 0 && length % width == 0 && length / width <= context;
+}
+
+Vector<double> Model::embed_tokens(const std::vector<int>& ids) const {
+  if (!text() || ids.empty() || ids.size() > std::size_t(context))
+    throw std::logic_error("embed_tokens: " + std::to_string(ids.size()) + " tokens for a model of context " +
+                           std::to_string(context));
+  Vector<double> x(Eigen::Index(ids.size()) * width);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab) throw std::logic_error("embed_tokens: token id out of range");
+    x.segment(Eigen::Index(i) * width, width) = token_embed.row(ids[i]).transpose();
+  }
+  return x;
+}
 
 int Model::pixel_of(int patch, int k) const {
   const int p = patch_size, pi = patch / grid(), pj = patch % grid();
@@ -35,6 +66,7 @@ int Model::pixel_of(int patch, int k) const {
 AttentionOptions Model::attention_options() const {
   AttentionOptions o;
   o.residual = true;
+  o.causal = causal;
   o.prenorm = prenorm ? Prenorm::layernorm : Prenorm::none;
   return o;
 }
@@ -44,14 +76,29 @@ void Model::validate() const {
     if (!ok) throw InputError("model." + member, problem);
   };
   need(width > 0 && heads > 0 && width % heads == 0, "heads", "must divide the width");
-  need(patch_size > 0 && image_size % patch_size == 0, "patch_size", "must divide the image size");
-  const Eigen::Index K = Eigen::Index(channels) * patch_size * patch_size;
-  need(patch.W.rows() == K && patch.W.cols() == width && patch.b.size() == width, "patch", "wrong shape");
-  need(!class_token || cls_token.size() == width, "cls_token", "wrong length");
-  need(pos_embed.rows() == tokens() && pos_embed.cols() == width, "pos_embed", "wrong shape");
+  if (text()) {
+    need(vocab > 0 && token_embed.rows() == vocab && token_embed.cols() == width, "token_embed",
+         "wrong shape");
+    need(context > 0 && pos_embed.rows() == context && pos_embed.cols() == width, "pos_embed", "wrong shape");
+    need(token_type.size() == 0 || token_type.size() == width, "token_type", "wrong length");
+    need(!embed_norm.present() || (embed_norm.gamma.size() == width && embed_norm.beta.size() == width),
+         "embed_norm", "wrong length");
+    need(pooling != Pooling::cls || !causal, "pooling", "cls pooling of a causal model sees one token");
+  } else {
+    need(patch_size > 0 && image_size % patch_size == 0, "patch_size", "must divide the image size");
+    const Eigen::Index K = Eigen::Index(channels) * patch_size * patch_size;
+    need(patch.W.rows() == K && patch.W.cols() == width && patch.b.size() == width, "patch", "wrong shape");
+    need(!class_token || cls_token.size() == width, "cls_token", "wrong length");
+    need(pos_embed.rows() == tokens() && pos_embed.cols() == width, "pos_embed", "wrong shape");
+    need(pooling != Pooling::last, "pooling", "last-token pooling is for text models");
+  }
   need(head.W.rows() == width && head.W.cols() == classes && head.b.size() == classes && classes >= 2, "head",
        "wrong shape (or fewer than 2 classes)");
-  need(final_norm.gamma.size() == width && final_norm.beta.size() == width, "norm", "wrong length");
+  need(!final_norm.present() || (final_norm.gamma.size() == width && final_norm.beta.size() == width), "norm",
+       "wrong length");
+  need(pooler.W.size() == 0 ||
+           (pooler.W.rows() == width && pooler.W.cols() == width && pooler.b.size() == width),
+       "pooler", "wrong shape");
   need(eps > 0, "eps", "must be positive");
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const TransformerBlock& blk = blocks[b];
@@ -154,6 +201,22 @@ interval64 relu_derivative(const interval64& x) {
   return interval64::hull(0.0, 1.0);
 }
 
+double tanh_derivative(double x) {
+  const double t = std::tanh(x);
+  return 1.0 - t * t;
+}
+interval64 tanh_derivative(const interval64& x) {
+  // 1 − tanh² is decreasing in |tanh x|; tanh is odd and increasing, so |tanh| over x is enclosed by the
+  // tanh enclosures at the endpoint magnitudes (0 when x holds 0).
+  const double lo_mag = x.lower() > 0 ? x.lower() : (x.upper() < 0 ? -x.upper() : 0.0);
+  const double hi_mag = std::max(std::fabs(x.lower()), std::fabs(x.upper()));
+  const interval64 t_lo = tanh_of(interval64(lo_mag)), t_hi = tanh_of(interval64(hi_mag));
+  const double small = std::max(0.0, t_lo.lower()), large = std::min(1.0, t_hi.upper());
+  const interval64 upper = interval64(1.0) - interval64(small) * interval64(small);
+  const interval64 lower = interval64(1.0) - interval64(large) * interval64(large);
+  return interval64::hull(std::max(0.0, lower.lower()), std::min(1.0, upper.upper()));
+}
+
 template <class S>
 Matrix<S> layer_norm(const Matrix<S>& X, const NormParameters& p, double eps) {
   return normalize_rows(Prenorm::layernorm, X, Vector<S>(p.gamma.cast<S>()), Vector<S>(p.beta.cast<S>()),
@@ -172,6 +235,8 @@ Matrix<S> activate(Activation activation, const Matrix<S>& H) {
         return gelu_tanh(x);
       case Activation::relu:
         return relu(x);
+      case Activation::tanh:
+        return tanh_of(x);
     }
     return x;
   });
@@ -187,20 +252,30 @@ Matrix<S> activation_derivative(Activation activation, const Matrix<S>& H) {
         return gelu_tanh_derivative(x);
       case Activation::relu:
         return relu_derivative(x);
+      case Activation::tanh:
+        return tanh_derivative(x);
     }
     return x;
   });
 }
 
 template <class S>
-Matrix<S> embed(const Model& m, const Vector<S>& image) {
-  if (image.size() != m.input_size())  // callers check the image against the model first
-    throw std::logic_error("embed: image of " + std::to_string(image.size()) + " values, the model takes " +
-                           std::to_string(m.input_size()));
+Matrix<S> embed(const Model& m, const Vector<S>& x) {
+  if (!m.accepts(x.size()))  // callers check the input against the model first
+    throw std::logic_error("embed: input of " + std::to_string(x.size()) + " values, the model takes " +
+                           std::to_string(m.input_size()) + (m.text() ? " at most" : ""));
+  if (m.text()) {
+    const Eigen::Index n = x.size() / m.width;
+    Matrix<S> X = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+        x.data(), n, m.width);
+    X += m.pos_embed.topRows(n).cast<S>();
+    if (m.token_type.size() != 0) X.rowwise() += m.token_type.cast<S>().transpose();
+    return X;
+  }
   const int K = m.channels * m.patch_size * m.patch_size;
   Matrix<S> P(m.patch_count(), K);
   for (int q = 0; q < m.patch_count(); ++q)
-    for (int k = 0; k < K; ++k) P(q, k) = image(m.pixel_of(q, k));
+    for (int k = 0; k < K; ++k) P(q, k) = x(m.pixel_of(q, k));
   Matrix<S> X(m.tokens(), m.width);
   if (m.class_token) X.row(0) = m.cls_token.cast<S>().transpose();
   X.bottomRows(m.patch_count()) = P * m.patch.W.cast<S>();
@@ -209,8 +284,25 @@ Matrix<S> embed(const Model& m, const Vector<S>& image) {
 }
 
 template <class S>
-Vector<S> forward(const Model& m, const Vector<S>& image) {
-  Matrix<S> X = embed(m, image);
+Matrix<S> pool(const Model& m, const Matrix<S>& X) {
+  if (X.rows() == 1) return X;
+  switch (m.pooling) {
+    case Pooling::cls:
+      return X.topRows(1);
+    case Pooling::last:
+      return X.bottomRows(1);
+    case Pooling::mean: {
+      const Eigen::Index count = m.text() ? X.rows() : m.patch_count();
+      return Matrix<S>(X.bottomRows(count).colwise().sum() / S(double(count)));
+    }
+  }
+  return X.topRows(1);
+}
+
+template <class S>
+Vector<S> forward(const Model& m, const Vector<S>& x) {
+  Matrix<S> X = embed(m, x);
+  if (m.embed_norm.present()) X = layer_norm(X, m.embed_norm, m.eps);
   const AttentionOptions options = m.attention_options();
   for (const TransformerBlock& blk : m.blocks) {
     X = Block<S>(blk.attention, options).forward(X);
@@ -223,12 +315,12 @@ Vector<S> forward(const Model& m, const Vector<S>& image) {
     X += O;
     if (!m.prenorm) X = layer_norm(X, blk.norm2, m.eps);
   }
-  Matrix<S> pooled;
-  if (m.pooling == Pooling::cls) {
-    pooled = layer_norm(Matrix<S>(X.topRows(1)), m.final_norm, m.eps);
-  } else {
-    const Matrix<S> mean = X.bottomRows(m.patch_count()).colwise().sum() / S(double(m.patch_count()));
-    pooled = layer_norm(mean, m.final_norm, m.eps);
+  Matrix<S> pooled = pool(m, X);
+  if (m.final_norm.present()) pooled = layer_norm(pooled, m.final_norm, m.eps);
+  if (m.pooler.W.size() != 0) {
+    Matrix<S> P = pooled * m.pooler.W.cast<S>();
+    P.rowwise() += m.pooler.b.cast<S>().transpose();
+    pooled = activate(Activation::tanh, P);
   }
   Vector<S> z = (pooled * m.head.W.cast<S>()).transpose();
   return z + m.head.b.cast<S>();
@@ -238,6 +330,7 @@ Vector<S> forward(const Model& m, const Vector<S>& image) {
   template Matrix<S> activate<S>(Activation, const Matrix<S>&);              \
   template Matrix<S> activation_derivative<S>(Activation, const Matrix<S>&); \
   template Matrix<S> embed<S>(const Model&, const Vector<S>&);               \
+  template Matrix<S> pool<S>(const Model&, const Matrix<S>&);                \
   template Vector<S> forward<S>(const Model&, const Vector<S>&);
 REGATTA_INSTANTIATE(double)
 REGATTA_INSTANTIATE(interval64)

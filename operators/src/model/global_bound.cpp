@@ -55,6 +55,10 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
     why_not = "post-norm model: no global bound is implemented for LN(X + MHA(X))";
     return std::nullopt;
   }
+  if (m.causal) {
+    why_not = "causal attention: castin.sqrt_n bounds full (non-causal) self-attention only";
+    return std::nullopt;
+  }
   double sigma_max = 0;
   std::string sigma_how;
   if (m.activation == Activation::gelu_erf) {
@@ -71,14 +75,21 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
     return std::nullopt;
   }
   std::vector<LipschitzFactor> out;
-  out.push_back({"patch_embed", norm_upper(m.patch.W), "||W_E||_2 (disjoint patches)"});
+  if (m.text()) {
+    out.push_back({"token_embed", 1.0, "the input is the token-embedding matrix; positions add a constant"});
+    if (m.embed_norm.present())
+      out.push_back(
+          {"embed_norm", layer_norm_upper(m.embed_norm, m.eps), "max|gamma|/sqrt(eps) (layernorm.lip2)"});
+  } else {
+    out.push_back({"patch_embed", norm_upper(m.patch.W), "||W_E||_2 (disjoint patches)"});
+  }
   for (std::size_t b = 0; b < m.blocks.size(); ++b) {
     const TransformerBlock& blk = m.blocks[b];
     const std::string name = "blocks." + std::to_string(b);
     const double ln1 = layer_norm_upper(blk.norm1, m.eps), ln2 = layer_norm_upper(blk.norm2, m.eps);
     const double R = interval64(lip::prenorm_radius<interval>(blk.attention, Prenorm::layernorm)).upper();
     lip::BoundSetting setting;
-    setting.n = m.tokens();
+    setting.n = m.tokens();  // text: the context, the longest input (castin.sqrt_n grows with n)
     setting.radius = (sqrt(interval64(R) * interval64(R) + interval64(1.0))).upper();
     const AttentionLayer g = augmented(blk.attention);
     const AttentionOptions plain;
@@ -96,7 +107,9 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
             .upper();
     out.push_back({name + ".mlp", mlp, "1 + ||W1||_2 ||W2||_2 " + sigma_how + " * max|gamma2|/sqrt(eps)"});
   }
-  out.push_back({"norm", layer_norm_upper(m.final_norm, m.eps), "max|gamma|/sqrt(eps) (layernorm.lip2)"});
+  if (m.final_norm.present())
+    out.push_back({"norm", layer_norm_upper(m.final_norm, m.eps), "max|gamma|/sqrt(eps) (layernorm.lip2)"});
+  if (m.pooler.W.size() != 0) out.push_back({"pooler", norm_upper(m.pooler.W), "||W_P||_2 * max|tanh'| = 1"});
   out.push_back({"head", norm_upper(m.head.W), "||W_H||_2"});
   return out;
 }

@@ -1,4 +1,5 @@
-// load_model: the timm VisionTransformer layout from safetensors plus a JSON config (model.hpp).
+// load_model: the layout recognised from the tensor names, the timm VisionTransformer layout, and the
+// tensor and config helpers every layout shares (model.hpp, tensors.hpp; GPT-2 and BERT in load_text.cpp).
 #include <cmath>
 #include <map>
 #include <optional>
@@ -10,51 +11,62 @@
 #include <string>
 #include <vector>
 
+#include "tensors.hpp"
+
 namespace regatta::operators {
-namespace {
+namespace detail {
 
-using Shape = std::vector<std::size_t>;
+const io::Array& Tensors::get(const std::string& name, const Shape& shape, const std::string& why) const {
+  const auto it = arrays_.find(name);
+  if (it == arrays_.end()) throw InputError(file_, "missing tensor '" + name + "' (" + why + ")");
+  const io::Array& a = it->second;
+  if (a.shape != shape)
+    throw InputError(a.source, "shape " + io::shape_repr(a.shape) + " does not match the expected " +
+                                   io::shape_repr(shape) + " (" + why + ")");
+  io::require_finite(a);
+  return a;
+}
 
-class Tensors {
- public:
-  Tensors(std::map<std::string, io::Array> arrays, std::string file)
-      : arrays_(std::move(arrays)), file_(std::move(file)) {}
+const io::Array& Tensors::find(const std::string& name) const {
+  const auto it = arrays_.find(name);
+  if (it == arrays_.end()) throw InputError(file_, "missing tensor '" + name + "'");
+  return it->second;
+}
 
-  bool has(const std::string& name) const { return arrays_.count(name) != 0; }
+Matrix<double> Tensors::linear(const std::string& name, std::size_t out, std::size_t in,
+                               const std::string& why) const {
+  return get(name, {out, in}, why).matrix().transpose();
+}
 
-  /// The tensor `name` with exactly `shape`, converted and finite.
-  const io::Array& get(const std::string& name, const Shape& shape, const std::string& why) const {
-    const auto it = arrays_.find(name);
-    if (it == arrays_.end()) throw InputError(file_, "missing tensor '" + name + "' (" + why + ")");
-    const io::Array& a = it->second;
-    if (a.shape != shape)
-      throw InputError(a.source, "shape " + io::shape_repr(a.shape) + " does not match the expected " +
-                                     io::shape_repr(shape) + " (" + why + ")");
-    io::require_finite(a);
-    return a;
+Matrix<double> Tensors::conv1d(const std::string& name, std::size_t in, std::size_t out,
+                               const std::string& why) const {
+  return get(name, {in, out}, why).matrix();
+}
+
+Vector<double> Tensors::vector(const std::string& name, std::size_t n, const std::string& why) const {
+  const io::Array& a = get(name, {n}, why);
+  return Eigen::Map<const Vector<double>>(a.data.data(), Eigen::Index(n));
+}
+
+std::map<std::string, io::Array> Tensors::under(const std::string& prefix) const {
+  std::map<std::string, io::Array> out;
+  for (const auto& [name, array] : arrays_)
+    if (name.compare(0, prefix.size(), prefix) == 0) out.emplace(name, array);
+  return out;
+}
+
+std::string Tensors::first_names(std::size_t count) const {
+  std::string found;
+  std::size_t listed = 0;
+  for (const auto& [name, array] : arrays_) {
+    if (listed++ == count) {
+      found += ", ...";
+      break;
+    }
+    found += (found.empty() ? "" : ", ") + name;
   }
-  const io::Array& find(const std::string& name) const {
-    const auto it = arrays_.find(name);
-    if (it == arrays_.end()) throw InputError(file_, "missing tensor '" + name + "'");
-    return it->second;
-  }
-  /// torch Linear weight (out×in) as the in×out right-acting matrix.
-  Matrix<double> linear(const std::string& name, std::size_t out, std::size_t in,
-                        const std::string& why) const {
-    const io::Array& a = get(name, {out, in}, why);
-    return a.matrix().transpose();
-  }
-  Vector<double> vector(const std::string& name, std::size_t n, const std::string& why) const {
-    const io::Array& a = get(name, {n}, why);
-    return Eigen::Map<const Vector<double>>(a.data.data(), Eigen::Index(n));
-  }
-  const std::string& file() const { return file_; }
-  const std::map<std::string, io::Array>& arrays() const { return arrays_; }
-
- private:
-  std::map<std::string, io::Array> arrays_;
-  std::string file_;
-};
+  return found;
+}
 
 int config_int(const nlohmann::json& config, const std::string& key, const std::string& source) {
   const auto& v = config.at(key);
@@ -71,7 +83,6 @@ std::string config_string(const nlohmann::json& config, const std::string& key, 
   return v.get<std::string>();
 }
 
-/// A config entry that the tensors also determine must agree with them.
 void check_agrees(const nlohmann::json& config, const std::string& key, int from_tensors,
                   const std::string& what, const std::string& source) {
   if (!config.contains(key)) return;
@@ -82,50 +93,68 @@ void check_agrees(const nlohmann::json& config, const std::string& key, int from
                                                        std::to_string(from_tensors) + " (" + what + ")");
 }
 
+std::string first_key(const nlohmann::json& config, const std::vector<std::string>& keys) {
+  for (const std::string& k : keys)
+    if (config.contains(k)) return k;
+  return "";
+}
+
+int config_heads(const nlohmann::json& config, int width, const std::string& source) {
+  const std::string key = first_key(config, {"heads", "n_head", "num_attention_heads"});
+  if (key.empty()) throw InputError(source, "missing \"heads\" (the names cannot say it)");
+  const int heads = config_int(config, key, source);
+  if (width % heads != 0)
+    throw InputError(source + ": \"" + key + "\"",
+                     std::to_string(heads) + " does not divide the width " + std::to_string(width));
+  return heads;
+}
+
+double config_eps(const nlohmann::json& config, double fallback, const std::string& source) {
+  const std::string key = first_key(config, {"layernorm_eps", "layer_norm_epsilon", "layer_norm_eps"});
+  if (key.empty()) return fallback;
+  const double eps = config[key].is_number() ? config[key].get<double>() : -1.0;
+  if (!(eps > 0) || !std::isfinite(eps))
+    throw InputError(source + ": \"" + key + "\"", "expected a positive number");
+  return eps;
+}
+
+Activation config_activation(const nlohmann::json& config, Activation fallback, const std::string& source) {
+  const std::string key = first_key(config, {"mlp_activation", "activation_function", "hidden_act"});
+  if (key.empty()) return fallback;
+  const std::string act = config_string(config, key, "", source);
+  if (act == "gelu_erf" || act == "gelu") return Activation::gelu_erf;
+  if (act == "gelu_tanh" || act == "gelu_new" || act == "gelu_pytorch_tanh") return Activation::gelu_tanh;
+  if (act == "relu") return Activation::relu;
+  throw InputError(source + ": \"" + key + "\"",
+                   "'" + act + "' is not gelu_erf (gelu), gelu_tanh (gelu_new, gelu_pytorch_tanh) or relu");
+}
+
+void check_layout(const nlohmann::json& config, const std::string& layout, const std::string& hf_type,
+                  const std::string& source) {
+  const std::string stated = config_string(config, "layout", layout, source);
+  if (stated != layout)
+    throw InputError(source + ": \"layout\"",
+                     "says '" + stated + "' but the tensor names are in the " + layout + " layout");
+  const std::string type = config_string(config, "model_type", hf_type, source);
+  if (type != hf_type)
+    throw InputError(source + ": \"model_type\"",
+                     "says '" + type + "' but the tensor names are in the " + layout + " layout");
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
 /// The rows [begin, begin + count) of a torch Linear weight (out×in), as in×count.
 Matrix<double> rows_transposed(const Matrix<double>& in_by_out, int begin, int count) {
   return in_by_out.middleCols(begin, count);
 }
 
-}  // namespace
-
-Model load_model(const std::filesystem::path& path, const std::filesystem::path& config_path) {
-  auto tensors = io::read_safetensors(path);
-  const std::filesystem::path cfg_path =
-      config_path.empty() ? path.parent_path() / "config.json" : config_path;
-  const auto read_config = [&cfg_path] {
-    if (!std::filesystem::exists(cfg_path))
-      throw InputError(cfg_path.string(),
-                       "missing model config (the number of heads cannot be read from tensor "
-                       "names; pass --config or put config.json next to the model)");
-    return io::read_json(cfg_path);
-  };
-  return model_from_tensors(std::move(tensors), path.string(), read_config, cfg_path.string());
-}
-
-Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
-                         const std::function<nlohmann::json()>& read_config, const std::string& cfg) {
-  const Tensors t(std::move(tensors), file);
-  if (!t.has("patch_embed.proj.weight") || !t.has("blocks.0.attn.qkv.weight")) {
-    std::string found;
-    std::size_t listed = 0;
-    for (const auto& [name, array] : t.arrays()) {
-      if (listed++ == 6) {
-        found += ", ...";
-        break;
-      }
-      found += (found.empty() ? "" : ", ") + name;
-    }
-    throw InputError(file,
-                     "not a timm ViT layout (expected patch_embed.proj.weight and "
-                     "blocks.0.attn.qkv.weight); found: " +
-                         found);
-  }
-  const nlohmann::json config = read_config();
-  if (!config.is_object()) throw InputError(cfg, "expected a JSON object");
-  if (config_string(config, "layout", "timm-vit", cfg) != "timm-vit")
-    throw InputError(cfg + ": \"layout\"", "only \"timm-vit\" is supported");
-
+/// The timm VisionTransformer layout (recognised by model_from_tensors).
+Model timm_model(const Tensors& t, const nlohmann::json& config, const std::string& cfg) {
+  check_layout(config, "timm-vit", "vit", cfg);
   Model m;
   const io::Array& conv = t.find("patch_embed.proj.weight");
   if (conv.shape.size() != 4 || conv.shape[2] != conv.shape[3])
@@ -135,11 +164,7 @@ Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::st
   m.channels = int(conv.shape[1]);
   m.patch_size = int(conv.shape[2]);
   const std::size_t W = std::size_t(m.width);
-  if (!config.contains("heads")) throw InputError(cfg, "missing \"heads\" (the names cannot say it)");
-  m.heads = config_int(config, "heads", cfg);
-  if (m.width % m.heads != 0)
-    throw InputError(cfg + ": \"heads\"",
-                     std::to_string(m.heads) + " does not divide the width " + std::to_string(m.width));
+  m.heads = config_heads(config, m.width, cfg);
   m.class_token = t.has("cls_token");
   const io::Array& pos = t.find("pos_embed");
   if (pos.shape.size() != 3 || pos.shape[0] != 1 || pos.shape[2] != W)
@@ -156,21 +181,8 @@ Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::st
   check_agrees(config, "image_size", m.image_size, "pos_embed and the patch size", cfg);
   check_agrees(config, "patch_size", m.patch_size, "patch_embed.proj.weight", cfg);
   check_agrees(config, "channels", m.channels, "patch_embed.proj.weight", cfg);
-  const double eps = config.contains("layernorm_eps") && config["layernorm_eps"].is_number()
-                         ? config["layernorm_eps"].get<double>()
-                         : (config.contains("layernorm_eps") ? -1.0 : 1e-6);
-  if (!(eps > 0) || !std::isfinite(eps))
-    throw InputError(cfg + ": \"layernorm_eps\"", "expected a positive number");
-  m.eps = eps;
-  const std::string act = config_string(config, "mlp_activation", "gelu_erf", cfg);
-  if (act == "gelu_erf" || act == "gelu")
-    m.activation = Activation::gelu_erf;
-  else if (act == "gelu_tanh")
-    m.activation = Activation::gelu_tanh;
-  else if (act == "relu")
-    m.activation = Activation::relu;
-  else
-    throw InputError(cfg + ": \"mlp_activation\"", "'" + act + "' is not gelu_erf, gelu_tanh or relu");
+  m.eps = config_eps(config, 1e-6, cfg);
+  m.activation = config_activation(config, Activation::gelu_erf, cfg);
   const std::string norm = config_string(config, "norm", "pre", cfg);
   if (norm != "pre" && norm != "post")
     throw InputError(cfg + ": \"norm\"", "'" + norm + "' is not pre or post");
@@ -255,6 +267,68 @@ Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::st
   m.head.b = t.vector("head.bias", head.shape[0], "classifier bias");
   m.validate();
   return m;
+}
+
+}  // namespace
+
+Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
+                         const std::function<nlohmann::json()>& read_config, const std::string& cfg) {
+  const Tensors t(std::move(tensors), file);
+  enum class Layout { timm, gpt2, bert } layout;
+  std::string prefix;
+  const auto has_under = [&t](const std::string& p, const std::string& a, const std::string& b) {
+    return t.has(p + a) && t.has(p + b);
+  };
+  if (has_under("", "patch_embed.proj.weight", "blocks.0.attn.qkv.weight")) {
+    layout = Layout::timm;
+  } else if (has_under("", "wte.weight", "h.0.attn.c_attn.weight") ||
+             has_under("transformer.", "wte.weight", "h.0.attn.c_attn.weight")) {
+    layout = Layout::gpt2;
+    prefix = t.has("wte.weight") ? "" : "transformer.";
+  } else if (has_under("", "embeddings.word_embeddings.weight",
+                       "encoder.layer.0.attention.self.query.weight") ||
+             has_under("bert.", "embeddings.word_embeddings.weight",
+                       "encoder.layer.0.attention.self.query.weight")) {
+    layout = Layout::bert;
+    prefix = t.has("embeddings.word_embeddings.weight") ? "" : "bert.";
+  } else if (t.has("model.embed_tokens.weight") || t.has("tok_embeddings.weight") ||
+             t.has("model.layers.0.self_attn.q_proj.weight") || t.has("layers.0.attention.wq.weight")) {
+    throw InputError(file,
+                     "a LLaMA-style model: whole LLaMA models (RMSNorm, SwiGLU MLP, rotary position "
+                     "embeddings) are not supported; expected a timm ViT, GPT-2 or BERT layout");
+  } else {
+    throw InputError(file,
+                     "not a timm ViT layout, nor GPT-2 or BERT (expected patch_embed.proj.weight and "
+                     "blocks.0.attn.qkv.weight; [transformer.]wte.weight and h.0.attn.c_attn.weight; or "
+                     "[bert.]embeddings.word_embeddings.weight and "
+                     "encoder.layer.0.attention.self.query.weight); found: " +
+                         t.first_names());
+  }
+  const nlohmann::json config = read_config();
+  if (!config.is_object()) throw InputError(cfg, "expected a JSON object");
+  switch (layout) {
+    case Layout::timm:
+      return timm_model(t, config, cfg);
+    case Layout::gpt2:
+      return gpt2_model(t, prefix, config, cfg);
+    case Layout::bert:
+      return bert_model(t, prefix, config, cfg);
+  }
+  return timm_model(t, config, cfg);
+}
+
+Model load_model(const std::filesystem::path& path, const std::filesystem::path& config_path) {
+  auto tensors = io::read_safetensors(path);
+  const std::filesystem::path cfg_path =
+      config_path.empty() ? path.parent_path() / "config.json" : config_path;
+  const auto read_config = [&cfg_path] {
+    if (!std::filesystem::exists(cfg_path))
+      throw InputError(cfg_path.string(),
+                       "missing model config (the number of heads cannot be read from tensor "
+                       "names; pass --config or put config.json next to the model)");
+    return io::read_json(cfg_path);
+  };
+  return model_from_tensors(std::move(tensors), path.string(), read_config, cfg_path.string());
 }
 
 }  // namespace regatta::operators

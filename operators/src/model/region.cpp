@@ -82,6 +82,24 @@ void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::v
   X += O;
 }
 
+/// pooled ← tanh(pooled·W_P + b_P) (BERT's pooler), with its tangents: the pre-activation region is the
+/// centred form intersected with the direct evaluation on the input region, as for the MLP.
+template <class S>
+void pooler_stage(const Model& m, Matrix<S>& X, std::vector<Matrix<S>>& T, double r) {
+  const Matrix<S> R = centred_region(X, T, r);
+  const Matrix<S> WP = m.pooler.W.cast<S>();
+  const Vector<S> bP = m.pooler.b.cast<S>();
+  std::vector<Matrix<S>> Pdot(T.size());
+  for (std::size_t j = 0; j < T.size(); ++j) Pdot[j] = T[j] * WP;
+  Matrix<S> P = X * WP;
+  P.rowwise() += bP.transpose();
+  Matrix<S> P_direct = R * WP;
+  P_direct.rowwise() += bP.transpose();
+  const Matrix<S> D = activation_derivative(Activation::tanh, tighten(centred_region(P, Pdot, r), P_direct));
+  for (std::size_t j = 0; j < T.size(); ++j) T[j] = D.cwiseProduct(Pdot[j]);
+  X = activate(Activation::tanh, P);
+}
+
 template <class S>
 bool all_finite(const Matrix<S>& M) {
   using std::isfinite;
@@ -110,11 +128,18 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
   const std::function<void()> tick = [&poll] {
     if (poll) poll();
   };
-  const int first = m.class_token ? 1 : 0, K = m.channels * m.patch_size * m.patch_size;
   Matrix<S> X = embed<S>(m, x.cast<S>());
-  std::vector<Matrix<S>> T(std::size_t(m.input_size()), Matrix<S>::Zero(m.tokens(), m.width));
-  for (int q = 0; q < m.patch_count(); ++q)
-    for (int k = 0; k < K; ++k) T[std::size_t(m.pixel_of(q, k))].row(q + first) = m.patch.W.row(k).cast<S>();
+  std::vector<Matrix<S>> T(std::size_t(x.size()), Matrix<S>::Zero(X.rows(), m.width));
+  if (m.text()) {  // x is the token-embedding matrix itself: ∂X₀/∂x_{i·d+a} = e_i e_aᵀ
+    for (Eigen::Index i = 0; i < X.rows(); ++i)
+      for (int a = 0; a < m.width; ++a) T[std::size_t(i * m.width + a)](i, a) = S(1.0);
+    if (m.embed_norm.present()) layer_norm_stage(X, T, m.embed_norm, m.eps, r);
+  } else {
+    const int first = m.class_token ? 1 : 0, K = m.channels * m.patch_size * m.patch_size;
+    for (int q = 0; q < m.patch_count(); ++q)
+      for (int k = 0; k < K; ++k)
+        T[std::size_t(m.pixel_of(q, k))].row(q + first) = m.patch.W.row(k).cast<S>();
+  }
   for (std::size_t b = 0; b < m.blocks.size(); ++b) {
     tick();
     const Matrix<S> R = centred_region(X, T, r);
@@ -125,29 +150,24 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
       tick();
       t = lin.jvp(t);
     }
-    if (b + 1 == m.blocks.size() && m.pooling == Pooling::cls) {
-      // Only the class token reaches the head, and the rest of the network is row-wise from here.
-      X = Matrix<S>(X.topRows(1));
-      for (auto& t : T) t = Matrix<S>(t.topRows(1));
+    if (b + 1 == m.blocks.size() && m.pooling != Pooling::mean) {
+      // Only the pooled token (class or last) reaches the head, and the rest of the network is row-wise.
+      X = pool(m, X);
+      for (auto& t : T) t = pool(m, t);
     }
     if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm1, m.eps, r);
     mlp_stage(m, m.blocks[b], X, T, r, tick);
     if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm2, m.eps, r);
   }
-  if (m.pooling == Pooling::cls) {
-    X = Matrix<S>(X.topRows(1));
-    for (auto& t : T) t = Matrix<S>(t.topRows(1));
-  } else {
-    const S count(double(m.patch_count()));
-    X = Matrix<S>(X.bottomRows(m.patch_count()).colwise().sum() / count);
-    for (auto& t : T) t = Matrix<S>(t.bottomRows(m.patch_count()).colwise().sum() / count);
-  }
-  layer_norm_stage(X, T, m.final_norm, m.eps, r);
+  X = pool(m, X);
+  for (auto& t : T) t = pool(m, t);
+  if (m.final_norm.present()) layer_norm_stage(X, T, m.final_norm, m.eps, r);
+  if (m.pooler.W.size() != 0) pooler_stage(m, X, T, r);
   const Matrix<S> WH = m.head.W.cast<S>();
   ModelPass<S> out;
   out.logits = (X * WH).transpose();
   out.logits += m.head.b.cast<S>();
-  out.jacobian.resize(m.classes, m.input_size());
+  out.jacobian.resize(m.classes, x.size());
   for (std::size_t j = 0; j < T.size(); ++j) out.jacobian.col(Eigen::Index(j)) = (T[j] * WH).transpose();
   return out;
 }

@@ -1,20 +1,30 @@
 #pragma once
-// Whole vision transformers (timm VisionTransformer layout) as one map image ↦ logits, generic over the
-// scalar type (double: the estimate; interval64: an enclosure of the exact forward pass of the binary64
-// weights on a binary64 or interval image).
+// Whole transformers as one map input ↦ logits, generic over the scalar type (double: the estimate;
+// interval64: an enclosure of the exact forward pass of the binary64 weights on a binary64 or interval
+// input). Three layouts (load_model): timm ViT (images), GPT-2 and BERT (text).
 //
-//   tokens   X₀ = [cls; patches(x)·W_E + 1·b_Eᵀ] + P        (the patch convolution, kernel = stride = p,
-//            is the linear map W_E on each flattened patch (c, ky, kx); without a class token X₀ has no
-//            first row)
+//   input    images (InputStage::patches): X₀ = [cls; patches(x)·W_E + 1·b_Eᵀ] + P (the patch convolution,
+//            kernel = stride = p, is the linear map W_E on each flattened patch (c, ky, kx); without a class
+//            token X₀ has no first row); x is the flattened (C, H, W) image.
+//            text (InputStage::tokens): x is the flattened n×d token-embedding matrix E (row i = the row of
+//            the token embedding table for token i; embed_tokens looks it up), 1 ≤ n ≤ context, and
+//            X₀ = N_E(E + P[0:n] + 1·tᵀ) with t the token-type-0 embedding (BERT; else 0) and N_E the
+//            embedding LayerNorm (BERT; else the identity). The robustness question is posed in this
+//            embedding space: perturbations of E, positions and token type added after.
 //   blocks   pre-norm:  X ← X + MHA(LN₁(X)),  X ← X + MLP(LN₂(X))
 //            post-norm: X ← LN₁(X + MHA(X)),  X ← LN₂(X + MLP(X))
-//            MHA: multi-head dot-product softmax attention with the biases of the fused qkv projection and
-//            the output projection (AttentionLayer); MLP(Y) = σ(Y·W₁ + 1b₁ᵀ)·W₂ + 1b₂ᵀ with σ the exact
+//            MHA: multi-head dot-product softmax attention (causal for GPT-2) with the biases of the q, k, v
+//            and output projections (AttentionLayer); MLP(Y) = σ(Y·W₁ + 1b₁ᵀ)·W₂ + 1b₂ᵀ with σ the exact
 //            (erf) GELU, the tanh GELU or ReLU
-//   pooling  cls: LN_f(X)₀ (final norm, then the class token); mean: LN_f(mean of the patch tokens)
-//   head     z = pooled·W_H + b_H
+//   pooling  one row of the final tokens: cls: row 0; last: row n−1; mean: the mean of the patch tokens
+//            (images) or of all tokens (text); then the final LayerNorm when the model has one (LN_f(X)₀ for
+//            cls and last, LN_f of the mean for mean: LayerNorm is row-wise, so for cls and last it does not
+//            matter whether it acts before or after pooling)
+//   pooler   (BERT) pooled ← tanh(pooled·W_P + b_P), when the model has one
+//   head     z = pooled·W_H + b_H (b_H = 0 for heads without bias: GPT-2's score and tied LM head)
 // LayerNorm is row-wise with the learned γ, β and one ε (normalization.hpp). Vectors are rows, weights act
-// from the right (torch's out×in Linear weights transposed), as in layer.hpp.
+// from the right (torch's out×in Linear weights transposed; GPT-2's Conv1D weights are already in×out), as
+// in layer.hpp.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,11 +36,15 @@
 
 namespace regatta::operators {
 
-enum class Activation { gelu_erf, gelu_tanh, relu };
-enum class Pooling { cls, mean };
+/// σ of the MLP (gelu_erf, gelu_tanh, relu) or of BERT's pooler (tanh).
+enum class Activation { gelu_erf, gelu_tanh, relu, tanh };
+enum class Pooling { cls, mean, last };
+/// What the input x is: a flattened image (patch embedding) or a flattened token-embedding matrix.
+enum class InputStage { patches, tokens };
 
 std::string to_string(Activation activation);
 std::string to_string(Pooling pooling);
+std::string to_string(InputStage input);
 
 /// y = x·W + b for a row x (W: in×out; b empty means 0).
 struct Affine {
@@ -38,9 +52,10 @@ struct Affine {
   Vector<double> b;
 };
 
-/// LayerNorm parameters (γ, β of length width; ε is the model's).
+/// LayerNorm parameters (γ, β of length width; ε is the model's). Empty γ: no LayerNorm at that place.
 struct NormParameters {
   Vector<double> gamma, beta;
+  bool present() const { return gamma.size() != 0; }
 };
 
 struct TransformerBlock {
@@ -50,57 +65,92 @@ struct TransformerBlock {
 };
 
 struct Model {
-  int image_size = 0, patch_size = 0, channels = 0;  ///< square images, square patches
+  std::string layout = "timm-vit";  ///< timm-vit | gpt2 | bert (the naming it was read from)
+  InputStage input = InputStage::patches;
+  int image_size = 0, patch_size = 0, channels = 0;  ///< images: square images, square patches
+  int vocab = 0, context = 0;  ///< text: rows of the token embedding table and of pos_embed
   int width = 0, heads = 0, mlp_width = 0, classes = 0;
   bool prenorm = true;
+  bool causal = false;  ///< causal attention mask (GPT-2)
   bool class_token = true;
   double eps = 1e-6;  ///< LayerNorm ε (every norm of the model)
   Activation activation = Activation::gelu_erf;
   Pooling pooling = Pooling::cls;
-  Affine patch;              ///< (channels·p²)×width
-  Vector<double> cls_token;  ///< width (when class_token)
-  Matrix<double> pos_embed;  ///< tokens()×width
+  Affine patch;                ///< images: (channels·p²)×width
+  Vector<double> cls_token;    ///< images: width (when class_token)
+  Matrix<double> token_embed;  ///< text: vocab×width, the table embed_tokens reads
+  Vector<double> token_type;   ///< text: width (BERT's token type 0) or empty
+  NormParameters embed_norm;   ///< text: the embedding LayerNorm (BERT) or absent
+  Matrix<double> pos_embed;    ///< images: tokens()×width; text: context×width
   std::vector<TransformerBlock> blocks;
-  NormParameters final_norm;
-  Affine head;  ///< width×classes
+  NormParameters final_norm;  ///< absent for BERT (its blocks end in a LayerNorm)
+  Affine pooler;              ///< width×width, followed by tanh (BERT), or empty W: none
+  Affine head;                ///< width×classes
 
+  bool text() const { return input == InputStage::tokens; }
   int grid() const { return image_size / patch_size; }  ///< patches per side
   int patch_count() const { return grid() * grid(); }
-  int tokens() const { return patch_count() + (class_token ? 1 : 0); }
-  /// channels·image_size²: the length of a flattened (C, H, W) row-major image.
-  int input_size() const { return channels * image_size * image_size; }
+  /// Images: the token count. Text: context (the longest input; an input of n tokens has n).
+  int tokens() const { return text() ? context : patch_count() + (class_token ? 1 : 0); }
+  /// Images: channels·image_size², the length of a flattened (C, H, W) row-major image. Text:
+  /// context·width, the longest input (an input of n tokens has n·width entries).
+  int input_size() const { return text() ? context * width : channels * image_size * image_size; }
+  /// Whether x has a valid length: input_size() for images, n·width with 1 ≤ n ≤ context for text.
+  bool accepts(Eigen::Index input_length) const;
   /// The flat input index of entry k = (c·p + ky)·p + kx of patch `patch` (row-major over the grid).
   int pixel_of(int patch, int k) const;
-  /// The options of every attention sub-block: residual, and the LayerNorm pre-norm when prenorm.
+  /// Text: the flattened n×width matrix of the rows of token_embed for `ids` (each in [0, vocab), 1 ≤ n ≤
+  /// context; asserted: callers check ids against the model first).
+  Vector<double> embed_tokens(const std::vector<int>& ids) const;
+  /// The options of every attention sub-block: residual, causal, and the LayerNorm pre-norm when prenorm.
   AttentionOptions attention_options() const;
   /// Throws InputError naming the member for every inconsistent size or non-finite entry.
   void validate() const;
 };
 
-/// Reads a model from a safetensors file in timm naming (patch_embed.proj.{weight,bias}, cls_token,
-/// pos_embed, blocks.N.{norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2}.{weight,bias}, norm or fc_norm,
-/// head), with a JSON config for what names cannot say: "heads" (required), "layernorm_eps" (default 1e-6),
-/// "mlp_activation" (gelu_erf | gelu_tanh | relu; default gelu_erf), "norm" (pre | post; default pre),
-/// "pooling" (cls | mean; default cls with a class token), and optionally "layout" (must be "timm-vit"),
-/// "image_size", "patch_size", "channels", "classes", "depth", checked against the tensors. `config` empty
-/// means config.json next to the model. The layout is detected from the names; a file in another layout
-/// throws InputError saying what was found and what was expected. A tensor of the wrong shape throws
-/// InputError naming the tensor, its shape and the shape expected; missing tensors and files, non-finite
-/// weights and a bad config also throw InputError (one line).
+/// Reads a model from one safetensors file; the layout is recognised from the tensor names:
+///   timm ViT: patch_embed.proj.{weight,bias}, cls_token, pos_embed, blocks.N.{norm1, attn.qkv, attn.proj,
+///     norm2, mlp.fc1, mlp.fc2}.{weight,bias}, norm or fc_norm, head.
+///   GPT-2 (optionally under "transformer."): wte, wpe, h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
+///     mlp.c_proj} (Conv1D: weights in×out, fused q|k|v), ln_f; pre-norm, causal; the head is score.weight
+///     (classes×width, no bias; GPT2ForSequenceClassification) on the last token, or without it the LM head
+///     lm_head.weight, else wte tied (classes = vocab: next-token prediction).
+///   BERT (optionally under "bert."): embeddings.{word_embeddings, position_embeddings,
+///     token_type_embeddings (row 0), LayerNorm}, encoder.layer.N.{attention.self.{query,key,value},
+///     attention.output.dense, attention.output.LayerNorm, intermediate.dense, output.dense,
+///     output.LayerNorm}, pooler.dense (+ tanh; optional), classifier (required); post-norm, CLS pooling.
+/// The JSON config says what names cannot: "heads" (required; also read as Hugging Face's "n_head" or
+/// "num_attention_heads"), "layernorm_eps" ("layer_norm_epsilon", "layer_norm_eps"; default 1e-6 for ViT,
+/// 1e-5 for GPT-2, 1e-12 for BERT), "mlp_activation" ("activation_function", "hidden_act": gelu_erf =
+/// gelu, gelu_tanh = gelu_new = gelu_pytorch_tanh, relu; default gelu_erf, for GPT-2 gelu_tanh), for ViT
+/// "norm" (pre | post; default pre) and "pooling" (cls | mean; default cls with a class token), and
+/// optionally "layout" (timm-vit | gpt2 | bert; "model_type" likewise) and sizes checked against the tensors
+/// ("image_size", "patch_size", "channels", "classes", "depth"). `config` empty means config.json next to
+/// the model. A file in no known layout throws InputError saying what was found and what was expected (a
+/// LLaMA file: that RMSNorm, SwiGLU and rotary embeddings are not supported for whole models). A tensor of
+/// the wrong shape throws InputError naming the tensor, its shape and the shape expected; missing tensors
+/// and files, non-finite weights and a bad config also throw InputError (one line).
 Model load_model(const std::filesystem::path& path, const std::filesystem::path& config = {});
 
-/// X₀ (tokens × width) for a flattened image of input_size() entries (asserted).
+/// The affine input stage (tokens × width) of a flattened input x with model.accepts(x.size()) (asserted):
+/// images X₀; text E + P[0:n] + 1·tᵀ, before the embedding LayerNorm (forward applies it).
 template <class S>
-Matrix<S> embed(const Model& model, const Vector<S>& image);
-/// The logits (classes) of a flattened image. double: a binary64 evaluation (an estimate); interval64: an
+Matrix<S> embed(const Model& model, const Vector<S>& x);
+/// The pooled row (1×width) of the final tokens X, before the final norm: row 0 (cls), row n−1 (last) or
+/// the mean of the patch tokens (images) / all tokens (text). Linear in X, so it maps tangents as well. A
+/// one-row X is returned unchanged (already reduced to the pooled token).
+template <class S>
+Matrix<S> pool(const Model& model, const Matrix<S>& X);
+/// The logits (classes) of a flattened input. double: a binary64 evaluation (an estimate); interval64: an
 /// enclosure of the exact value.
 template <class S>
-Vector<S> forward(const Model& model, const Vector<S>& image);
+Vector<S> forward(const Model& model, const Vector<S>& x);
 
 /// σ applied entrywise, and its derivative σ′ entrywise (ReLU′(0) taken as [0, 1] for enclosures, 0 for
 /// double). For interval64, enclosures: erf and exp endpoints from MPFR with directed rounding; GELU′ is
 /// evaluated at the endpoints on its monotone pieces (−∞, −√2], [−√2, √2], [√2, ∞) and by the naive interval
-/// formula on a piece boundary.
+/// formula on a piece boundary; tanh′ = 1 − tanh², for intervals from the enclosure of |tanh| (tanh is odd
+/// and increasing) and intersected with [0, 1].
 template <class S>
 Matrix<S> activate(Activation activation, const Matrix<S>& H);
 template <class S>
