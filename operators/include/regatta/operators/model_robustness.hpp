@@ -4,10 +4,12 @@
 // certificate from a product of per-layer global Lipschitz bounds. docs/models.md has the argument.
 //
 // Region pass (propagate, S = interval64). For the ball B = {x′ : ‖x′ − x‖₂ ≤ r}, the network is a chain of
-// stages (embedding; per block the attention sub-block, the MLP sub-block, and for post-norm the two
-// LayerNorms; final norm with pooling; head). Forward mode carries, per stage k, the value enclosure
-// V_k ∋ f_k(x) at the centre and the tangent enclosure T_k ∋ Df_k(ξ) for every ξ ∈ B (f_k: input ↦ stage-k
-// activations; T_k has one n×d matrix per input coordinate). The region of stage k is the centred form
+// stages (embedding, with BERT's embedding LayerNorm; per block the attention sub-block, the MLP sub-block,
+// and for post-norm the two LayerNorms; pooling with the final norm or BERT's tanh pooler; head). The input
+// coordinates are the pixels, or for a text model the n·d entries of the token-embedding matrix. Forward mode
+// carries, per stage k, the value enclosure V_k ∋ f_k(x) at the centre and the tangent enclosure T_k ∋
+// Df_k(ξ) for every ξ ∈ B (f_k: input ↦ stage-k activations; T_k has one n×d matrix per input coordinate).
+// The region of stage k is the centred form
 //     R_k = V_k ± r·‖|T_k|‖₂ (entrywise: the ℓ₂ norm over input coordinates of the magnitudes),
 // which holds f_k(B) by the mean-value theorem applied to each entry along the segment [x, x′] ⊆ B. The next
 // tangent is T_{k+1} = J_{k+1}(R_k)·T_k with J_{k+1}(R_k) the interval derivative of stage k+1 over R_k
@@ -102,16 +104,18 @@ AttackResult attack(const ConvertedModel<double>& model, const Vector<double>& x
 
 /// One factor of the naive certificate: a CERTIFIED upper bound on a stage's global ℓ₂ Lipschitz constant.
 struct LipschitzFactor {
-  std::string stage;  ///< "patch_embed", "blocks.0.attn", ...
+  std::string stage;  ///< "patch_embed" or "token_embed", "blocks.0.attn", ...
   double upper = 0;
   std::string how;  ///< the bound used
 };
 
 /// Per-stage certified global Lipschitz upper bounds (Frobenius norm on token matrices, ℓ₂ on images and
-/// logits): patch embedding ‖W_E‖₂; attention sub-block 1 + Lip(MHA on B_R)·Lip(LN₁) with castin.sqrt_n on
+/// logits): patch embedding ‖W_E‖₂ (text: 1 for the embedding matrix itself, then the embedding LayerNorm's
+/// max|γ|/√ε); attention sub-block 1 + Lip(MHA on B_R)·Lip(LN₁) with castin.sqrt_n on
 /// the bias-augmented layer (tokens [N(x), 1] ∈ B_√(R²+1), docs/models.md) and Lip(LN) ≤ max|γ|/√ε
-/// (layernorm.lip2); MLP sub-block 1 + ‖W₁‖₂‖W₂‖₂·max|σ′|·Lip(LN₂); final LayerNorm; head ‖W_H‖₂. Pre-norm
-/// models only; a post-norm model or a refused bound gives std::nullopt with the reason in `why_not`.
+/// (layernorm.lip2); MLP sub-block 1 + ‖W₁‖₂‖W₂‖₂·max|σ′|·Lip(LN₂); final LayerNorm; pooler ‖W_P‖₂; head
+/// ‖W_H‖₂. Pre-norm, non-causal models only; a post-norm or causal model or a refused bound gives
+/// std::nullopt with the reason in `why_not`.
 std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model& model,
                                                                      std::string& why_not);
 
