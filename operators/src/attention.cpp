@@ -1,6 +1,7 @@
 // Multi-head softmax and Sinkhorn attention through pairwise::reduce (attention.md §2).
 #include <regatta/operators/attention.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/pairwise.hpp>
+
+#include "rotary.hpp"
 
 namespace regatta::operators {
 
@@ -62,6 +65,7 @@ struct Setup {
   pairwise::Kernel kernel;
   double inv_sqrt_dh = 1;
   int iterations = 1;
+  std::optional<detail::RotaryTables<double>> rotary;  // rows 0..max(n, m)−1 when the layer has RoPE
 };
 
 Setup::Setup(const AttentionLayer& layer, const MatrixRef<double>& X, const MatrixRef<double>& Y, bool self,
@@ -110,6 +114,7 @@ Setup::Setup(const AttentionLayer& layer, const MatrixRef<double>& X, const Matr
       layer.kind == AttentionKind::dot ? pairwise::ScoreKind::dot : pairwise::ScoreKind::neg_sq_dist,
       inv_sqrt_dh, 1.0, options.causal ? pairwise::MaskKind::causal : pairwise::MaskKind::none};
   iterations = options.sinkhorn_iterations;
+  if (layer.rotary) rotary = detail::rotary_tables<double>(*layer.rotary, std::max(n, m), layer.head_dim);
 }
 
 const MatrixRef<double>& context_of(const Setup& s) { return *s.context_in; }
@@ -122,6 +127,10 @@ struct Head {
 Head make_head(const AttentionLayer& layer, const Setup& s, std::size_t h, bool with_values) {
   const MatrixRef<double>& Y = context_of(s);
   Head head{project(*s.queries_in, layer.WQ[h], layer.bQ, h), project(Y, layer.WK[h], layer.bK, h), {}};
+  if (s.rotary) {  // RoPE after the biases, positions = row indices (layer.hpp)
+    detail::rotate_rows(head.queries, *s.rotary);
+    detail::rotate_rows(head.keys, *s.rotary);
+  }
   if (with_values) {
     // l2 value map Y·A_h·WV_h = (Y·WQ_h)·(WQ_hᵀ·WV_h)/√d_h, evaluated without forming the d×d matrix A_h.
     const Matrix<double> value_map =

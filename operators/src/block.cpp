@@ -1,5 +1,6 @@
 // One attention block: its weights in the scalar type, the forward pass and the state at a point that its
 // linearisation keeps (see block_state.hpp for the formulas; attention.md §2).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -137,6 +138,7 @@ Block<S>::Block(const AttentionLayer& layer, const AttentionOptions& options)
   if (layer.bO.size() != 0) bO_ = cast_vector<S>(layer.bO);
   if (layer.norm_gamma.size() != 0) gamma_ = cast_vector<S>(layer.norm_gamma);
   if (layer.norm_beta.size() != 0) beta_ = cast_vector<S>(layer.norm_beta);
+  rotary_ = layer.rotary;
 }
 
 template <class S>
@@ -164,12 +166,15 @@ std::shared_ptr<const BlockState<S>> Block<S>::state(MatrixRef<S> X, MatrixRef<S
   st->Yn = self ? st->Xn : normalize_rows<S>(options_.prenorm, st->Y, gamma_, beta_, norm_eps_);
   const Eigen::Index n = st->Xn.rows(), m = st->Yn.rows();
   const int t = options_.sinkhorn_iterations;
+  if (rotary_) st->rotary = detail::rotary_tables<S>(*rotary_, std::max(n, m), head_dim_);
   for (int h = 0; h < heads_; ++h) {
     typename BlockState<S>::Head hd;
     hd.Q = mul<S>(st->Xn, WQ_[h]);
     hd.K = mul<S>(st->Yn, WK_[h]);
     if (!bQ_.empty()) hd.Q.rowwise() += bQ_[h].transpose();
     if (!bK_.empty()) hd.K.rowwise() += bK_[h].transpose();
+    hd.Q = st->rotated(std::move(hd.Q));  // RoPE after the biases
+    hd.K = st->rotated(std::move(hd.K));
     hd.V = mul<S>(st->Yn, WVO_[h]);
     if (!bV_.empty()) {
       const Mat<S> WO_h = WO_.middleRows(Eigen::Index(h) * value_dim_, value_dim_);

@@ -1,6 +1,7 @@
 // The JVP and VJP of one attention block at its state: scores, kernel (softmax or Sinkhorn steps) and values
 // (see block_state.hpp for the formulas; attention.md §4).
 #include <cstddef>
+#include <utility>
 
 #include <regatta/core/scalar.hpp>
 #include <regatta/operators/normalization.hpp>
@@ -134,8 +135,8 @@ Mat<S> BlockState<S>::attention_jvp(const Mat<S>& Xn_dot, const Mat<S>& Yn_dot) 
   Mat<S> Fdot = Mat<S>::Zero(X.rows(), b.d_);
   for (std::size_t h = 0; h < heads.size(); ++h) {
     const Head& hd = heads[h];
-    const Mat<S> Qdot = Xn_dot.size() != 0 ? mul<S>(Xn_dot, b.WQ_[h]) : Mat<S>();
-    const Mat<S> Kdot = Yn_dot.size() != 0 ? mul<S>(Yn_dot, b.WK_[h]) : Mat<S>();
+    const Mat<S> Qdot = Xn_dot.size() != 0 ? rotated(mul<S>(Xn_dot, b.WQ_[h])) : Mat<S>();
+    const Mat<S> Kdot = Yn_dot.size() != 0 ? rotated(mul<S>(Yn_dot, b.WK_[h])) : Mat<S>();
     const Mat<S> Sdot = score_jvp(hd, Qdot, Kdot);
     Fdot += mul<S>(kernel_jvp(hd, Sdot), hd.V);
     if (Yn_dot.size() != 0) Fdot += mul<S>(hd.kernel, mul<S>(Yn_dot, b.WVO_[h]));
@@ -171,8 +172,8 @@ void BlockState<S>::attention_vjp(const Mat<S>& Fbar, Mat<S>& Xn_bar, Mat<S>& Yn
           }
         }
     }
-    Xn_bar += mul<S>(Qbar, b.WQ_[h].transpose());
-    Yn_bar += mul<S>(Kb, b.WK_[h].transpose());
+    Xn_bar += mul<S>(rotated(std::move(Qbar), true), b.WQ_[h].transpose());
+    Yn_bar += mul<S>(rotated(std::move(Kb), true), b.WK_[h].transpose());
   }
 }
 

@@ -7,7 +7,7 @@
 // The mathematics (attention.md §2, §4), generic over the scalar type:
 //
 // One head, queries Xn = N(X) (n×d), context Yn = N(Y) (m×d):
-//   Q = Xn·WQ + 1bQᵀ, K = Yn·WK + 1bKᵀ,
+//   Q = ρ(Xn·WQ + 1bQᵀ), K = ρ(Yn·WK + 1bKᵀ), ρ the row-wise rotary map (rotary.hpp) or the identity,
 //   S_ij = q_i·k_j/√d_h (dot) or −‖q_i − k_j‖²/√d_h (l2, difference form), masked entries never formed,
 //   kernel: t alternating normalisations in the log domain (§2.6), g⁰ = 0,
 //     odd s:  f_i = −LSE_j(S_ij + g_j)   (R_s = row-softmax(S + 1gᵀ)),
@@ -21,6 +21,7 @@
 //   VJP:  L̄ = K ⊙ K̄; S̄ = L̄, f̄ = L̄1, ḡ = L̄ᵀ1; then back through the steps:
 //         odd s:  S̄ −= diag(f̄)·R_s, ḡ −= R_sᵀ f̄, f̄ = 0;   even s: S̄ −= C_s·diag(ḡ), f̄ −= C_s ḡ, ḡ = 0.
 // For t = 1 these reduce to §4.1: Ṗ = P ⊙ (Ṡ − (P ⊙ Ṡ)11ᵀ), S̄ = P ⊙ (P̄ − (P ⊙ P̄)11ᵀ).
+// RoPE is linear and fixed per row: Q̇ = ρ(Ẋn·WQ), Q̄ ↦ ρᵀ(Q̄) before ·WQᵀ (and the same for keys).
 // Score derivatives: dot Ṡ = (Q̇Kᵀ + QK̇ᵀ)/√d_h, Q̄ = S̄K/√d_h, K̄ = S̄ᵀQ/√d_h; l2 (tied or untied, §4.4)
 // Ṡ_ij = −(2/√d_h)(q_i − k_j)·(q̇_i − k̇_j), Q̄_i = −(2/√d_h)Σ_j S̄_ij(q_i − k_j), K̄_j = (2/√d_h)Σ_i S̄_ij(q_i −
 // k_j).
@@ -28,6 +29,7 @@
 // Interval arithmetic: every shift of a log-sum-exp is a point value (scalar_traits::pivot), so softmax rows
 // are evaluated as exp(s − c)/Σ exp(s − c) with the identity exact for any c; all results are enclosures.
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -36,6 +38,8 @@
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/scalar_traits.hpp>
 #include <regatta/operators/differentiable.hpp>
+
+#include "rotary.hpp"
 
 namespace regatta::operators {
 
@@ -71,6 +75,12 @@ struct BlockState {
   bool causal = false;
   Matrix<S> X, Y, Xn, Yn;
   std::vector<Head> heads;
+  std::optional<detail::RotaryTables<S>> rotary;  // rows 0..max(n, m)−1 when the block has RoPE
+  /// ρ(Z) (or ρᵀ(Z) when transpose) for a query/key-side matrix; Z itself without RoPE.
+  Matrix<S> rotated(Matrix<S> Z, bool transpose = false) const {
+    if (rotary && Z.size() != 0) detail::rotate_rows(Z, *rotary, transpose);
+    return Z;
+  }
 
   Matrix<S> value() const;
   /// Ṡ of head h for query / context tangents of the normalised tokens (either may be empty: zero).

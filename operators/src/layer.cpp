@@ -75,6 +75,15 @@ void AttentionLayer::validate() const {
   }
   if (!(norm_eps > 0) || !std::isfinite(norm_eps))
     throw InputError("norm_eps", "must be positive and finite (LayerNorm/RMSNorm are not Lipschitz at 0)");
+  if (rotary) {
+    if (!(rotary->theta > 0) || !std::isfinite(rotary->theta))
+      throw InputError("rotary", "theta must be positive and finite, got " + std::to_string(rotary->theta));
+    if (head_dim % 2 != 0)
+      throw InputError("rotary", "rotates pairs of head coordinates: head_dim must be even, got " +
+                                     std::to_string(head_dim));
+    if (kind != AttentionKind::dot)
+      throw InputError("rotary", "rotary position embeddings are defined for dot-product attention, not l2");
+  }
 }
 
 bool AttentionLayer::tied() const {
@@ -240,7 +249,7 @@ const io::Array* output_projection(const TensorSet& set, const std::string& role
 }  // namespace
 
 AttentionLayer load_layer(const std::filesystem::path& path, int heads, AttentionKind kind,
-                          const std::string& prefix, OutputProjection output) {
+                          const std::string& prefix, OutputProjection output, const RotaryStatement& rope) {
   const std::string file = path.string();
   if (heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(heads));
   const std::string ext = path.extension().string();
@@ -251,12 +260,12 @@ AttentionLayer load_layer(const std::filesystem::path& path, int heads, Attentio
     all = io::read_safetensors(path);
   else
     throw InputError(file, "unknown layer file type '" + ext + "' (expected .npz or .safetensors)");
-  return layer_from_tensors(std::move(all), file, heads, kind, prefix, output);
+  return layer_from_tensors(std::move(all), file, heads, kind, prefix, output, rope);
 }
 
 AttentionLayer layer_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
                                   int heads, AttentionKind kind, const std::string& prefix,
-                                  OutputProjection output) {
+                                  OutputProjection output, const RotaryStatement& rope) {
   if (heads <= 0) throw InputError("heads", "must be positive, got " + std::to_string(heads));
   const TensorSet set(std::move(tensors), file, prefix);
 
@@ -315,10 +324,16 @@ AttentionLayer layer_from_tensors(std::map<std::string, io::Array> tensors, cons
     else if (set.find("query.weight"))
       naming = {"query.weight", "key.weight", "value.weight", "output.dense.weight",
                 "query.bias",   "key.bias",   "value.bias",   "output.dense.bias"};
-    else if (set.find("q_proj.weight"))
+    else if (set.find("q_proj.weight")) {
       naming = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
                 "q_proj.bias",   "k_proj.bias",   "v_proj.bias",   "o_proj.bias"};
-    else
+      // LLaMA-family attention rotates queries and keys with a θ the weights do not hold: analysing the
+      // layer without RoPE would present another map as this one.
+      if (!rope.stated)
+        throw InputError(file,
+                         "LLaMA layers carry rotary position embeddings whose theta the weights do not "
+                         "hold: state it with --rope THETA (LLaMA 1/2: 10000) or --rope none");
+    } else
       throw InputError(
           file + ":" + prefix + "in_proj_weight",
           "missing tensor (no in_proj_weight, attn.qkv.weight, attn.c_attn.weight, q_proj_weight, "
@@ -418,6 +433,7 @@ AttentionLayer layer_from_tensors(std::map<std::string, io::Array> tensors, cons
     layer.norm_gamma = vector_of(*g, d);
     if (const io::Array* b = set.find(std::string(stem) + ".bias")) layer.norm_beta = vector_of(*b, d);
   }
+  layer.rotary = rope.rotary;
   layer.validate();
   return layer;
 }

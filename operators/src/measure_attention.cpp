@@ -27,6 +27,10 @@ struct Context {
 
 Context split(const AttentionLayer& layer, const DiscreteMeasure<double>& mu, bool lifted, const char* name) {
   layer.validate();
+  if (layer.rotary)
+    throw InputError("layer",
+                     "rotary position embeddings rotate a token by its position, and the atoms of a "
+                     "measure have none: measure attention is defined for layers without RoPE");
   const Eigen::Index d = layer.d;
   if (mu.dim() != (lifted ? d + 1 : d))
     throw InputError(name,

@@ -67,23 +67,25 @@ class Layer:
         return cls(core).with_options(**options)
 
     @classmethod
-    def from_file(cls, path, heads, *, prefix="", kind="dot", no_out_proj=False, **options):
+    def from_file(cls, path, heads, *, prefix="", kind="dot", no_out_proj=False, rope=None, **options):
         """A layer from .safetensors / .npz (PyTorch, Hugging Face BERT/LLaMA, timm ViT, GPT-2 names), exactly
-        as `regatta ... --layer path --heads H --prefix P`."""
-        return cls._with(_regatta.load_layer(str(path), int(heads), kind, prefix, no_out_proj), options)
+        as `regatta ... --layer path --heads H --prefix P [--rope THETA|none]`. `rope`: the base theta of
+        rotary position embeddings (Hugging Face's rope_theta), 'none', or None (not stated: LLaMA-layout
+        weights, which carry RoPE with a theta they do not hold, are then refused)."""
+        return cls._with(_regatta.load_layer(str(path), int(heads), kind, prefix, no_out_proj, rope), options)
 
     @classmethod
     def from_state_dict(cls, state_dict, heads, *, prefix="", kind="dot", no_out_proj=False, name="state_dict",
-                        **options):
+                        rope=None, **options):
         """A layer from a state dict (names -> tensors / arrays) in any layout from_file reads; `prefix`
         selects one layer of a whole model ('blocks.3.', 'encoder.layer.0.attention.'); `name` names the
-        collection in messages ('state_dict:in_proj_weight: ...')."""
+        collection in messages ('state_dict:in_proj_weight: ...'); `rope` as in from_file."""
         tensors = state_dict_arrays(state_dict)
-        return cls._with(_regatta.layer_from_tensors(tensors, int(heads), kind, prefix, no_out_proj, str(name)),
-                         options)
+        return cls._with(_regatta.layer_from_tensors(tensors, int(heads), kind, prefix, no_out_proj, str(name),
+                                                     rope), options)
 
     @classmethod
-    def from_torch(cls, module, heads=None, *, prefix="", kind="dot", no_out_proj=False, **options):
+    def from_torch(cls, module, heads=None, *, prefix="", kind="dot", no_out_proj=False, rope=None, **options):
         """A layer from a live PyTorch module: nn.MultiheadAttention (heads from module.num_heads), or any
         module whose state dict holds one of the layouts of from_file (give heads when the module does not
         say it). The weights are copied; later training does not change this Layer."""
@@ -99,7 +101,7 @@ class Layer:
         if not hasattr(module, "state_dict"):
             raise _regatta.InputError(f"module: expected a torch.nn.Module, got {type(module).__name__}")
         return cls.from_state_dict(module.state_dict(), heads, prefix=prefix, kind=kind, no_out_proj=no_out_proj,
-                                   name=f"{type(module).__name__}.state_dict()", **options)
+                                   name=f"{type(module).__name__}.state_dict()", rope=rope, **options)
 
     @classmethod
     def random(cls, d=16, heads=2, *, head_dim=0, value_dim=0, scale=1.0, seed=0, kind="dot", biases=False,

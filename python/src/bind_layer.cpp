@@ -59,6 +59,20 @@ py::tuple measure_tuple(const measures::DiscreteMeasure<double>& mu) {
   return py::make_tuple(Matrix<double>(mu.atoms()), Vector<double>(mu.weights()));
 }
 
+/// rope=: None (nothing stated: a LLaMA-layout layer is refused), "none", or the base theta.
+operators::RotaryStatement rope_of(const py::object& rope) {
+  if (rope.is_none()) return {};
+  if (py::isinstance<py::str>(rope)) {
+    const std::string text = rope.cast<std::string>();
+    if (text == "none") return operators::RotaryStatement::none();
+    throw InputError("rope", "expected None, 'none' or a positive finite theta, got '" + text + "'");
+  }
+  const double theta = rope.cast<double>();
+  if (!(std::isfinite(theta) && theta > 0))
+    throw InputError("rope", "theta must be positive and finite, got " + std::to_string(theta));
+  return operators::RotaryStatement::with_theta(theta);
+}
+
 void check_direction(const MatrixRef<double>& M, Eigen::Index rows, Eigen::Index cols, const char* name) {
   if (M.rows() != rows || M.cols() != cols)
     throw InputError(name, "has shape (" + std::to_string(M.rows()) + ", " + std::to_string(M.cols()) +
@@ -86,6 +100,11 @@ void bind_layer(py::module_& m) {
                              [](const LayerCore& l) { return !l.layer.bQ.empty() || l.layer.bO.size() != 0; })
       .def_property_readonly("has_norm_weights",
                              [](const LayerCore& l) { return l.layer.norm_gamma.size() != 0; })
+      .def_property_readonly("rope_theta",
+                             [](const LayerCore& l) -> std::optional<double> {
+                               if (!l.layer.rotary) return std::nullopt;
+                               return l.layer.rotary->theta;
+                             })
       .def("with_options", &with_options, py::arg("causal"), py::arg("residual"), py::arg("prenorm"),
            py::arg("sinkhorn"), py::arg("allow_untied_l2"), py::arg("norm_eps"))
       .def(
@@ -261,31 +280,32 @@ void bind_layer(py::module_& m) {
   m.def(
       "load_layer",
       [](const std::string& path, int heads, const std::string& kind, const std::string& prefix,
-         bool no_out_proj) {
+         bool no_out_proj, const py::object& rope) {
         LayerCore r;
         const auto k = operators::parse_attention_kind(kind, "kind");
+        const operators::RotaryStatement statement = rope_of(rope);
         {
           py::gil_scoped_release release;
-          r.layer = operators::load_layer(path, heads, k, prefix, output_of(no_out_proj));
+          r.layer = operators::load_layer(path, heads, k, prefix, output_of(no_out_proj), statement);
         }
         r.source = path + (prefix.empty() ? "" : " prefix '" + prefix + "'");
         return r;
       },
       py::arg("path"), py::arg("heads"), py::arg("kind") = "dot", py::arg("prefix") = "",
-      py::arg("no_out_proj") = false);
+      py::arg("no_out_proj") = false, py::arg("rope") = py::none());
   m.def(
       "layer_from_tensors",
       [](const py::dict& tensors, int heads, const std::string& kind, const std::string& prefix,
-         bool no_out_proj, const std::string& collection) {
+         bool no_out_proj, const std::string& collection, const py::object& rope) {
         LayerCore r;
         const auto k = operators::parse_attention_kind(kind, "kind");
         r.layer = operators::layer_from_tensors(tensors_of(tensors, collection), collection, heads, k, prefix,
-                                                output_of(no_out_proj));
+                                                output_of(no_out_proj), rope_of(rope));
         r.source = collection + (prefix.empty() ? "" : " prefix '" + prefix + "'");
         return r;
       },
       py::arg("tensors"), py::arg("heads"), py::arg("kind") = "dot", py::arg("prefix") = "",
-      py::arg("no_out_proj") = false, py::arg("collection") = "state_dict");
+      py::arg("no_out_proj") = false, py::arg("collection") = "state_dict", py::arg("rope") = py::none());
   m.def(
       "random_layer",
       [](int d, int heads, int head_dim, int value_dim, double scale, std::uint64_t seed,

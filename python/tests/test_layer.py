@@ -226,19 +226,25 @@ def test_layer_file_errors_are_the_command_lines(rng, tmp_path, cli):
 LAYOUTS = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "layouts")
 
 
-@pytest.mark.parametrize("file,prefix,eps,causal,prenorm", [
-    ("timm_vit_block.npz", "blocks.0.", 1e-6, False, "layernorm"),
-    ("gpt2_block.npz", "h.0.", 1e-5, True, "layernorm"),
-    ("llama_gqa_block.npz", "layers.0.", 1e-6, True, "rmsnorm"),
+@pytest.mark.parametrize("file,prefix,eps,causal,prenorm,rope", [
+    ("timm_vit_block.npz", "blocks.0.", 1e-6, False, "layernorm", None),
+    ("gpt2_block.npz", "h.0.", 1e-5, True, "layernorm", None),
+    ("llama_gqa_block.npz", "layers.0.", 1e-6, True, "rmsnorm", "none"),
+    ("llama_rope_block.npz", "layers.0.", 1e-6, True, "rmsnorm", 10000.0),
 ])
 @needs_torch
-def test_model_state_dicts_with_a_prefix_match_the_published_model_code(file, prefix, eps, causal, prenorm):
+def test_model_state_dicts_with_a_prefix_match_the_published_model_code(file, prefix, eps, causal, prenorm, rope):
     # The fixtures hold a block's weights under a model's names and the output torch computed with the
     # published model code (tests/data/layouts/generate.py): y = x + Attn(Norm(x)).
     arrays = dict(np.load(os.path.join(LAYOUTS, file)))
     X, expected = arrays.pop("input"), arrays.pop("output")
+    arrays.pop("rope_theta", None)
     layer = regatta.Layer.from_state_dict({k: torch.as_tensor(v) for k, v in arrays.items()}, heads=2,
                                           prefix=prefix, residual=True, causal=causal, prenorm=prenorm,
-                                          norm_eps=eps)
+                                          norm_eps=eps, rope=rope)
+    assert layer._core.rope_theta == (rope if isinstance(rope, float) else None)
+    if rope is not None:  # a LLaMA layer without a rotary statement is refused, naming the collection
+        with pytest.raises(regatta.InputError, match=r"state_dict: LLaMA layers carry rotary"):
+            regatta.Layer.from_state_dict({k: torch.as_tensor(v) for k, v in arrays.items()}, heads=2, prefix=prefix)
     # ~100 rounded operations deep (norm, width-8 projections, softmax over 5 keys): 16 x 100 eps, as the C++ test.
     np.testing.assert_allclose(layer(X), expected, rtol=0, atol=16 * 100 * EPS * (1 + np.abs(expected).max()))

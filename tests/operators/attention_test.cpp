@@ -373,7 +373,8 @@ TEST_F(LoadLayer, HuggingFaceBertAndLlamaNames) {
       {"model.layers.0.self_attn.v_proj.bias", vec_array(torch_.bv, "v")},
       {"model.layers.0.self_attn.o_proj.weight", io::from_matrix(torch_.Wo)},
       {"model.layers.0.self_attn.o_proj.bias", vec_array(torch_.bo, "o")}};
-  expect_same_output(load_layer(write("llama.safetensors", llama), 2, AttentionKind::dot, "model.layers.0."));
+  expect_same_output(load_layer(write("llama.safetensors", llama), 2, AttentionKind::dot, "model.layers.0.",
+                                OutputProjection::from_file, RotaryStatement::none()));
 }
 
 /// The InputError's message mentions every fragment.

@@ -76,6 +76,7 @@ struct Config {
   Prenorm prenorm = Prenorm::none;
   int sinkhorn = 1;
   double scale = 1.0;
+  double rope_theta = 0;  ///< > 0: rotary position embeddings with this base
 };
 
 std::vector<Config> configs() {
@@ -90,6 +91,12 @@ std::vector<Config> configs() {
   c.push_back({"dot_sinkhorn5_biases", AttentionKind::dot, 4, 1, 0, true, false, true, Prenorm::none, 5});
   c.push_back({"l2_sinkhorn3_causal", AttentionKind::l2, 4, 2, 0, false, true, false, Prenorm::none, 3});
   c.push_back({"dot_large_scale", AttentionKind::dot, 4, 2, 0, false, false, false, Prenorm::none, 1, 3.0});
+  // Rotary embeddings: a small base turns every plane by a sizeable angle per position; LLaMA's 10000.
+  c.push_back({"dot_rope", AttentionKind::dot, 6, 2, 4, false, false, false, Prenorm::none, 1, 1.0, 7.5});
+  c.push_back({"dot_rope_biases_causal_rmsnorm", AttentionKind::dot, 6, 1, 4, true, true, true,
+               Prenorm::rmsnorm, 1, 1.0, 10000});
+  c.push_back(
+      {"dot_rope_sinkhorn3", AttentionKind::dot, 4, 2, 2, false, false, false, Prenorm::none, 3, 1.0, 3});
   return c;
 }
 
@@ -107,6 +114,7 @@ AttentionLayer layer_for(const Config& c, std::uint64_t seed) {
     L.norm_gamma = Vector<double>::Constant(c.d, 1.0) + 0.3 * standard_normal(c.d, seed + 7);
     L.norm_beta = 0.2 * standard_normal(c.d, seed + 8);
   }
+  if (c.rope_theta > 0) L.rotary = Rotary{c.rope_theta};
   return L;
 }
 

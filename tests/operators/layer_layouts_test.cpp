@@ -22,10 +22,11 @@ const std::string data = std::string(REGATTA_TEST_DATA_DIR) + "/layouts/";
 const double forward_tolerance = testing::rounding_bound<double>(16, 100);
 
 void expect_matches_torch(const std::string& file, const std::string& prefix, double eps, bool causal,
-                          Prenorm prenorm = Prenorm::layernorm) {
+                          Prenorm prenorm = Prenorm::layernorm, const RotaryStatement& rope = {}) {
   const auto arrays = io::read_npz(data + file);
   const Matrix<double> X = arrays.at("input").matrix(), Y = arrays.at("output").matrix();
-  AttentionLayer layer = load_layer(data + file, 2, AttentionKind::dot, prefix);
+  AttentionLayer layer =
+      load_layer(data + file, 2, AttentionKind::dot, prefix, OutputProjection::from_file, rope);
   ASSERT_EQ(layer.norm_gamma.size(), 8) << "the pre-norm weight must be read from the file";
   if (prenorm == Prenorm::layernorm) {
     ASSERT_EQ(layer.norm_beta.size(), 8);
@@ -52,11 +53,40 @@ TEST(LayerLayouts, Gpt2Conv1dBlockMatchesTorch) {
 }
 
 TEST(LayerLayouts, LlamaGroupedQueryAttentionMatchesTorch) {
-  expect_matches_torch("llama_gqa_block.npz", "layers.0.", 1e-6, true, Prenorm::rmsnorm);
-  const AttentionLayer layer = load_layer(data + "llama_gqa_block.npz", 2, AttentionKind::dot, "layers.0.");
+  // The fixture's reference has no rotary embeddings, stated as --rope none.
+  const RotaryStatement none = RotaryStatement::none();
+  expect_matches_torch("llama_gqa_block.npz", "layers.0.", 1e-6, true, Prenorm::rmsnorm, none);
+  const AttentionLayer layer = load_layer(data + "llama_gqa_block.npz", 2, AttentionKind::dot, "layers.0.",
+                                          OutputProjection::from_file, none);
   EXPECT_EQ(layer.WK[0], layer.WK[1]);  // one key head shared by both query heads
+  EXPECT_FALSE(layer.rotary);
   // 3 query heads do not divide the query width 8, so the key width 4 cannot be a whole number of heads.
-  EXPECT_THROW(load_layer(data + "llama_gqa_block.npz", 3, AttentionKind::dot, "layers.0."), InputError);
+  EXPECT_THROW(load_layer(data + "llama_gqa_block.npz", 3, AttentionKind::dot, "layers.0.",
+                          OutputProjection::from_file, none),
+               InputError);
+}
+
+TEST(LayerLayouts, LlamaWithoutARotaryStatementIsRefusedNamingTheFile) {
+  // The weights of a LLaMA layer do not hold its rotary base: loading one without saying θ or none would
+  // analyse a map without RoPE as the layer.
+  for (const char* file : {"llama_gqa_block.npz", "llama_rope_block.npz"}) {
+    try {
+      load_layer(data + file, 2, AttentionKind::dot, "layers.0.");
+      ADD_FAILURE() << file << " loaded without a rotary statement";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(file), std::string::npos) << what;
+      EXPECT_NE(what.find("rotary"), std::string::npos) << what;
+      EXPECT_NE(what.find("--rope THETA"), std::string::npos) << what;
+      EXPECT_NE(what.find("--rope none"), std::string::npos) << what;
+    }
+  }
+  // Other layouts need no statement, and take one (a GPT-NeoX-style layer under other names).
+  EXPECT_FALSE(load_layer(data + "timm_vit_block.npz", 2, AttentionKind::dot, "blocks.0.").rotary);
+  const AttentionLayer rotated = load_layer(data + "timm_vit_block.npz", 2, AttentionKind::dot, "blocks.0.",
+                                            OutputProjection::from_file, RotaryStatement::with_theta(500));
+  ASSERT_TRUE(rotated.rotary);
+  EXPECT_EQ(rotated.rotary->theta, 500);
 }
 
 TEST(LayerLayouts, TensorsInMemoryLoadAsTheFile) {

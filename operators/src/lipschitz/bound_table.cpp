@@ -30,10 +30,14 @@ std::optional<std::string> needs_rmsnorm(const BoundContext& c) {
   return prenorm_reason(c, Prenorm::rmsnorm);
 }
 
-/// Every attention bound: plain softmax attention.
+/// Every attention bound: plain softmax attention without rotary position embeddings (no published bound
+/// has the position-dependent rotation of queries and keys in its scores).
 std::optional<std::string> attention_reason(const BoundContext& c) {
   if (c.options.sinkhorn_iterations != 1)
     return "Sinkhorn attention (--sinkhorn > 1) is outside the hypotheses of every attention bound";
+  if (c.layer.rotary)
+    return "rotary position embeddings (--rope) rotate queries and keys by their position: outside the "
+           "hypotheses of every published attention bound";
   return std::nullopt;
 }
 

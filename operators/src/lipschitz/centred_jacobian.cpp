@@ -192,6 +192,7 @@ std::optional<std::string> centred_refusal(const AttentionLayer& layer, const At
   if (options.prenorm != operators::Prenorm::none)
     return "the centred enclosure does not cover pre-normalisation";
   if (options.sinkhorn_iterations != 1) return "the centred enclosure is for softmax attention";
+  if (layer.rotary) return "the centred enclosure does not cover rotary position embeddings";
   if (layer.kind == AttentionKind::l2 && !layer.tied() && !options.allow_untied_l2)
     return "untied L2 attention needs allow_untied_l2";
   return std::nullopt;

@@ -33,6 +33,9 @@ std::optional<std::string> havens_refusal(const AttentionLayer& layer, const Att
     return "a pre-normalisation inside F is outside the hypotheses of bounds.md §6.3";
   if (options.sinkhorn_iterations != 1)
     return "Sinkhorn kernels are not row softmaxes (the 1/2-Lipschitz softmax step of §6.3 does not apply)";
+  if (layer.rotary)
+    return "the score perturbation of bounds.md §6.2 has no position-dependent rotation of queries and keys "
+           "(rotary embeddings)";
   return std::nullopt;
 }
 

@@ -160,10 +160,11 @@ class StructuredRows {
 
 std::optional<std::string> structured_rows_refusal(const AttentionLayer& layer,
                                                    const AttentionOptions& options) {
-  (void)layer;
   if (options.sinkhorn_iterations != 1)
     return "the structured rows need softmax attention (Sinkhorn t = " +
            std::to_string(options.sinkhorn_iterations) + " couples every row of the kernel)";
+  if (layer.rotary)
+    return "the structured rows do not cover rotary position embeddings (the generic JVP/VJP path does)";
   return std::nullopt;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Reference data for the fused-projection layouts of load_layer (tests/operators/layer_layouts_test.cpp).
 
-Made with:  /usr/bin/python3 tests/data/layouts/generate.py    (Debian's python3-torch, python3-numpy)
+Made with:  /usr/bin/python3 tests/data/layouts/generate.py [NAME ...]   (Debian's python3-torch,
+python3-numpy; with names, only those files are rewritten)
 
 Two pre-norm attention sublayers, y = x + Attn(Norm(x)), stored under the names real checkpoints use, with
 their outputs computed here in torch the way the published model code computes them:
@@ -20,6 +21,15 @@ their outputs computed here in torch the way the published model code computes t
                              layers.0.input_layernorm (RMSNorm, eps 1e-6), q_proj (2 heads), k_proj and
                              v_proj with ONE key/value head (grouped-query attention, repeat_kv), o_proj,
                              causal; no biases.
+
+  llama_rope_block.npz       the same LLaMA layout WITH rotary position embeddings (rope_theta = 10000,
+                             stored as `rope_theta`), q/k/v biases (Qwen2 has them; rotated after the bias),
+                             one key/value head, causal, n = 7 tokens. The rotary code follows Hugging Face's
+                             modeling_llama: inv_freq = 1/(theta^(arange(0, d_h, 2)/d_h)), freqs = position x
+                             inv_freq, emb = cat(freqs, freqs), q_embed = q*cos(emb) + rotate_half(q)*sin(emb)
+                             with rotate_half([x1, x2]) = [-x2, x1], the same for k; everything in float64
+                             (HF computes inv_freq and the tables in float32 by default; regatta's model is
+                             the exact map, which float64 approximates to ~1e-16 relative at these positions).
 
   mha_no_out_proj.npz        nn.MultiheadAttention's in_proj only (no out_proj tensors): the output computed
                              by the module with out_proj set to the identity and a zero bias.
@@ -114,6 +124,59 @@ def llama_gqa(rng):
     return t
 
 
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def repeat_kv(hidden_states, n_rep):
+    kv_heads, n, hd = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    return hidden_states[:, None, :, :].expand(kv_heads, n_rep, n, hd).reshape(kv_heads * n_rep, n, hd)
+
+
+def llama_rope(rng):
+    kv, hd, n, theta = 1, D // H, 7, 10000.0
+    p = "layers.0.self_attn."
+    t = {
+        "layers.0.input_layernorm.weight": 1 + 0.2 * rng.standard_normal(D),
+        p + "q_proj.weight": rng.standard_normal((D, D)) / np.sqrt(D),
+        p + "q_proj.bias": 0.3 * rng.standard_normal(D),
+        p + "k_proj.weight": rng.standard_normal((kv * hd, D)) / np.sqrt(D),
+        p + "k_proj.bias": 0.3 * rng.standard_normal(kv * hd),
+        p + "v_proj.weight": rng.standard_normal((kv * hd, D)) / np.sqrt(D),
+        p + "v_proj.bias": 0.3 * rng.standard_normal(kv * hd),
+        p + "o_proj.weight": rng.standard_normal((D, D)) / np.sqrt(D),
+    }
+    x = torch.tensor(rng.standard_normal((n, D)))
+    T = {k: torch.tensor(v) for k, v in t.items()}
+    g = T["layers.0.input_layernorm.weight"]
+    z = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g  # LlamaRMSNorm
+    # LlamaAttention.forward: projections viewed as (heads, n, head_dim)
+    q = F.linear(z, T[p + "q_proj.weight"], T[p + "q_proj.bias"]).view(n, H, hd).transpose(0, 1)
+    k = F.linear(z, T[p + "k_proj.weight"], T[p + "k_proj.bias"]).view(n, kv, hd).transpose(0, 1)
+    v = F.linear(z, T[p + "v_proj.weight"], T[p + "v_proj.bias"]).view(n, kv, hd).transpose(0, 1)
+    # LlamaRotaryEmbedding (default rope type), in float64
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(torch.float64) / hd))
+    position_ids = torch.arange(n, dtype=torch.float64)
+    freqs = position_ids[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    q, k = apply_rotary_pos_emb(q, k, emb.cos(), emb.sin())
+    k, v = repeat_kv(k, H // kv), repeat_kv(v, H // kv)
+    scores = q @ k.transpose(-2, -1) * hd ** -0.5
+    scores = scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(0, 1).reshape(n, D)
+    y = x + F.linear(out, T[p + "o_proj.weight"])
+    t["input"], t["output"], t["rope_theta"] = x.numpy(), y.numpy(), np.array([theta])
+    return t
+
+
 def mha_no_out_proj(rng):
     t = {
         "in_proj_weight": rng.standard_normal((3 * D, D)) / np.sqrt(D),
@@ -133,9 +196,13 @@ def mha_no_out_proj(rng):
 
 
 def main():
+    import sys
+    wanted = set(sys.argv[1:])
     for name, make, seed in (("timm_vit_block", timm, 101), ("gpt2_block", gpt2, 102),
-                             ("llama_gqa_block", llama_gqa, 103), ("mha_no_out_proj", mha_no_out_proj, 104)):
-        np.savez(os.path.join(HERE, name + ".npz"), **make(np.random.default_rng(seed)))
+                             ("llama_gqa_block", llama_gqa, 103), ("mha_no_out_proj", mha_no_out_proj, 104),
+                             ("llama_rope_block", llama_rope, 105)):
+        if not wanted or name in wanted:
+            np.savez(os.path.join(HERE, name + ".npz"), **make(np.random.default_rng(seed)))
 
 
 if __name__ == "__main__":

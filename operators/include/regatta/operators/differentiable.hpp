@@ -4,7 +4,8 @@
 //
 // A Block is one layer with its options:  F(X) = [X] + MHA(N(X))  (self)  or  F(X, Y) = [X] + CA(N(X), N(Y))
 // (cross), with N the optional pre-norm, [X] present when residual, MHA/CA multi-head dot-product, L2 (tied
-// or, when allowed, untied) or Sinkhorn attention with the layer's biases and the optional causal mask.
+// or, when allowed, untied) or Sinkhorn attention with the layer's biases, its rotary position embeddings
+// (queries and keys rotated by their row index, layer.hpp) and the optional causal mask.
 // Kernels are materialised (n×m per head): O(H·n·m) memory, O(H·n·m·(d_h + d)) work per JVP/VJP — the form
 // used for derivatives, certification (interval) and high precision (mpfr). The streamed double path for
 // large n is attend()/attend_cross() (attention.hpp); the two agree to rounding (tested).
@@ -12,6 +13,7 @@
 // Vectorisation follows shared/math/README.md: index (i, a) of an n×d matrix is i·d + a (row-major), so the
 // dense Jacobian J has J(i·d + a, j·d + b) = ∂F_ia/∂X_jb.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <regatta/core/eigen.hpp>
@@ -111,6 +113,7 @@ class Block {
 
 /// F_L ∘ … ∘ F_1 (self-attention blocks, all of the same width d). Weight sharing is passing the same block
 /// L times.
+  std::optional<Rotary> rotary_;  // RoPE of queries and keys (layer.hpp)
 template <class S>
 class Stack {
  public:

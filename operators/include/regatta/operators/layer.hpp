@@ -10,8 +10,20 @@
 //   dot  P_h = softmax_row(Q_h K_hᵀ/√d_h + M)                       (attention.md §1.2, §2.1)
 //   l2   P_h = softmax_row(−‖q_i − k_j‖²/√d_h + M), tied WK = WQ,    (Kim et al. 2021; §1.3, §2.2)
 //        value map X·A_h·WV_h with A_h = WQ_h WQ_hᵀ/√d_h.
+//
+// Rotary position embeddings (RoPE; Su et al. 2021, in the non-interleaved form of Hugging Face's LLaMA
+// `apply_rotary_pos_emb` / `rotate_half`): with the rotary setting present, every head's queries and keys
+// (after their biases) are rotated before the scores. Token i (the 0-based row of X, or of the context Y for
+// keys: positions are row indices, the convention of the causal mask) has angles φ_{i,a} = i·θ^(−2a/d_h),
+// a = 0..d_h/2−1, and row i of Q (or K) becomes, for each a with b = a + d_h/2,
+//     q'_a = q_a·cos φ_{i,a} − q_b·sin φ_{i,a},   q'_b = q_b·cos φ_{i,a} + q_a·sin φ_{i,a}
+// (HF: q∘cos + rotate_half(q)∘sin, cos = cat(cos φ, cos φ), rotate_half([x1, x2]) = [−x2, x1]). Values are
+// not rotated. A fixed linear map per position, so every derivative composes with it; dot-product only, d_h
+// even. Not modelled: rope_scaling (LLaMA 3.1's frequency rescaling), partial rotary widths (GPT-NeoX
+// rotary_pct), positions other than the row indices (offsets of a key-value cache).
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +32,11 @@
 namespace regatta::operators {
 
 enum class AttentionKind { dot, l2 };
+
+/// Rotary position embeddings on the full head width (see the file comment).
+struct Rotary {
+  double theta = 10000;  ///< the base θ > 0 (Hugging Face rope_theta; LLaMA 1/2: 10000)
+};
 
 struct AttentionLayer {
   int d = 0;          ///< token dimension (rows of WQ, WK, WV; columns of WO)
@@ -36,9 +53,12 @@ struct AttentionLayer {
   /// (meaning 1 and 0) or of length d; ε > 0 (PyTorch's default 1e-5).
   Vector<double> norm_gamma, norm_beta;
   double norm_eps = 1e-5;
+  /// Rotary position embeddings of queries and keys; absent: none.
+  std::optional<Rotary> rotary;
 
   /// Throws InputError naming the member for every inconsistent size, a non-positive dimension or a
-  /// non-finite entry.
+  /// non-finite entry; "rotary" for a θ that is not positive and finite, an odd head_dim, or an l2 layer
+  /// (rotary embeddings are defined for dot-product scores).
   void validate() const;
   /// WK[h] == WQ[h] for every head and the query and key biases agree (both absent or equal).
   bool tied() const;
@@ -66,9 +86,10 @@ AttentionLayer random_layer(const RandomLayerSpec& spec);
 ///     v_proj_weight; out_proj.weight (d×E) [+ out_proj.bias]
 ///   Hugging Face BERT: query|key|value.weight [+ .bias], output.dense.weight [+ .bias]
 ///   Hugging Face LLaMA: q_proj|k_proj|v_proj|o_proj.weight [+ .bias]; grouped-query attention (k_proj,
-///   v_proj
-///     with kv_heads < heads heads) is expanded by repeating each key/value head over its group (the same
-///     map); rotary position embeddings are not modelled
+///     v_proj with kv_heads < heads heads) is expanded by repeating each key/value head over its group (the
+///     same map). LLaMA attention rotates queries and keys (RoPE) with a θ the weights do not hold: the
+///     caller must state it (`rope`), and a LLaMA-layout file loaded with nothing stated throws InputError
+///     naming the file.
 ///   timm ViT: attn.qkv.weight (3E×d, rows q|k|v) [+ bias], attn.proj.weight [+ bias]
 ///   GPT-2: attn.c_attn.weight (Conv1D, d×3E) [+ bias], attn.c_proj.weight (E×d) [+ bias]
 /// Linear weights are out×in, so WQ[h] = (W_q[h·d_h:(h+1)·d_h, :])ᵀ, WO = out_proj.weightᵀ.
@@ -79,11 +100,21 @@ AttentionLayer random_layer(const RandomLayerSpec& spec);
 /// an unknown extension throw InputError naming the file and the tensor.
 /// Where W^O comes from: the file (the layouts above), or nowhere: W^O = I, the attention map alone (the
 /// setting of Castin et al.), which needs heads·value_dim = d and a file without an output projection.
+/// `rope` sets AttentionLayer::rotary for every layout (the weights never say it).
 enum class OutputProjection { from_file, identity };
+
+/// What the caller states about rotary position embeddings when loading.
+struct RotaryStatement {
+  bool stated = false;           ///< false: nothing stated (a LLaMA-layout file then throws)
+  std::optional<Rotary> rotary;  ///< when stated: the setting, or nullopt for a layer without RoPE
+  static RotaryStatement none() { return {true, std::nullopt}; }
+  static RotaryStatement with_theta(double theta) { return {true, Rotary{theta}}; }
+};
 
 AttentionLayer load_layer(const std::filesystem::path& path, int heads,
                           AttentionKind kind = AttentionKind::dot, const std::string& prefix = "",
-                          OutputProjection output = OutputProjection::from_file);
+                          OutputProjection output = OutputProjection::from_file,
+                          const RotaryStatement& rope = {});
 
 std::string to_string(AttentionKind kind);
 /// "dot" or "l2"; anything else throws InputError naming `subject`.

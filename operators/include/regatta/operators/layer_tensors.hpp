@@ -15,6 +15,7 @@ namespace regatta::operators {
 AttentionLayer layer_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
                                   int heads, AttentionKind kind = AttentionKind::dot,
                                   const std::string& prefix = "",
-                                  OutputProjection output = OutputProjection::from_file);
+                                  OutputProjection output = OutputProjection::from_file,
+                                  const RotaryStatement& rope = {});
 
 }  // namespace regatta::operators

@@ -25,6 +25,9 @@
 // positive weight must have strictly increasing times (then time order is index order and the causal mask of
 // pairwise applies); otherwise InputError. Causal cross-attention of two measures is absent (InputError).
 //
+// Layers with rotary position embeddings (layer.hpp) are refused with InputError ("layer"): the rotation
+// depends on a token's position, which an atom of a measure does not have.
+//
 // Grid measures are used through GridMeasure::to_discrete() (cell masses at cell centres, empty cells
 // omitted). Cost: that of the token path with n queries and m atoms of positive weight; every result is a
 // double-precision floating-point evaluation (not certified).

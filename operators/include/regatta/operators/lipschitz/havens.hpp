@@ -23,8 +23,8 @@ namespace regatta::lip {
 // Setting: F(X) = X W^skip + Σ_h P_h(X) X W^VO_h (+ constant value/output biases), X' = X + E, ‖E‖_F ≤ ε.
 // Hypotheses (bounds.md §6.3): dot-product softmax attention (Sinkhorn t = 1), no pre-normalisation; any
 // W^skip (I with residual, else 0), H ≥ 1, masks (causal) allowed; a key bias drops out, a query bias adds
-// 1 b_Q,hᵀ(W^K_h)ᵀEᵀ/√d_h to the score perturbation (§6.2). L2 attention, pre-norm and Sinkhorn t ≥ 2 are
-// outside the reconstruction and refused.
+// 1 b_Q,hᵀ(W^K_h)ᵀEᵀ/√d_h to the score perturbation (§6.2). L2 attention, pre-norm, Sinkhorn t ≥ 2 and
+// rotary position embeddings are outside the reconstruction and refused.
 
 /// Why the Havens quantities do not apply, or nullopt.
 std::optional<std::string> havens_refusal(const operators::AttentionLayer& layer,
