@@ -2,6 +2,8 @@
 #include "layer_options.hpp"
 
 #include <cmath>
+#include <exception>
+#include <string>
 
 #include <sstream>
 
@@ -69,24 +71,57 @@ void add_layer_options(CLI::App* cmd, LayerArgs& args) {
       "The layer has no output projection: W^O = I (the attention map alone; needs heads*head_dim = d)");
   cmd->add_flag("--allow-untied-l2", args.allow_untied_l2,
                 "Run --kind l2 with WK != WQ (outside the hypotheses of the L2 theorem)");
+  cmd->add_option(
+      "--rope", args.rope,
+      "Rotary position embeddings of queries and keys (Hugging Face LLaMA convention): THETA, the "
+      "base (rope_theta, e.g. 10000), or none; required for LLaMA-layout files");
 }
+
+namespace {
+
+/// --rope: not given (nothing stated), none, or a positive finite θ.
+operators::RotaryStatement parse_rope(const std::string& text) {
+  if (text.empty()) return {};
+  if (text == "none") return operators::RotaryStatement::none();
+  std::size_t used = 0;
+  double theta = 0;
+  try {
+    theta = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(std::isfinite(theta) && theta > 0))
+    throw InputError("--rope", "expected none or a positive finite theta (e.g. 10000), got '" + text + "'");
+  return operators::RotaryStatement::with_theta(theta);
+}
+
+}  // namespace
 
 ResolvedLayer resolve_layer(const LayerArgs& args) {
   if (args.layer.empty() == args.random.empty())
     throw InputError("--layer/--random", "give exactly one of --layer FILE or --random SPEC");
   const operators::AttentionKind kind = operators::parse_attention_kind(args.kind);
+  const operators::RotaryStatement rope = parse_rope(args.rope);
+  if (rope.rotary && kind != operators::AttentionKind::dot)
+    throw InputError("--rope",
+                     "rotary position embeddings are defined for dot-product attention (--kind dot)");
   ResolvedLayer r;
   if (!args.layer.empty()) {
     if (args.heads <= 0) throw InputError("--heads", "required with --layer (number of attention heads)");
     r.layer = operators::load_layer(
         args.layer, args.heads, kind, args.prefix,
-        args.no_out_proj ? operators::OutputProjection::identity : operators::OutputProjection::from_file);
+        args.no_out_proj ? operators::OutputProjection::identity : operators::OutputProjection::from_file,
+        rope);
     r.source = args.layer + (args.prefix.empty() ? "" : " prefix '" + args.prefix + "'");
   } else {
     if (!args.prefix.empty()) throw InputError("--prefix", "applies to --layer only");
     if (args.heads != 0) throw InputError("--heads", "applies to --layer only (use heads= in --random)");
     const operators::RandomLayerSpec spec = parse_random_layer(args.random, kind);
     r.layer = operators::random_layer(spec);
+    r.layer.rotary = rope.rotary;
+    if (r.layer.rotary && r.layer.head_dim % 2 != 0)
+      throw InputError("--rope", "rotates pairs of head coordinates: head_dim must be even, got " +
+                                     std::to_string(r.layer.head_dim));
     std::ostringstream os;
     os << "random d=" << r.layer.d << " heads=" << r.layer.heads << " head_dim=" << r.layer.head_dim
        << " value_dim=" << r.layer.value_dim << " scale=" << spec.scale << " seed=" << spec.seed
@@ -181,6 +216,7 @@ std::string describe(const ResolvedLayer& r) {
     os << ", norm weights in the file unused (--prenorm none)";
   }
   if (r.options.sinkhorn_iterations != 1) os << ", sinkhorn " << r.options.sinkhorn_iterations;
+  if (r.layer.rotary) os << ", rotary embeddings theta " << r.layer.rotary->theta;
   return os.str();
 }
 

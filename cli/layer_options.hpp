@@ -1,7 +1,7 @@
 #pragma once
 // The layer options shared by every subcommand that takes an attention layer (attend, bound, local,
 // bracket, measure-lipschitz, report): --layer/--random, --heads, --kind, --prefix, --causal, --residual,
-// --prenorm, --sinkhorn, --allow-untied-l2. One definition, so they mean the same everywhere.
+// --prenorm, --sinkhorn, --allow-untied-l2, --rope. One definition, so they mean the same everywhere.
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +26,7 @@ struct LayerArgs {
   bool allow_untied_l2 = false;
   std::optional<double> norm_eps;  ///< --norm-eps (unset: the layer's default, PyTorch's 1e-5)
   bool no_out_proj = false;        ///< --no-out-proj: W^O = I (the file has no output projection)
+  std::string rope;                ///< --rope THETA|none (empty: not stated; a LLaMA-layout file then fails)
 };
 
 /// The layer and its options after parsing and loading; `source` describes where it came from.
@@ -41,7 +42,8 @@ void add_layer_options(CLI::App* cmd, LayerArgs& args);
 
 /// Loads (--layer) or draws (--random) the layer and builds the options; throws InputError naming the
 /// option for every inconsistency (both or neither of --layer/--random, --heads missing with --layer or given
-/// with --random, --prefix with --random, an unknown kind or pre-norm, a bad spec).
+/// with --random, --prefix with --random, an unknown kind or pre-norm, a bad spec, a --rope that is neither
+/// none nor a positive finite number, a LLaMA-layout file without --rope: error naming the file).
 ResolvedLayer resolve_layer(const LayerArgs& args);
 
 /// Reads a 2-D token matrix from FILE.npy / FILE.npz[:NAME] / FILE.safetensors[:NAME], finite, with

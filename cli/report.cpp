@@ -42,6 +42,7 @@ std::string command_line(const ReportArgs& a) {
     if (a.layer.residual) line += " --residual";
     if (a.layer.prenorm != "none") line += " --prenorm " + a.layer.prenorm;
     if (a.layer.sinkhorn != 1) line += " --sinkhorn " + std::to_string(a.layer.sinkhorn);
+    if (!a.layer.rope.empty()) line += " --rope " + a.layer.rope;
   }
   return line;
 }
@@ -58,13 +59,19 @@ void run(const ReportArgs& args, int& result) {
   const LayerArgs& l = args.layer;
   if (!l.layer.empty() || !l.random.empty()) {
     options.user = resolve_layer(l);
+    if (options.user->layer.rotary)
+      throw InputError("--rope",
+                       "the report's sections compare the published bounds and measure-level "
+                       "quantities, none of which covers rotary position embeddings; analyse a RoPE "
+                       "layer with attend, local or bracket");
   } else {
     // Without a user layer the layer options would be silently ignored: refuse them.
     const std::pair<bool, const char*> unused[] = {
         {l.heads != 0, "--heads"},       {l.kind != "dot", "--kind"},
         {!l.prefix.empty(), "--prefix"}, {l.causal, "--causal"},
         {l.residual, "--residual"},      {l.prenorm != "none", "--prenorm"},
-        {l.sinkhorn != 1, "--sinkhorn"}, {l.allow_untied_l2, "--allow-untied-l2"}};
+        {l.sinkhorn != 1, "--sinkhorn"}, {l.allow_untied_l2, "--allow-untied-l2"},
+        {!l.rope.empty(), "--rope"}};
     for (const auto& [given, name] : unused)
       if (given) throw InputError(name, "applies to a user layer only (give --layer FILE or --random SPEC)");
   }

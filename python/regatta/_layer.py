@@ -135,6 +135,7 @@ class Layer:
     prenorm = property(lambda self: self._core.prenorm)
     sinkhorn = property(lambda self: self._core.sinkhorn)
     norm_eps = property(lambda self: self._core.norm_eps)
+    rope_theta = property(lambda self: self._core.rope_theta, doc="the rotary base theta, or None (no RoPE)")
 
     def __repr__(self):
         c = self._core

@@ -242,7 +242,7 @@ def test_model_state_dicts_with_a_prefix_match_the_published_model_code(file, pr
     layer = regatta.Layer.from_state_dict({k: torch.as_tensor(v) for k, v in arrays.items()}, heads=2,
                                           prefix=prefix, residual=True, causal=causal, prenorm=prenorm,
                                           norm_eps=eps, rope=rope)
-    assert layer._core.rope_theta == (rope if isinstance(rope, float) else None)
+    assert layer.rope_theta == (rope if isinstance(rope, float) else None)
     if rope is not None:  # a LLaMA layer without a rotary statement is refused, naming the collection
         with pytest.raises(regatta.InputError, match=r"state_dict: LLaMA layers carry rotary"):
             regatta.Layer.from_state_dict({k: torch.as_tensor(v) for k, v in arrays.items()}, heads=2, prefix=prefix)
