@@ -343,6 +343,10 @@ void detail::validate_measure_search(const AttentionLayer& layer, const Attentio
     throw InputError("--causal",
                      "measure-level ratios of masked attention need lifted measures "
                      "(attention.md §3.6), which are not supported");
+  if (layer.rotary)
+    throw InputError("--rope",
+                     "rotary position embeddings rotate a token by its position: attention with "
+                     "them is not a map on measures, whose atoms have no order");
   if (s.n < 1) throw InputError("n", "must be at least 1, got " + std::to_string(s.n));
   if (s.m < 0) throw InputError("m", "must be >= 0 (0: n)");
   if (!(s.p >= 1) || !std::isfinite(s.p)) throw InputError("p", "must be a finite number >= 1");

@@ -87,7 +87,8 @@ struct MeasureSearchResult {
 };
 
 /// Runs the search (see the file comment). Throws InputError for an invalid layer or options, a causal
-/// layer, n < 1, p < 1, a non-positive radius, or invalid search settings.
+/// layer, a layer with rotary position embeddings (not a map on measures), n < 1, p < 1, a non-positive
+/// radius, or invalid search settings.
 MeasureSearchResult search_measure_ratio(const operators::AttentionLayer& layer,
                                          const operators::AttentionOptions& options,
                                          const MeasureSearchOptions& search);
