@@ -169,6 +169,10 @@ void run(const FlowArgs& args, int& result) {
   std::unique_ptr<ResolvedLayer> layer;
   if (!fl::is_sphere_model(spec.model)) {
     layer = std::make_unique<ResolvedLayer>(resolve_layer(args.layer));
+    if (layer->layer.rotary)
+      throw InputError("--rope",
+                       "the flow evolves a measure of particles, which have no positions: rotary "
+                       "position embeddings are not defined on it");
     spec.layer = &layer->layer;
     spec.attention = layer->options;
     // The layers integrator's Euler step is the residual: X + step·MHA(N(X)).
