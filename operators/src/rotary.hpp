@@ -30,18 +30,24 @@ struct RotaryTables {
 template <class S>
 RotaryTables<S> rotary_tables(const Rotary& rotary, Eigen::Index positions, int head_dim);
 
-/// Rotates the rows of Z (n × d_h, n ≤ the table's positions) in place: by φ (forward) or by −φ
-/// (transpose = inverse, for cotangents).
+/// Rotates the head vector z (length d_h: a Vector, or a row of a matrix) in place as the token at
+/// `position`: by φ_position (forward) or by −φ_position (transpose = inverse, for cotangents).
+template <class S, class HeadVector>
+void rotate_at(HeadVector&& z, const RotaryTables<S>& tables, Eigen::Index position, bool transpose = false) {
+  const Eigen::Index half = z.size() / 2;
+  for (Eigen::Index a = 0; a < half; ++a) {
+    const S c = tables.cos(position, a),
+            s = transpose ? S(-tables.sin(position, a)) : tables.sin(position, a);
+    const S x = z(a), y = z(a + half);
+    z(a) = x * c - y * s;
+    z(a + half) = y * c + x * s;
+  }
+}
+
+/// Rotates the rows of Z (n × d_h, n ≤ the table's positions) in place, row i as position i.
 template <class S>
 void rotate_rows(Matrix<S>& Z, const RotaryTables<S>& tables, bool transpose = false) {
-  const Eigen::Index half = Z.cols() / 2;
-  for (Eigen::Index i = 0; i < Z.rows(); ++i)
-    for (Eigen::Index a = 0; a < half; ++a) {
-      const S c = tables.cos(i, a), s = transpose ? S(-tables.sin(i, a)) : tables.sin(i, a);
-      const S x = Z(i, a), y = Z(i, a + half);
-      Z(i, a) = x * c - y * s;
-      Z(i, a + half) = y * c + x * s;
-    }
+  for (Eigen::Index i = 0; i < Z.rows(); ++i) rotate_at(Z.row(i), tables, i, transpose);
 }
 
 }  // namespace regatta::operators::detail

@@ -103,7 +103,9 @@ bool needs_prenorm_or_sinkhorn(const TorchCase& c) {
 
 /// The file's layer, with the pre-norm parameters when the case has a pre-norm.
 AttentionLayer case_layer(const TorchCase& c) {
-  AttentionLayer layer = load_layer(c.path, c.heads, c.kind, c.prefix);
+  // generate.py's references (the llama-named case too) are attention without rotary embeddings.
+  AttentionLayer layer =
+      load_layer(c.path, c.heads, c.kind, c.prefix, OutputProjection::from_file, RotaryStatement::none());
   if (c.options.prenorm != Prenorm::none) {
     layer.norm_gamma = c.member("norm.weight").vector();
     if (c.has("norm.bias")) layer.norm_beta = c.member("norm.bias").vector();

@@ -208,6 +208,12 @@ BranchBound::BranchBound(AttentionLayer layer, AttentionOptions options, BnbDoma
     : layer_(std::move(layer)), options_(options), domain_(domain), bnb_(bnb) {
   layer_.validate();
   if (const auto why = region_refusal(layer_, options_)) throw InputError("branch and bound", *why);
+  // Its symmetry reductions (token permutations), the centred enclosure and the checkpoint's layer record
+  // are for layers whose tokens carry no position.
+  if (layer_.rotary)
+    throw InputError("branch and bound",
+                     "rotary position embeddings are not covered (the symmetry reductions "
+                     "and checkpoints assume tokens without positions)");
   if (!(std::isfinite(domain_.radius) && domain_.radius > 0))
     throw InputError("domain radius", "must be finite and > 0");
   if (domain_.n < 1) throw InputError("n", "must be >= 1");

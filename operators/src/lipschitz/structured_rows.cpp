@@ -2,6 +2,7 @@
 // structured_rows.hpp; attention.md §4.1–§4.6).
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include <regatta/core/scalar_traits.hpp>
 #include <regatta/operators/normalization.hpp>
 
+#include "../rotary.hpp"
 #include "local_support.hpp"
 
 namespace regatta::lip {
@@ -31,6 +33,8 @@ namespace {
 ///   value path    Xn̄ += P_h,i·ᵀ ⊗ W^VO_h[:, a]ᵀ
 ///   kernel path   S̄_h = e_i s̄ᵀ with s̄_j = P_h,ij (V_h,ja − (P_h V_h)_ia)
 ///     dot:  Q̄_i = s̄ᵀK_h/√d_h (row i),  K̄ = s̄ q_iᵀ/√d_h            → Xn̄ += e_i Q̄_i W^Qᵀ + s̄ (q_i W^Kᵀ)/√d_h
+///           with RoPE (q', k' rotated by position):  Xn̄ += e_i (ρ_iᵀ Q̄_i) W^Qᵀ + Σ_j s̄_j e_j (ρ_jᵀ q'_i)
+///           W^Kᵀ/√d_h, Q̄_i = s̄ᵀK'/√d_h
 ///     l2:   Q̄_i = −c Σ_j s̄_j (q_i − k_j),  K̄_j = c s̄_j (q_i − k_j),  c = 2/√d_h
 ///           → Xn̄ += e_i Q̄_i W^Qᵀ + c s̄ ⊙ (q_i W^Kᵀ − k_j W^Kᵀ)_j
 /// then X̄ = N'(X)ᵀ[Xn̄] row-wise, plus E_ia when residual. Each row costs O(H·n·d).
@@ -54,6 +58,7 @@ class StructuredRows {
       gamma_ = gamma;
     }
     const Matrix<S> WO = cast<S>(layer.WO);
+    if (layer.rotary) rotary_ = operators::detail::rotary_tables<S>(*layer.rotary, n_, layer.head_dim);
     for (int h = 0; h < layer.heads; ++h) {
       Head hd;
       hd.P = kernels[h];
@@ -64,6 +69,12 @@ class StructuredRows {
       Matrix<S> Q = mul<S>(Xn, WQ), K = mul<S>(Xn, WK);
       if (!layer.bQ.empty()) Q.rowwise() += cast<S>(layer.bQ[h]).transpose();
       if (!layer.bK.empty()) K.rowwise() += cast<S>(layer.bK[h]).transpose();
+      if (rotary_) {  // q'_i = ρ_i q_i, k'_j = ρ_j k_j (dot only: validate() refuses l2 with RoPE)
+        operators::detail::rotate_rows(Q, *rotary_);
+        operators::detail::rotate_rows(K, *rotary_);
+        hd.WKt = WK.transpose();
+        hd.Qs = Q * inv_sqrt_dh;
+      }
       Matrix<S> V = mul<S>(Xn, hd.WVO);
       if (!layer.bV.empty()) {
         const Matrix<S> offset =
@@ -97,17 +108,32 @@ class StructuredRows {
     G.setZero(n_, d_);
     S tmp(0);
     Vector<S> sbar(n_), qbar, r(d_);
-    for (const Head& hd : heads_) {
+    for (Head& hd : heads_) {
       const Index dh = hd.WQt.rows();
       // s̄_j = P_ij (V_ja − F_ia)
       for (Index j = 0; j < n_; ++j) sbar(j) = hd.P(i, j) * (hd.Vt(a, j) - hd.F(i, a));
-      // Value path and the key part of the kernel path, rank one each: G_jb += P_ij W^VO_ba + s̄_j u_b.
+      // With RoPE the key part is s̄_j (ρ_jᵀ q'_i) W^Kᵀ/√d_h, a different vector per key j: the n×d matrix
+      // U_i of them is built once per query row i (rows are visited i-major) for O(n·d_h·d).
+      if (rotary_ && hd.rows_of != i) {
+        hd.U.resize(n_, d_);
+        Vector<S> v(dh);
+        for (Index j = 0; j < n_; ++j) {
+          v = hd.Qs.row(i).transpose();
+          operators::detail::rotate_at(v, *rotary_, j, true);
+          hd.U.row(j) = mul<S>(Matrix<S>(v.transpose()), hd.WKt);
+        }
+        hd.rows_of = i;
+      }
+      const Matrix<S>& key_part = rotary_ ? hd.U : hd.QW;
+      const Index key_row_of = rotary_ ? -1 : i;  // U: row j; QW: row i for every j
+      // Value path and the key part of the kernel path: G_jb += P_ij W^VO_ba + s̄_j u_b (u_b = key_part).
       for (Index j = 0; j < n_; ++j) {
         const S& p = hd.P(i, j);
         const S& s = sbar(j);
+        const Index kr = key_row_of < 0 ? j : key_row_of;
         for (Index b = 0; b < d_; ++b) {
           add_product<S>(G(j, b), p, hd.WVO(b, a), tmp);
-          add_product<S>(G(j, b), s, hd.QW(i, b), tmp);
+          add_product<S>(G(j, b), s, key_part(kr, b), tmp);
         }
       }
       qbar = Vector<S>::Zero(dh);
@@ -125,7 +151,8 @@ class StructuredRows {
         }
         for (Index c = 0; c < dh; ++c) qbar(c) -= total * hd.Q(i, c);
       }
-      // G_i· += Q̄_i W^Qᵀ
+      // G_i· += Q̄_i W^Qᵀ, with Q̄_i taken back through ρ_iᵀ under RoPE
+      if (rotary_) operators::detail::rotate_at(qbar, *rotary_, i, true);
       for (Index c = 0; c < dh; ++c)
         for (Index b = 0; b < d_; ++b) add_product<S>(G(i, b), qbar(c), hd.WQt(c, b), tmp);
     }
@@ -147,6 +174,9 @@ class StructuredRows {
     Matrix<S> KW;   // n×d: c K W^Kᵀ (l2)
     Matrix<S> K;    // n×d_h: K/√d_h (dot) or c K (l2)
     Matrix<S> Q;    // n×d_h: c Q (l2)
+    // RoPE: the rotated queries Q'/√d_h, W^Kᵀ, and U_i (n×d, row j = (ρ_jᵀ q'_i) W^Kᵀ/√d_h) for row i.
+    Matrix<S> Qs, WKt, U;
+    Index rows_of = -1;
   };
   AttentionOptions options_;
   AttentionKind kind_;
@@ -154,6 +184,7 @@ class StructuredRows {
   std::vector<Head> heads_;
   Matrix<S> U_;
   Vector<S> inv_scale_, gamma_;
+  std::optional<operators::detail::RotaryTables<S>> rotary_;
 };
 
 }  // namespace
@@ -163,8 +194,7 @@ std::optional<std::string> structured_rows_refusal(const AttentionLayer& layer,
   if (options.sinkhorn_iterations != 1)
     return "the structured rows need softmax attention (Sinkhorn t = " +
            std::to_string(options.sinkhorn_iterations) + " couples every row of the kernel)";
-  if (layer.rotary)
-    return "the structured rows do not cover rotary position embeddings (the generic JVP/VJP path does)";
+  (void)layer;
   return std::nullopt;
 }
 

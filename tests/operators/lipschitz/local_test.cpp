@@ -91,6 +91,7 @@ struct Config {
   int sinkhorn = 1;
   double scale = 1.0;
   Index n = 5;
+  double rope_theta = 0;  ///< > 0: rotary position embeddings with this base
 };
 
 std::vector<Config> configs() {
@@ -105,6 +106,8 @@ std::vector<Config> configs() {
   c.push_back({"l2_rmsnorm", AttentionKind::l2, 6, 2, 0, false, false, true, Prenorm::rmsnorm});
   c.push_back({"dot_sinkhorn3", AttentionKind::dot, 4, 2, 0, false, false, false, Prenorm::none, 3});
   c.push_back({"dot_large_scale", AttentionKind::dot, 4, 2, 0, false, false, false, Prenorm::none, 1, 3.0});
+  c.push_back({"dot_rope_biases_causal_rmsnorm", AttentionKind::dot, 6, 2, 4, true, true, true,
+               Prenorm::rmsnorm, 1, 1.0, 5, 7.5});
   return c;
 }
 
@@ -119,6 +122,7 @@ AttentionLayer layer_for(const Config& c, std::uint64_t seed) {
   s.scale = c.scale;
   AttentionLayer L = operators::random_layer(s);
   if (c.prenorm != Prenorm::none) testing::draw_norm_weights(L, seed);
+  if (c.rope_theta > 0) L.rotary = operators::Rotary{c.rope_theta};
   return L;
 }
 
@@ -734,7 +738,10 @@ std::vector<TorchCase> torch_cases() {
     const AttentionKind kind = c.scalar("kind") == 1.0 ? AttentionKind::l2 : AttentionKind::dot;
     std::string prefix;
     for (double code : c.arrays.at("layer_prefix").data) prefix.push_back(char(int(code)));
-    c.layer = operators::load_layer(p, int(c.scalar("heads")), kind, prefix);
+    // The torch references (the llama-named case too) are attention without rotary embeddings.
+    c.layer =
+        operators::load_layer(p, int(c.scalar("heads")), kind, prefix, operators::OutputProjection::from_file,
+                              operators::RotaryStatement::none());
     c.options.causal = c.scalar("causal") != 0;
     c.options.residual = c.scalar("residual") != 0;
     const double prenorm = c.scalar("prenorm");

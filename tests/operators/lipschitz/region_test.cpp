@@ -57,6 +57,7 @@ struct Case {
   bool biases = false, causal = false, residual = false;
   Prenorm prenorm = Prenorm::none;
   Index n = 4;
+  double rope_theta = 0;  ///< > 0: rotary position embeddings with this base
 };
 
 std::vector<Case> cases() {
@@ -64,7 +65,8 @@ std::vector<Case> cases() {
           {"dot_biases_causal_residual", AttentionKind::dot, 4, 2, true, true, true},
           {"l2_biases", AttentionKind::l2, 4, 2, true},
           {"dot_layernorm_weights", AttentionKind::dot, 4, 1, true, false, true, Prenorm::layernorm},
-          {"l2_rmsnorm", AttentionKind::l2, 4, 2, false, false, true, Prenorm::rmsnorm, 3}};
+          {"l2_rmsnorm", AttentionKind::l2, 4, 2, false, false, true, Prenorm::rmsnorm, 3},
+          {"dot_rope_biases_causal", AttentionKind::dot, 4, 1, true, true, true, Prenorm::none, 4, 7.5}};
 }
 
 AttentionLayer layer_for(const Case& c, std::uint64_t seed) {
@@ -76,6 +78,7 @@ AttentionLayer layer_for(const Case& c, std::uint64_t seed) {
   s.seed = seed;
   AttentionLayer L = operators::random_layer(s);
   if (c.prenorm != Prenorm::none) testing::draw_norm_weights(L, seed);
+  if (c.rope_theta > 0) L.rotary = operators::Rotary{c.rope_theta};
   return L;
 }
 

@@ -122,8 +122,9 @@ struct BnbBracket {
 /// The problem: layer, options, domain and options, validated; creates, advances and reads states.
 class BranchBound {
  public:
-  /// Throws InputError for a bad layer, an unsupported configuration (region_refusal), a radius or gap
-  /// that is not finite and > 0, n < 1, batch < 1, or n·d > bnb_max_dimension (the message says why).
+  /// Throws InputError for a bad layer, an unsupported configuration (region_refusal, rotary embeddings), a
+  /// radius or gap that is not finite and > 0, n < 1, batch < 1, or n·d > bnb_max_dimension (the message says
+  /// why).
   BranchBound(operators::AttentionLayer layer, operators::AttentionOptions options, BnbDomain domain,
               BnbOptions bnb);
 

@@ -13,8 +13,8 @@
 namespace regatta::lip {
 
 /// Why the structured row path does not apply to (layer, options), or nullopt: it needs softmax attention
-/// (sinkhorn_iterations = 1) and no rotary position embeddings; dot or l2, masks, biases, residual and
-/// pre-norm are all handled.
+/// (sinkhorn_iterations = 1); dot or l2, masks, biases, residual, pre-norm and rotary position embeddings are
+/// all handled.
 std::optional<std::string> structured_rows_refusal(const operators::AttentionLayer& layer,
                                                    const operators::AttentionOptions& options);
 
