@@ -6,6 +6,9 @@
 // differentiable_test.cpp (the dot_rope configurations).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include <regatta/core/convert.hpp>
@@ -135,6 +138,42 @@ TEST(Rotary, CertifiedForwardEnclosesTheExactMap) {
       EXPECT_NEAR(scalar_traits<mpfr>::to_double(exact(i, a)), f.output(i, a),
                   forward_tolerance * (1 + max_abs(f.output)));
     }
+}
+
+/// Long sequences: the double tables take cos and sin of the rounded angle i·θ^(−2a/d_h), off by a few ulp of
+/// i ≤ 255, so the rotated queries and keys carry an error ~ 4·256 u on top of the ~100-operation chain of
+/// the forward pass; 16 × (4·256 + 100) u covers it with the safety factor of forward_tolerance.
+const double long_sequence_tolerance = testing::rounding_bound<double>(16, 4 * 256 + 100);
+
+TEST(Rotary, LongSequencesStayCloseToTheExactMapAndInsideTheCertifiedOne) {
+  // 256 tokens, so angles up to 255 rad in the fastest plane: the double forward against mpfr at 256 bits
+  // (whose tables are the midpoints of MPFI enclosures), and the interval64 forward around it.
+  RandomLayerSpec spec;
+  spec.d = 4;
+  spec.heads = 1;
+  spec.seed = 9;
+  AttentionLayer layer = random_layer(spec);
+  layer.rotary = Rotary{10000};
+  AttentionOptions options;
+  options.causal = true;
+  const Eigen::Index n = 256;
+  const Matrix<double> X = Eigen::Map<const Matrix<double>>(standard_normal(n * 4, 21).data(), n, 4);
+  const Matrix<double> ours = attend(layer, X, options);
+  Matrix<mpfr> exact;
+  {
+    const PrecisionGuard high(256);
+    exact = Block<mpfr>(layer, options).forward(matrix_cast<mpfr>(X));
+  }
+  const Matrix<interval64> enclosure = Block<interval64>(layer, options).forward(matrix_cast<interval64>(X));
+  double worst = 0;
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index a = 0; a < 4; ++a) {
+      worst = std::max(worst, std::abs(ours(i, a) - scalar_traits<mpfr>::to_double(exact(i, a))));
+      ASSERT_TRUE(mpfr(enclosure(i, a).lower()) <= exact(i, a) &&
+                  exact(i, a) <= mpfr(enclosure(i, a).upper()))
+          << "(" << i << ", " << a << ")";
+    }
+  EXPECT_LE(worst, long_sequence_tolerance * (1 + max_abs(ours)));
 }
 
 TEST(Rotary, InvalidSettingsAreRefusedNamingRotary) {
