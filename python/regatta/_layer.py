@@ -105,10 +105,11 @@ class Layer:
 
     @classmethod
     def random(cls, d=16, heads=2, *, head_dim=0, value_dim=0, scale=1.0, seed=0, kind="dot", biases=False,
-               no_out_proj=False, **options):
-        """The seeded random layer of `regatta ... --random d=..,heads=..,seed=..` (same weights)."""
-        return cls._with(_regatta.random_layer(d, heads, head_dim, value_dim, scale, seed, kind, biases, no_out_proj),
-                         options)
+               no_out_proj=False, rope=None, **options):
+        """The seeded random layer of `regatta ... --random d=..,heads=..,seed=.. [--rope THETA]` (same weights);
+        `rope`: the rotary base theta, or None / 'none'."""
+        return cls._with(_regatta.random_layer(d, heads, head_dim, value_dim, scale, seed, kind, biases, no_out_proj,
+                                               rope), options)
 
     def with_options(self, **options):
         """A copy with some options changed (validated by the library)."""

@@ -309,7 +309,7 @@ void bind_layer(py::module_& m) {
   m.def(
       "random_layer",
       [](int d, int heads, int head_dim, int value_dim, double scale, std::uint64_t seed,
-         const std::string& kind, bool biases, bool no_out_proj) {
+         const std::string& kind, bool biases, bool no_out_proj, const py::object& rope) {
         operators::RandomLayerSpec spec;
         spec.d = d;
         spec.heads = heads;
@@ -334,6 +334,8 @@ void bind_layer(py::module_& m) {
                                                 " and d = " + std::to_string(r.layer.d));
           r.layer.WO = Matrix<double>::Identity(r.layer.d, r.layer.d);
         }
+        r.layer.rotary = rope_of(rope).rotary;  // None and "none": no rotary embeddings
+        r.layer.validate();                     // an odd head_dim or l2 with RoPE: InputError "rotary"
         std::ostringstream os;
         os << "random d=" << r.layer.d << " heads=" << r.layer.heads << " head_dim=" << r.layer.head_dim
            << " value_dim=" << r.layer.value_dim << " scale=" << spec.scale << " seed=" << spec.seed
@@ -343,7 +345,7 @@ void bind_layer(py::module_& m) {
       },
       py::arg("d") = 16, py::arg("heads") = 2, py::arg("head_dim") = 0, py::arg("value_dim") = 0,
       py::arg("scale") = 1.0, py::arg("seed") = 0, py::arg("kind") = "dot", py::arg("biases") = false,
-      py::arg("no_out_proj") = false);
+      py::arg("no_out_proj") = false, py::arg("rope") = py::none());
 }
 
 }  // namespace regatta::python

@@ -91,6 +91,14 @@ def test_random_layer_is_the_command_lines(rng, tmp_path, cli):
     cli("attend", "--random", "d=4,heads=2,seed=9,biases=1", "--residual", "--prenorm", "layernorm",
         "--input", save(tmp_path / "x.npy", X), "--out", out, "--json")
     assert np.array_equal(np.load(out), layer(X))
+    # With rotary embeddings: the same map as --rope, and not the map without them.
+    rotary = regatta.Layer.random(d=4, heads=2, seed=9, biases=True, rope=100.0, causal=True)
+    cli("attend", "--random", "d=4,heads=2,seed=9,biases=1", "--rope", "100", "--causal",
+        "--input", save(tmp_path / "x.npy", X), "--out", out, "--json")
+    assert rotary.rope_theta == 100.0 and np.array_equal(np.load(out), rotary(X))
+    assert not np.allclose(rotary(X), regatta.Layer.random(d=4, heads=2, seed=9, biases=True, causal=True)(X))
+    with pytest.raises(regatta.InputError, match="rotary"):
+        regatta.Layer.random(d=6, heads=2, rope=100.0)  # head_dim 3 is odd
 
 
 @needs_torch
