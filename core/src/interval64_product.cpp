@@ -26,15 +26,6 @@ constexpr double underflow_unit = 0x1.0p-1074;
 /// subnormal radii, which are slow).
 constexpr double no_underflow_floor = 0x1.0p-480;
 
-/// Whether every nonzero entry of M has magnitude ≥ no_underflow_floor.
-bool clear_of_underflow(const Matrix<double>& M) {
-  for (Index i = 0; i < M.size(); ++i) {
-    const double a = std::fabs(M(i));
-    if (a != 0 && a < no_underflow_floor) return false;
-  }
-  return true;
-}
-
 /// γ_k = k u / (1 − k u) rounded up; +∞ when k u ≥ 1/2 (no bound offered).
 double gamma_up(double k) {
   const double ku = mul<true>(k, unit_roundoff);
@@ -42,7 +33,10 @@ double gamma_up(double k) {
   return div<true>(ku, add<false>(1.0, -ku));
 }
 
-/// A box as midpoint and radius, [lo, hi] ⊆ [m − r, m + r]; `finite` is false when any endpoint is not.
+/// A box as midpoint and radius computed in round-to-nearest: m = fl(lo/2 + hi/2) (lo itself for a point),
+/// r̃ = fl(max(hi − m, m − lo)). A subtraction's relative error is at most u even for subnormal results, so
+/// [lo, hi] ⊆ [m − r, m + r] for r = r̃/(1 − u); point entries have r̃ = 0 exactly. `finite` is false when
+/// any endpoint is not finite.
 struct MidRad {
   Matrix<double> mid, rad;
   bool finite = true;
@@ -51,20 +45,16 @@ struct MidRad {
 
 MidRad split(const Matrix<interval64>& A) {
   MidRad s;
-  s.mid.resize(A.rows(), A.cols());
-  s.rad.resize(A.rows(), A.cols());
+  Matrix<double> lo(A.rows(), A.cols()), hi(A.rows(), A.cols());
   for (Index i = 0; i < A.size(); ++i) {
-    const double lo = A(i).lower(), hi = A(i).upper();
-    if (!std::isfinite(lo) || !std::isfinite(hi)) {
-      s.finite = false;
-      return s;
-    }
-    const double m = lo == hi ? lo : 0.5 * lo + 0.5 * hi;
-    const double r = lo == hi ? 0.0 : std::fmax(add<true>(hi, -m), add<true>(m, -lo));
-    s.mid(i) = m;
-    s.rad(i) = r;
-    if (r != 0) s.point = false;
+    lo(i) = A(i).lower();
+    hi(i) = A(i).upper();
   }
+  s.finite = lo.allFinite() && hi.allFinite();
+  if (!s.finite) return s;
+  s.mid = (lo.array() == hi.array()).select(lo, 0.5 * lo.array() + 0.5 * hi.array());
+  s.rad = (hi - s.mid).cwiseMax(s.mid - lo);
+  s.point = s.rad.isZero(0);
   return s;
 }
 
@@ -82,18 +72,73 @@ Matrix<double> gemm(const Matrix<double>& a, const Matrix<double>& b) {
   return c;
 }
 
+/// Whether some nonzero entry of M is below no_underflow_floor in magnitude.
+bool may_underflow(const Matrix<double>& M) {
+  const auto a = M.array().abs();
+  return ((a < no_underflow_floor) && (a > 0)).any();
+}
+
+/// The fast path (docs/numerics.md, step 8): every elementwise step in round-to-nearest, their relative
+/// errors (at most u each, all values normal or exact) folded into one constant c ≥ 1/((1 − γ_k)(1 − u)^5)
+/// on the radius; endpoints widened by one successor step. False (nothing written) when a GEMM factor may
+/// underflow or a value overflows: the caller then takes the directed path.
+bool product_nearest(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
+  const double k = static_cast<double>(a.mid.cols());
+  const double gamma = gamma_up(k);
+  if (!std::isfinite(gamma)) return false;
+  double denominator = add<false>(1.0, -gamma);
+  for (int i = 0; i < 5; ++i) denominator = mul<false>(denominator, 1.0 - unit_roundoff);  // 1 − u exact
+  const double c = div<true>(1.0, denominator);
+  if (may_underflow(a.mid) || may_underflow(b.mid)) return false;
+
+  const Matrix<double> M = gemm(a.mid, b.mid);
+  const Matrix<double> abs_mid_b = b.mid.cwiseAbs();
+  Matrix<double> S;  // fl(P̃ + Q̃)
+  if (b.point) {
+    const Matrix<double> L = gamma * a.mid.cwiseAbs() + a.rad;  // ≥ (γ|m_A| + r_A)(1 − u)²
+    if (may_underflow(L)) return false;
+    S = gemm(L, abs_mid_b);
+  } else {
+    const Matrix<double> U = b.rad + gamma * abs_mid_b;  // ≥ (r_B + γ|m_B|)(1 − u)²
+    if (may_underflow(U)) return false;
+    S = gemm(a.mid.cwiseAbs(), U);
+    if (!a.point) {
+      const Matrix<double> V = abs_mid_b + b.rad;  // ≥ (|m_B| + r_B)(1 − u)²
+      if (may_underflow(V) || may_underflow(a.rad)) return false;
+      S += gemm(a.rad, V);
+    }
+  }
+  // Row-major like every operand (linear indices below agree).
+  const Matrix<double> t = c * S.array(), up = M + t, down = M - t;
+  if (!up.allFinite() || !down.allFinite()) return false;
+  // One successor step: e = fl(2^-52·|h| + η) is at least the gap from h to its neighbour, so
+  // fl(h + e) ≥ succ(h) and fl(h − e) ≤ pred(h) (monotone rounding).
+  const Matrix<double> hi = up.array() + (0x1p-52 * up.array().abs() + underflow_unit),
+                       lo = down.array() - (0x1p-52 * down.array().abs() + underflow_unit);
+  C.resize(M.rows(), M.cols());
+  for (Index i = 0; i < M.size(); ++i)
+    C(i) = t(i) == 0 ? interval64(M(i)) : interval64::hull(lo(i), hi(i));  // t = 0: every product is 0
+  return true;
+}
+
 /// An upper bound on the exact non-negative product behind fl(s) = `computed` (inner length k):
 /// (fl(s) + k·η)/(1 − γ_k), rounded up.
 double exact_upper(double computed, double k_eta, double inv_one_minus_gamma) {
   return mul<true>(add<true>(computed, k_eta), inv_one_minus_gamma);
 }
 
-/// The product of two boxes given as midpoint and radius (both finite); empty optional-like flag on overflow.
-bool product(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
-  const double k = static_cast<double>(a.mid.cols());
+/// The directed path: every elementwise step rounded outward with interval64's endpoint operations, and
+/// the k·η underflow terms. False on overflow.
+bool product_directed(const MidRad& a_nearest, const MidRad& b_nearest, Matrix<interval64>& C) {
+  const double k = static_cast<double>(a_nearest.mid.cols());
   const double gamma = gamma_up(k);
   if (!std::isfinite(gamma)) return false;
   const double inv_one_minus_gamma = div<true>(1.0, add<false>(1.0, -gamma));
+  // r = r̃/(1 − u) rounded up bounds each radius (see split).
+  const double inv_one_minus_u = div<true>(1.0, 1.0 - unit_roundoff);
+  MidRad a = a_nearest, b = b_nearest;
+  for (Index i = 0; i < a.rad.size(); ++i) a.rad(i) = mul<true>(a.rad(i), inv_one_minus_u);
+  for (Index i = 0; i < b.rad.size(); ++i) b.rad(i) = mul<true>(b.rad(i), inv_one_minus_u);
 
   const Matrix<double> M = gemm(a.mid, b.mid);
   Matrix<double> P, Q;
@@ -113,13 +158,7 @@ bool product(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
       Q = gemm(a.rad, V);
     }
   }
-  // The factors of every GEMM above are among m_A, r_A, L (≥ r_A, ≥ γ|m_A| entrywise, zero where both
-  // are), m_B, U, V; the k·η term is dropped only when none of them can underflow.
-  bool underflow = !clear_of_underflow(a.mid) || !clear_of_underflow(a.rad) || !clear_of_underflow(b.mid) ||
-                   !clear_of_underflow(b.rad);
-  if (!underflow)
-    underflow = gamma != 0 && (!clear_of_underflow(gamma * a.mid) || !clear_of_underflow(gamma * b.mid));
-  const double k_eta = underflow ? mul<true>(k, underflow_unit) : 0.0;
+  const double k_eta = mul<true>(k, underflow_unit);
   C.resize(M.rows(), M.cols());
   for (Index i = 0; i < M.size(); ++i) {
     double rho = exact_upper(P(i), k_eta, inv_one_minus_gamma);
@@ -130,6 +169,10 @@ bool product(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
     C(i) = interval64::hull(add<false>(m, -rho), add<true>(m, rho));
   }
   return true;
+}
+
+bool product(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
+  return product_nearest(a, b, C) || product_directed(a, b, C);
 }
 
 Matrix<interval64> to_interval(const Matrix<double>& A) { return A.cast<interval64>(); }

@@ -89,6 +89,9 @@ struct BlockState {
   Matrix<S> kernel_vjp(const Head& hd, const Matrix<S>& Kbar) const;
   /// Ḟ without the residual term, for tangents of the normalised queries / context (empty = zero).
   Matrix<S> attention_jvp(const Matrix<S>& Xn_dot, const Matrix<S>& Yn_dot) const;
+  /// The whole self-attention JVP (norm, attention, residual) of `count` tangents of X stacked row-wise
+  /// (tangent_stack.hpp), one product per linear step (block_tangents.cpp).
+  Matrix<S> self_jvp_stacked(const Matrix<S>& T, Eigen::Index count) const;
   /// Cotangents of the normalised queries and context for F̄ (without the residual term).
   void attention_vjp(const Matrix<S>& Fbar, Matrix<S>& Xn_bar, Matrix<S>& Yn_bar) const;
   Matrix<S> norm_jvp(const Matrix<S>& Z, const Matrix<S>& Zdot) const;

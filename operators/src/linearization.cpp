@@ -7,6 +7,7 @@
 #include <regatta/core/scalar.hpp>
 
 #include "block_state.hpp"
+#include "tangent_stack.hpp"
 
 namespace regatta::operators {
 
@@ -42,6 +43,15 @@ Mat<S> Linearization<S>::jvp(MatrixRef<S> Xdot) const {
     T = std::move(next);
   }
   return T;
+}
+
+template <class S>
+std::vector<Mat<S>> Linearization<S>::jvp_all(const std::vector<Mat<S>>& tangents) const {
+  for (const auto& t : tangents) check_tangent<S>("Xdot", t, rows(), input_cols());
+  if (tangents.empty()) return {};
+  Mat<S> T = regatta::detail::at_working_precision_all(detail::stack_tangents(tangents));
+  for (const auto& st : states_) T = st->self_jvp_stacked(T, Eigen::Index(tangents.size()));
+  return detail::unstack_tangents(T, tangents.size());
 }
 
 template <class S>

@@ -5,6 +5,8 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
+#include "../tangent_stack.hpp"
+
 namespace regatta::operators {
 namespace {
 
@@ -21,18 +23,21 @@ Matrix<double> centred_region(const Matrix<double>& V, const std::vector<Matrix<
 }
 Matrix<interval64> centred_region(const Matrix<interval64>& V, const std::vector<Matrix<interval64>>& T,
                                   double r) {
-  Matrix<interval64> R(V.rows(), V.cols());
-  const interval64 radius(r);
-  for (Eigen::Index i = 0; i < V.rows(); ++i)
-    for (Eigen::Index a = 0; a < V.cols(); ++a) {
-      interval64 sum(0.0);
-      for (const auto& t : T) {
-        const interval64 m(magnitude(t(i, a)));
-        sum += m * m;
-      }
-      const double w = (radius * sqrt(sum)).upper();
-      R(i, a) = V(i, a) + interval64::hull(-w, w);
+  // Only upper ends are needed: Σ_t |t_ia|², √ and the product by r with upward rounding (the upper ends of
+  // the same interval64 operations), tangent by tangent in order.
+  using regatta::detail::i64::add;
+  using regatta::detail::i64::mul;
+  Matrix<double> sum = Matrix<double>::Zero(V.rows(), V.cols());
+  for (const auto& t : T)
+    for (Eigen::Index k = 0; k < sum.size(); ++k) {
+      const double m = magnitude(t(k));
+      sum(k) = add<true>(sum(k), mul<true>(m, m));
     }
+  Matrix<interval64> R(V.rows(), V.cols());
+  for (Eigen::Index k = 0; k < V.size(); ++k) {
+    const double w = r == 0 ? 0.0 : mul<true>(r, regatta::detail::i64::sqrt<true>(sum(k)));
+    R(k) = V(k) + interval64::hull(-w, w);
+  }
   return R;
 }
 
@@ -55,7 +60,7 @@ void layer_norm_stage(Matrix<S>& X, std::vector<Matrix<S>>& T, const NormParamet
                       double r) {
   const Matrix<S> R = centred_region(X, T, r);
   const Vector<S> gamma = p.gamma.cast<S>();
-  for (auto& t : T) t = normalize_rows_jvp(Prenorm::layernorm, R, gamma, S(eps), t);
+  T = detail::normalize_rows_jvp_all(Prenorm::layernorm, R, gamma, S(eps), T);
   X = layer_norm(X, p, eps);
 }
 
@@ -67,16 +72,18 @@ void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::v
   const Vector<S> gamma = blk.norm2.gamma.cast<S>();
   const Matrix<S> W1 = blk.fc1.W.cast<S>(), W2 = blk.fc2.W.cast<S>();
   const Vector<S> b1 = blk.fc1.b.cast<S>();
-  std::vector<Matrix<S>> Hdot(T.size());
-  for (std::size_t j = 0; j < T.size(); ++j, tick())
-    Hdot[j] = (m.prenorm ? normalize_rows_jvp(Prenorm::layernorm, R, gamma, S(m.eps), T[j]) : T[j]) * W1;
+  tick();
+  const std::vector<Matrix<S>> Hdot = detail::tangents_times(
+      m.prenorm ? detail::normalize_rows_jvp_all(Prenorm::layernorm, R, gamma, S(m.eps), T) : T, blk.fc1.W);
   Matrix<S> H = (m.prenorm ? layer_norm(X, blk.norm2, m.eps) : X) * W1;
   H.rowwise() += b1.transpose();
   Matrix<S> H_direct = (m.prenorm ? layer_norm(R, blk.norm2, m.eps) : R) * W1;
   H_direct.rowwise() += b1.transpose();
   const Matrix<S> H_region = tighten(centred_region(H, Hdot, r), H_direct);
   const Matrix<S> D = activation_derivative(m.activation, H_region);
-  for (std::size_t j = 0; j < T.size(); ++j, tick()) T[j] += D.cwiseProduct(Hdot[j]) * W2;
+  tick();
+  const std::vector<Matrix<S>> step = detail::masked_tangents_times(D, Hdot, blk.fc2.W);
+  for (std::size_t j = 0; j < T.size(); ++j) T[j] += step[j];
   Matrix<S> O = activate(m.activation, H) * W2;
   O.rowwise() += blk.fc2.b.cast<S>().transpose();
   X += O;
@@ -146,10 +153,8 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
     if (!all_finite(R)) return {};  // the region is unbounded: nothing to enclose
     const Linearization<S> lin = cm.attention[b].linearize(R);
     X = cm.attention[b].forward(X);
-    for (auto& t : T) {
-      tick();
-      t = lin.jvp(t);
-    }
+    tick();
+    T = lin.jvp_all(T);
     if (b + 1 == m.blocks.size() && m.pooling != Pooling::mean) {
       // Only the pooled token (class or last) reaches the head, and the rest of the network is row-wise.
       X = pool(m, X);
@@ -168,7 +173,8 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
   out.logits = (X * WH).transpose();
   out.logits += m.head.b.cast<S>();
   out.jacobian.resize(m.classes, x.size());
-  for (std::size_t j = 0; j < T.size(); ++j) out.jacobian.col(Eigen::Index(j)) = (T[j] * WH).transpose();
+  const std::vector<Matrix<S>> head_tangents = detail::tangents_times(T, m.head.W);
+  for (std::size_t j = 0; j < T.size(); ++j) out.jacobian.col(Eigen::Index(j)) = head_tangents[j].transpose();
   return out;
 }
 

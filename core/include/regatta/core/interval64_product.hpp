@@ -24,6 +24,10 @@
 // dropped when no GEMM factor has a nonzero entry below 2^-480 (nothing can then round in the subnormal
 // range), so exact zeros stay exact.
 //
+// In practice the elementwise steps run in round-to-nearest with their relative errors folded into one
+// constant on the radius and one successor step on each endpoint (docs/numerics.md, step 8); the directed
+// operations above are the path taken when a factor may underflow.
+//
 // Non-finite entries (in A, B, or an overflow in any GEMM) fall back to the scalar interval64 product
 // (regatta::detail::plain_product), which handles ±∞ and NaN by interval64's own rules.
 //

@@ -34,6 +34,10 @@ class Linearization {
   const Matrix<S>& value() const { return value_; }
   /// DF(X)[Ẋ]; Ẋ has the shape of X.
   Matrix<S> jvp(MatrixRef<S> Xdot) const;
+  /// DF(X)[Ẋ_p] for every tangent Ẋ_p at once: each product by a matrix shared by all tangents is one
+  /// product of the stacked tangents (interval64: midpoint–radius, core/interval64_product.hpp), so the
+  /// results are enclosures of the same quantities as jvp(Ẋ_p), equal up to the products' rounding terms.
+  std::vector<Matrix<S>> jvp_all(const std::vector<Matrix<S>>& tangents) const;
   /// DF(X)ᵀ[F̄]; F̄ has the shape of F(X).
   Matrix<S> vjp(MatrixRef<S> Fbar) const;
 
@@ -109,11 +113,11 @@ class Block {
   std::vector<Vector<S>> bQ_, bK_, bV_;
   Vector<S> bO_, gamma_, beta_, bVO_;  // bVO_ = Σ_h bV_hᵀ WO_h + bO (the constant output offset)
   S inv_sqrt_dh_, norm_eps_;
+  std::optional<Rotary> rotary_;  // RoPE of queries and keys (layer.hpp)
 };
 
 /// F_L ∘ … ∘ F_1 (self-attention blocks, all of the same width d). Weight sharing is passing the same block
 /// L times.
-  std::optional<Rotary> rotary_;  // RoPE of queries and keys (layer.hpp)
 template <class S>
 class Stack {
  public:
