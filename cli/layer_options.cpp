@@ -136,6 +136,7 @@ ResolvedLayer resolve_layer(const LayerArgs& args) {
     r.layer.WO = Matrix<double>::Identity(r.layer.d, r.layer.d);
   }
   r.no_out_proj = args.no_out_proj;
+  r.rope_none = rope.stated && !rope.rotary;
   r.options.causal = args.causal;
   r.options.residual = args.residual;
   r.options.allow_untied_l2 = args.allow_untied_l2;
@@ -217,6 +218,7 @@ std::string describe(const ResolvedLayer& r) {
   }
   if (r.options.sinkhorn_iterations != 1) os << ", sinkhorn " << r.options.sinkhorn_iterations;
   if (r.layer.rotary) os << ", rotary embeddings theta " << r.layer.rotary->theta;
+  if (r.rope_none) os << ", no rotary embeddings (--rope none)";
   return os.str();
 }
 

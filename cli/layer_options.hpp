@@ -35,6 +35,7 @@ struct ResolvedLayer {
   operators::AttentionOptions options;
   std::string source;
   bool no_out_proj = false;  ///< W^O = I by --no-out-proj
+  bool rope_none = false;    ///< --rope none: stated to have no rotary embeddings
 };
 
 /// Registers the shared layer options on `cmd`.
