@@ -91,26 +91,28 @@ void run(const AttendArgs& args, int& result) {
   }
 
   if (args.json) {
-    nlohmann::json out{{"layer", source},
-                       {"kind", operators::to_string(kind)},
-                       {"d", layer.d},
-                       {"heads", layer.heads},
-                       {"head_dim", layer.head_dim},
-                       {"value_dim", layer.value_dim},
-                       {"batch", inputs.batched ? nlohmann::json(count) : nlohmann::json(nullptr)},
-                       {"input_rows", X.rows()},
-                       {"context_rows", context_rows},
-                       {"cross", !args.context.empty()},
-                       {"causal", options.causal},
-                       {"residual", options.residual},
-                       {"prenorm", operators::to_string(options.prenorm)},
-                       {"sinkhorn_iterations", options.sinkhorn_iterations},
-                       {"depth", args.depth},
-                       {"precision", "double"},
-                       {"certified", false},
-                       {"out", args.out},
-                       {"out_rows", Y.rows()},
-                       {"out_cols", Y.cols()}};
+    nlohmann::json out{
+        {"layer", source},
+        {"kind", operators::to_string(kind)},
+        {"d", layer.d},
+        {"heads", layer.heads},
+        {"head_dim", layer.head_dim},
+        {"value_dim", layer.value_dim},
+        {"batch", inputs.batched ? nlohmann::json(count) : nlohmann::json(nullptr)},
+        {"input_rows", X.rows()},
+        {"context_rows", context_rows},
+        {"cross", !args.context.empty()},
+        {"causal", options.causal},
+        {"residual", options.residual},
+        {"prenorm", operators::to_string(options.prenorm)},
+        {"sinkhorn_iterations", options.sinkhorn_iterations},
+        {"rope_theta", layer.rotary ? nlohmann::json(layer.rotary->theta) : nlohmann::json(nullptr)},
+        {"depth", args.depth},
+        {"precision", "double"},
+        {"certified", false},
+        {"out", args.out},
+        {"out_rows", Y.rows()},
+        {"out_cols", Y.cols()}};
     std::cout << json_text(out) << "\n";
   } else {
     std::cout << "layer     " << describe(resolved)

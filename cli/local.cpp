@@ -237,6 +237,7 @@ nlohmann::json local_json(const ResolvedLayer& r, const Matrix<double>& X, const
       {"residual", r.options.residual},
       {"prenorm", operators::to_string(r.options.prenorm)},
       {"sinkhorn_iterations", r.options.sinkhorn_iterations},
+      {"rope_theta", r.layer.rotary ? nlohmann::json(r.layer.rotary->theta) : nlohmann::json(nullptr)},
       {"precision_bits", args.precision},
       {"number_kinds",
        "keys containing 'certified' hold certified numbers (endpoints of outward-rounded interval "

@@ -95,6 +95,8 @@ if np.abs(llama_block(xt).numpy() - expected).max() > FORWARD_TOL * (1 + np.abs(
 J = torch.autograd.functional.jacobian(llama_block, xt).reshape(X.size, X.size).numpy()
 two, inf = np.linalg.norm(J, 2), np.abs(J).sum(axis=1).max()
 local = json.loads(run("local", *LAYER, "--rope", repr(theta), "--input", path("x.npy"), "--certify", "--json").stdout)
+if local["rope_theta"] != theta:
+    failures.append(f"local --json: rope_theta = {local['rope_theta']!r}, expected {theta!r}")
 # torch's J carries ~100 roundings per entry and its SVD is backward stable (c n eps with n = 56 rows): 16 x 200 eps.
 tol = 16 * 200 * EPS
 for name, exact in (("jacobian_norm_2", two), ("jacobian_norm_inf", inf)):
