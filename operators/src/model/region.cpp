@@ -226,39 +226,73 @@ CertifiedRadius certified_radius(const ConvertedModel<interval64>& cm, const Vec
   };
   const BallTest at_centre = test(0.0);
   if (!at_centre.certified) return out;  // y is not even the certified prediction at x
-  // Candidates below the attack radius: a failed test at r with gradient bound G(r) (which grows with r)
-  // suggests 0.9·min_c M_c/G_c(r), below which the test is likely to pass; halve when G(r) is unbounded.
-  // These only choose where to test: every reported radius passed its own test.
-  double hi = std::min(upper, std::isfinite(at_centre.linear_cap) ? at_centre.linear_cap : upper);
-  double lo = 0, failed = 0;
-  for (int k = 0; k < max_halvings && lo == 0; ++k) {
-    const BallTest t = test(hi);
+  // The test at r passes when r < cap(r) = min_c M_c/G_c(r), and G_c(r) grows with r: the candidates look
+  // for the crossing of g(r) = log(cap(r)/r) through 0. They only choose where to test: every reported
+  // radius passed its own test, and the bracket [radius, refuted] ends within a factor 1 + tolerance.
+  // First a failing and a passing radius below the attack radius: after a failure at r, 0.9·cap(r) (below
+  // which the test is likely to pass: the crossing r* = cap(r*) lies above cap(r) since cap decreases), r/2
+  // when cap(r) ≥ r, r/64 when G(r) is unbounded (no information; the region test is cheap to fail).
+  struct Tried {
+    double r = 0, g = NAN;
+  };
+  auto g_of = [](double r, const BallTest& t) {
+    return t.linear_cap > 0 ? std::log(t.linear_cap / r) : -INFINITY;
+  };
+  double r = std::min(upper, std::isfinite(at_centre.linear_cap) ? at_centre.linear_cap : upper);
+  Tried lo, hi;
+  for (int k = 0; k < max_halvings && lo.r == 0; ++k) {
+    const BallTest t = test(r);
     if (t.certified) {
-      lo = hi;
+      lo = {r, g_of(r, t)};
     } else {
-      failed = hi;
-      const double suggested = 0.9 * t.linear_cap;
-      hi = std::isfinite(suggested) && suggested > 0 ? std::min(hi / 2, suggested) : hi / 8;
+      hi = {r, g_of(r, t)};
+      const double cap = t.linear_cap;
+      r = cap > 0 && cap < r ? 0.9 * cap : cap > 0 && std::isfinite(cap) ? r / 2 : r / 64;
     }
   }
-  if (lo == 0) {
-    out.refuted = failed;
+  if (lo.r == 0) {
+    out.refuted = hi.r;
     return out;
   }
-  if (failed == 0) {  // the first candidate passed
-    out.radius = out.refuted = lo;
+  if (hi.r == 0) {  // the first candidate passed
+    out.radius = out.refuted = lo.r;
     return out;
   }
-  hi = failed;
-  while (hi / lo > 1 + tolerance) {
-    const double mid = std::sqrt(lo * hi);
-    if (test(mid).certified)
-      lo = mid;
-    else
-      hi = mid;
+  // Then interpolation of g in log r: inverse quadratic through the bracket ends and the previous point
+  // when all three are usable (g curves: G(r) grows faster than a power of r near the crossing), else the
+  // secant through the ends; aimed a third of the tolerance below the estimated crossing after a failure
+  // and above it after a pass, so that two accurate steps close the bracket. The geometric midpoint when g
+  // is not usable (unbounded, or a failure with cap > r from rounding) or after two moves of the same end
+  // (as in the Illinois method); every candidate at least 5 % of the bracket inside it.
+  const double offset = std::log1p(tolerance) / 3;
+  bool aim_below = true;
+  int same_side = 0;
+  Tried previous;  // the end replaced last (r = 0: none)
+  auto usable = [](const Tried& p) { return p.r > 0 && std::isfinite(p.g); };
+  while (hi.r / lo.r > 1 + tolerance) {
+    const double a = std::log(lo.r), b = std::log(hi.r), w = b - a;
+    double c = a + w / 2;
+    if (same_side < 2 && usable(lo) && usable(hi) && lo.g > 0 && hi.g < 0) {
+      double crossing = a + w * lo.g / (lo.g - hi.g);
+      if (usable(previous) && previous.g != lo.g && previous.g != hi.g) {
+        const double p = std::log(previous.r), ga = lo.g, gb = hi.g, gp = previous.g;
+        crossing = a * gb * gp / ((ga - gb) * (ga - gp)) + b * ga * gp / ((gb - ga) * (gb - gp)) +
+                   p * ga * gb / ((gp - ga) * (gp - gb));
+      }
+      if (std::isfinite(crossing))
+        c = std::clamp(crossing + (aim_below ? -offset : offset), a + 0.05 * w, b - 0.05 * w);
+    }
+    const double mid = std::exp(c);
+    const BallTest t = test(mid);
+    const bool passed = t.certified;
+    same_side = passed == !aim_below ? same_side + 1 : 1;
+    Tried& end = passed ? lo : hi;
+    previous = end;
+    end = {mid, g_of(mid, t)};
+    aim_below = !passed;
   }
-  out.radius = lo;
-  out.refuted = hi;
+  out.radius = lo.r;
+  out.refuted = hi.r;
   return out;
 }
 

@@ -66,12 +66,14 @@ struct CertifiedRadius {
   int checks = 0;      ///< region passes run
 };
 
-/// A radius in (0, upper] certified by certify_ball, within a factor 1 + tolerance of the largest one the
-/// test passes at along the search: candidates start at min(upper, min_c M_c/G_c at radius 0), and after a
-/// failure at r move to min(r/2, 0.9·min_c M_c/G_c(r)) (r/8 when G is unbounded), at most max_halvings
-/// times; then geometric bisection between the passing and the failing radius. Returns radius 0 when y is
-/// not the certified prediction at x itself. `upper` > 0 (the attack radius: nothing above it can pass).
-/// `poll` is handed to every region pass (propagate).
+/// A radius in (0, upper] certified by certify_ball, within a factor 1 + tolerance of the smallest failing
+/// radius tried (CertifiedRadius::refuted). The test at r passes when r < cap(r) = min_c M_c/G_c(r);
+/// candidates start at min(upper, cap(0)), and after a failure at r move to 0.9·cap(r) (r/2 when
+/// cap(r) ≥ r, r/64 when G is unbounded), at most max_halvings times; then they interpolate
+/// g(r) = log(cap(r)/r) in log r between the passing and the failing radius (inverse quadratic or secant,
+/// safeguarded by geometric bisection; region.cpp). The candidates only choose where to test. Returns
+/// radius 0 when y is not the certified prediction at x itself. `upper` > 0 (the attack radius: nothing
+/// above it can pass). `poll` is handed to every region pass (propagate).
 CertifiedRadius certified_radius(const ConvertedModel<interval64>& model, const Vector<double>& x, int y,
                                  double upper, double tolerance = 0.01, int max_halvings = 60,
                                  const std::function<void()>& poll = {});
