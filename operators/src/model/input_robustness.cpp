@@ -6,6 +6,7 @@
 #include <limits>
 #include <regatta/core/interval64.hpp>
 #include <regatta/operators/model.hpp>
+#include <regatta/operators/model_affine.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
 namespace regatta::operators {
@@ -40,7 +41,11 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   const AttackResult a = attack(model_double, x, y);
   r.attack = a.found ? a.radius : std::numeric_limits<double>::infinity();
   if (r.prediction == y && r.margin_lower > 0) {
-    const CertifiedRadius c = certified_radius(model_interval, x, y, a.found ? a.radius : 100.0, tolerance);
+    // Affine forms where they apply (their first-order part is exact), region enclosures otherwise.
+    const double upper = a.found ? a.radius : 100.0;
+    const CertifiedRadius c = affine_unsupported(m).empty()
+                                  ? affine_certified_radius(m, x, y, upper, tolerance)
+                                  : certified_radius(model_interval, x, y, upper, tolerance);
     r.certified = c.radius;
     r.refuted = c.refuted;
     r.checks = c.checks;

@@ -1,0 +1,52 @@
+#pragma once
+// Certified margins of a whole Model over an ℓ₂ ball by affine forms (zonotopes), docs/models.md.
+//
+// Every quantity of the forward pass on the ball B = {x + δ : ‖δ‖₂ ≤ r} is carried as an affine form
+//     v = c + Σ_{j<q} a_j·ε_j + Σ_{j≥q} a_j·η_j + [−s, s],     ‖ε‖₂ ≤ 1, |η_j| ≤ 1,
+// with c, a_j binary64 and s ≥ 0 a slack: the input symbols ε (q = the input length; the input is x + r·ε)
+// are shared by every form, so linear maps (projections, the patch embedding, residuals, means) act on them
+// exactly and never wrap; each nonlinear step (exp, 1/x, 1/√x, GELU, tanh, ReLU, products of two forms)
+// replaces f(v) by its tangent at the centre and adds its remainder, bounded over the form's range by the
+// Lagrange form ½·f″(ξ)·(v − c)² (or the product of the two ranges), as one fresh symbol η per entry; the
+// fresh symbols are shared by everything computed later, so their dependence is kept too. The slack s holds
+// only the binary64 rounding errors (bounded a priori: Higham's γ_k for sums and dot products, one ulp for
+// interval64 scalars) and is propagated by |W|. A form's range is c ± (‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s), rounded
+// outward. The margin z_y − z_c is itself such a form, and its lower end over B is a certified lower bound
+// of min_{x′∈B} z_y(x′) − z_c(x′).
+//
+// Compared with region.cpp's Jacobian enclosures (mean-value forms whose interval tangents wrap at every
+// stage), the first-order part here is exact and only the second-order remainders are overestimated, so the
+// certified radius is limited by the curvature of the network instead of by the product of the stages'
+// entrywise magnitudes.
+//
+// Supported: patch (timm ViT) and token inputs, the embedding LayerNorm, pre- and post-norm blocks with
+// dot-product multi-head attention (biases, causal mask), MLPs with the exact GELU, tanh or ReLU, cls / mean
+// / last pooling, the final LayerNorm, BERT's tanh pooler, the linear head. Not supported (supported() says
+// why; callers fall back to region.cpp): the tanh approximation of GELU (no proved bound on its second
+// derivative here), rotary embeddings, L2 attention.
+#include <functional>
+#include <string>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/operators/model.hpp>
+#include <regatta/operators/model_robustness.hpp>
+
+namespace regatta::operators {
+
+/// Empty when affine_margin applies to the model, otherwise the reason it does not.
+std::string affine_unsupported(const Model& model);
+
+/// CERTIFIED lower bound of min over ‖x′ − x‖₂ ≤ r and c ≠ y of z_y(x′) − z_c(x′) (a lower bound: positive
+/// means the ball is certified to keep label y). −∞ when a range became unbounded or a denominator's range
+/// reached 0 (nothing is certified then). `poll` (may be empty) is called between stages and may throw.
+/// Requires affine_unsupported(model) empty and model.accepts(x.size()) (std::logic_error otherwise).
+double affine_margin(const Model& model, const Vector<double>& x, int y, double r,
+                     const std::function<void()>& poll = {});
+
+/// The largest radius in (0, upper] found certified by affine_margin > 0, within a factor 1 + tolerance of
+/// the smallest failing radius tried (geometric bisection after a bracketing search from upper/8). Radius 0
+/// when even r = 0 fails (y is not the certified prediction at x). `upper` > 0 (the attack radius).
+CertifiedRadius affine_certified_radius(const Model& model, const Vector<double>& x, int y, double upper,
+                                        double tolerance = 0.01, const std::function<void()>& poll = {});
+
+}  // namespace regatta::operators

@@ -1,0 +1,641 @@
+// Affine forms (zonotopes) through a whole Model over an ℓ₂ ball (model_affine.hpp has the method,
+// docs/models.md the argument and docs/numerics.md the rounding bounds).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include <regatta/core/interval64.hpp>
+#include <regatta/operators/model_affine.hpp>
+
+namespace regatta::operators {
+namespace {
+
+using I = interval64;
+using Index = Eigen::Index;
+
+constexpr double unit = 0x1p-53;                                   // u, the unit roundoff
+constexpr double eta = std::numeric_limits<double>::denorm_min();  // η, the underflow unit
+constexpr double gelu_curvature = 0.8;   // |GELU″(x)| = φ(x)|2 − x²| ≤ 2φ(0) = 0.7979…
+constexpr double tanh_curvature = 0.77;  // |tanh″(x)| = 2|tanh x|(1 − tanh² x) ≤ 4/(3√3) = 0.7698…
+
+/// Thrown inside a pass when a range is unbounded or a denominator's range reaches 0.
+struct Vacuous {};
+
+double hi(const I& v) {
+  const double h = v.upper();
+  if (!std::isfinite(h)) throw Vacuous{};
+  return h;
+}
+double mid(const I& v) { return v.lower() / 2 + v.upper() / 2; }
+/// max(v.upper − m, m − v.lower) rounded up: v ⊆ [m − w, m + w].
+double halfwidth(const I& v, double m) { return hi(max(I(v.upper()) - I(m), I(m) - I(v.lower()))); }
+/// γ_m = m·u/(1 − m·u), rounded up.
+double gamma_of(double m) {
+  const I mu = I(m) * I(unit);
+  return hi(mu / (I(1.0) - mu));
+}
+/// An upper bound of a sum s of m non-negative terms, each a product of at most two doubles, from its
+/// binary64 value in any order: fl(s) ≥ (1 − γ_m)·s − m·η (Higham, Thm 3.5, with underflow).
+double sum_up(double computed, double m) {
+  if (!std::isfinite(computed)) throw Vacuous{};
+  return hi((I(computed) + I(m) * I(eta)) / (I(1.0) - I(gamma_of(m))));
+}
+
+/// v ∈ c + Σ_{j<q} A_j ε_j + Σ_{j≥q} A_j η_j + [−s, s] for every entry (one row of A per entry).
+struct Form {
+  Vector<double> c;
+  Matrix<double> A;
+  Vector<double> s;
+  Index size() const { return c.size(); }
+};
+
+struct Pass {
+  Index q = 0;  ///< the input symbols ε: columns [0, q) of every A
+  /// The next unused column: every fresh symbol gets its own column for the whole pass (columns beyond a
+  /// form's A are zeros), so two forms share a column exactly when they depend on the same symbol.
+  mutable Index next = 0;
+  std::function<void()> poll;
+  void tick() const {
+    if (poll) poll();
+  }
+};
+
+void widen(Form& F, Index K) {
+  if (F.A.cols() >= K) return;
+  const Index old = F.A.cols();
+  F.A.conservativeResize(Eigen::NoChange, K);
+  F.A.rightCols(K - old).setZero();
+}
+
+/// Upper bounds of the row sums of |A|.
+Vector<double> abs_rowsum(const Matrix<double>& A) {
+  Vector<double> r(A.rows());
+  for (Index i = 0; i < A.rows(); ++i) r(i) = sum_up(A.row(i).cwiseAbs().sum(), double(A.cols()));
+  return r;
+}
+
+/// Upper bounds of the half-widths ‖A_{<q}‖₂ + ‖A_{≥q}‖₁ + s of the ranges.
+Vector<double> radius(const Form& F, const Pass& p) {
+  Vector<double> r(F.size());
+  const Index K = F.A.cols(), q = std::min(p.q, K);
+  for (Index i = 0; i < F.size(); ++i) {
+    const double l2 = hi(sqrt(I(sum_up(F.A.row(i).head(q).squaredNorm(), double(q)))));
+    const double l1 = sum_up(F.A.row(i).tail(K - q).cwiseAbs().sum(), double(K - q));
+    r(i) = hi(I(l2) + I(l1) + I(F.s(i)));
+  }
+  return r;
+}
+
+/// The rows `idx` of F (in that order).
+Form gather(const Form& F, const std::vector<Index>& idx) {
+  Form out{Vector<double>(Index(idx.size())), Matrix<double>(Index(idx.size()), F.A.cols()),
+           Vector<double>(Index(idx.size()))};
+  for (std::size_t t = 0; t < idx.size(); ++t) {
+    out.c(Index(t)) = F.c(idx[t]);
+    out.A.row(Index(t)) = F.A.row(idx[t]);
+    out.s(Index(t)) = F.s(idx[t]);
+  }
+  return out;
+}
+
+/// Appends one fresh symbol per entry with a positive β (an upper bound of that entry's remainder).
+void add_fresh(Form& F, const Vector<double>& beta, const Pass& p) {
+  const Index fresh = Index((beta.array() > 0).count());
+  Index col = p.next;
+  p.next += fresh;
+  widen(F, p.next);
+  for (Index i = 0; i < F.size(); ++i)
+    if (beta(i) > 0) F.A(i, col++) = beta(i);
+}
+
+/// y = Λ·x + M entrywise (Λ, M intervals: exact values somewhere inside).
+Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vector<I>& M, const Pass& p) {
+  const Index N = F.size(), K = F.A.cols();
+  const Vector<double> rs = abs_rowsum(F.A);
+  bool wide = false;
+  for (const I& l : Lambda) wide = wide || l.lower() != l.upper();
+  const Vector<double> rad = wide ? radius(F, p) : Vector<double>();
+  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
+  for (Index i = 0; i < N; ++i) {
+    const double lambda = mid(Lambda[std::size_t(i)]);
+    const I centre = I(lambda) * I(F.c(i)) + M[std::size_t(i)];
+    out.c(i) = mid(centre);
+    out.A.row(i) = lambda * F.A.row(i);
+    // |λ|·s, the rounding of λ·A (u per coefficient, η per underflow), the centre's enclosure, and
+    // |Λ − λ|·|x| with |x| ≤ |c| + radius.
+    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit) * I(rs(i))) + I(double(K)) * I(eta) +
+          I(halfwidth(centre, out.c(i)));
+    if (wide) s += I(halfwidth(Lambda[std::size_t(i)], lambda)) * (I(std::fabs(F.c(i))) + I(rad(i)));
+    out.s(i) = hi(s);
+  }
+  return out;
+}
+
+Form affine_entries(const Form& F, const I& lambda, const std::vector<I>& M, const Pass& p) {
+  return affine_entries(F, std::vector<I>(std::size_t(F.size()), lambda), M, p);
+}
+
+/// F + sign·G entrywise (sign ±1).
+Form combine(Form F, Form G, double sign) {
+  const Index K = std::max(F.A.cols(), G.A.cols()), N = F.size();
+  widen(F, K);
+  widen(G, K);
+  const Vector<double> r1 = abs_rowsum(F.A), r2 = abs_rowsum(G.A);
+  Form out{Vector<double>(N), F.A + sign * G.A, Vector<double>(N)};
+  for (Index i = 0; i < N; ++i) {
+    const I centre = I(F.c(i)) + I(sign) * I(G.c(i));
+    out.c(i) = mid(centre);
+    out.s(i) = hi(I(F.s(i)) + I(G.s(i)) + I(unit) * (I(r1(i)) + I(r2(i))) + I(double(K)) * I(eta) +
+                  I(halfwidth(centre, out.c(i))));
+  }
+  return out;
+}
+
+/// Rows of n tokens × W.rows() features (entry i·din + f) mapped by y = x·W + b per token.
+Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<double>& b) {
+  const Index din = W.rows(), dout = W.cols(), K = F.A.cols();
+  const Matrix<double> Wt = W.transpose(), absWt = Wt.cwiseAbs();
+  const Vector<double> rs = abs_rowsum(F.A);
+  const double g = gamma_of(double(din + 1));
+  Form out{Vector<double>(n * dout), Matrix<double>(n * dout, K), Vector<double>(n * dout)};
+  Vector<double> v(din);
+  for (Index i = 0; i < n; ++i) {
+    out.A.middleRows(i * dout, dout).noalias() = Wt * F.A.middleRows(i * din, din);
+    Vector<double> c = Wt * F.c.segment(i * din, din);
+    if (b.size() != 0) c += b;
+    out.c.segment(i * dout, dout) = c;
+    // Each computed entry is a dot product of at most din + 1 terms: error ≤ γ·Σ|terms| + (din + 1)·η.
+    for (Index f = 0; f < din; ++f)
+      v(f) = hi(I(F.s(i * din + f)) + I(g) * (I(std::fabs(F.c(i * din + f))) + I(rs(i * din + f))));
+    const Vector<double> t = absWt * v;
+    for (Index o = 0; o < dout; ++o) {
+      I s = I(sum_up(t(o), double(din))) + I(double(K + 2)) * I(double(din + 1)) * I(eta);
+      if (b.size() != 0) s += I(g) * I(std::fabs(b(o)));
+      out.s(i * dout + o) = hi(s);
+    }
+  }
+  return out;
+}
+
+/// out_g = Σ_{e ∈ groups[g]} F_e.
+Form sum_groups(const Form& F, const std::vector<std::vector<Index>>& groups) {
+  const Index K = F.A.cols(), N = Index(groups.size());
+  const Vector<double> rs = abs_rowsum(F.A);
+  Form out{Vector<double>(N), Matrix<double>::Zero(N, K), Vector<double>(N)};
+  for (Index g = 0; g < N; ++g) {
+    const auto& members = groups[std::size_t(g)];
+    const double gm = gamma_of(double(members.size()));
+    I centre(0.0), s(0.0), magnitude(0.0);
+    for (Index e : members) {
+      out.A.row(g) += F.A.row(e);
+      centre += I(F.c(e));
+      s += I(F.s(e));
+      magnitude += I(rs(e));
+    }
+    out.c(g) = mid(centre);
+    out.s(g) = hi(s + I(gm) * magnitude + I(double(K) * double(members.size())) * I(eta) +
+                  I(halfwidth(centre, out.c(g))));
+  }
+  return out;
+}
+
+/// F ∘ G entrywise (equal sizes).
+Form product(Form F, Form G, const Pass& p) {
+  const Index K = std::max(F.A.cols(), G.A.cols()), N = F.size();
+  widen(F, K);
+  widen(G, K);
+  const Vector<double> r1 = abs_rowsum(F.A), r2 = abs_rowsum(G.A), rad1 = radius(F, p), rad2 = radius(G, p);
+  const double g2 = gamma_of(2);
+  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
+  Vector<double> beta(N);
+  for (Index i = 0; i < N; ++i) {
+    const I centre = I(F.c(i)) * I(G.c(i));
+    out.c(i) = mid(centre);
+    out.A.row(i) = F.c(i) * G.A.row(i) + G.c(i) * F.A.row(i);
+    const I a1(std::fabs(F.c(i))), a2(std::fabs(G.c(i)));
+    out.s(i) = hi(a1 * I(G.s(i)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(i)) + a2 * I(r1(i))) +
+                  I(2.0 * double(K)) * I(eta) + I(halfwidth(centre, out.c(i))));
+    beta(i) = hi(I(rad1(i)) * I(rad2(i)));  // (x − c_x)(y − c_y) with both deviations in their ranges
+  }
+  add_fresh(out, beta, p);
+  return out;
+}
+
+/// F² entrywise: c² + 2c·(x − c) + (x − c)², the last term in [0, radius²] (centred: half of it is a fresh
+/// symbol).
+Form square(const Form& F, const Pass& p) {
+  const Index N = F.size(), K = F.A.cols();
+  const Vector<double> rs = abs_rowsum(F.A), rad = radius(F, p);
+  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
+  Vector<double> beta(N);
+  for (Index i = 0; i < N; ++i) {
+    const double half = hi(I(rad(i)) * I(rad(i)) / I(2.0));
+    const I centre = I(F.c(i)) * I(F.c(i)) + I(half);
+    out.c(i) = mid(centre);
+    out.A.row(i) = (2 * F.c(i)) * F.A.row(i);  // 2c is exact
+    const I a(2 * std::fabs(F.c(i)));
+    out.s(i) =
+        hi(a * I(F.s(i)) + I(unit) * a * I(rs(i)) + I(double(K)) * I(eta) + I(halfwidth(centre, out.c(i))));
+    beta(i) = half;
+  }
+  add_fresh(out, beta, p);
+  return out;
+}
+
+/// out_(i,k) = Σ_{j ∈ js(i)} F_{a(i,j)}·G_{b(j,k)} for i < n, k < m_out (a matrix product of two forms).
+template <class Left, class Right, class Allowed>
+Form matmul(Form F, Form G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
+            const Pass& p) {
+  const Index K = std::max(F.A.cols(), G.A.cols());
+  widen(F, K);
+  widen(G, K);
+  const Vector<double> r1 = abs_rowsum(F.A), r2 = abs_rowsum(G.A), rad1 = radius(F, p), rad2 = radius(G, p);
+  Form out{Vector<double>(n * m_out), Matrix<double>::Zero(n * m_out, K), Vector<double>(n * m_out)};
+  Vector<double> beta(n * m_out);
+  for (Index i = 0; i < n; ++i)
+    for (Index k = 0; k < m_out; ++k) {
+      const Index o = i * m_out + k;
+      I centre(0.0), s(0.0), magnitude(0.0), quad(0.0);
+      double terms = 0;
+      for (Index j = 0; j < inner; ++j) {
+        if (!allowed(i, j)) continue;
+        const Index e = a(i, j), f = b(j, k);
+        out.A.row(o) += F.c(e) * G.A.row(f);
+        out.A.row(o) += G.c(f) * F.A.row(e);
+        centre += I(F.c(e)) * I(G.c(f));
+        const I a1(std::fabs(F.c(e))), a2(std::fabs(G.c(f)));
+        s += a1 * I(G.s(f)) + a2 * I(F.s(e));
+        magnitude += a1 * I(r2(f)) + a2 * I(r1(e));
+        quad += I(rad1(e)) * I(rad2(f));
+        terms += 2;
+      }
+      out.c(o) = mid(centre);
+      out.s(o) = hi(s + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(eta) +
+                    I(halfwidth(centre, out.c(o))));
+      beta(o) = hi(quad);
+    }
+  add_fresh(out, beta, p);
+  return out;
+}
+
+enum class Function { exp, reciprocal, rsqrt, gelu_erf, tanh, relu };
+
+/// y = f(x) entrywise by the tangent at the centre p plus the Lagrange remainder over the range J (the
+/// range intersected with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x).
+Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
+  const Index N = F.size();
+  const Vector<double> rad = radius(F, p);
+  std::vector<I> lambda(static_cast<std::size_t>(N)), M(static_cast<std::size_t>(N));
+  Vector<double> beta(N);
+  Matrix<I> points(N, 1), ranges(N, 1);
+  for (Index i = 0; i < N; ++i) {
+    I J = I(F.c(i)) + I::hull(-rad(i), rad(i));
+    if (!isfinite(J)) throw Vacuous{};
+    if (f == Function::reciprocal && !(J.lower() > 0)) throw Vacuous{};
+    if (f == Function::rsqrt) J = I::hull(std::max(J.lower(), floor), std::max(J.upper(), floor));
+    ranges(i, 0) = J;
+    points(i, 0) = I(std::clamp(F.c(i), J.lower(), J.upper()));
+  }
+  Matrix<I> value(N, 1), slope(N, 1);
+  if (f == Function::gelu_erf || f == Function::tanh) {
+    const Activation act = f == Function::tanh ? Activation::tanh : Activation::gelu_erf;
+    value = activate(act, points);
+    slope = activation_derivative(act, points);
+  }
+  for (Index i = 0; i < N; ++i) {
+    const I J = ranges(i, 0), P = points(i, 0);
+    if (f == Function::relu) {
+      double l = 0;
+      I err(0.0);
+      if (J.lower() >= 0) {
+        l = 1;
+      } else if (J.upper() > 0) {
+        l = J.upper() / (J.upper() - J.lower());  // any l ∈ [0, 1] is sound; this one is DeepZ's
+        // relu(x) − l·x ∈ [0, max((1 − l)·sup J, −l·inf J)] on J.
+        err = I::hull(0.0, hi(max((I(1.0) - I(l)) * I(J.upper()), I(-l) * I(J.lower()))));
+      }
+      lambda[std::size_t(i)] = I(l);
+      const double m = mid(err);
+      M[std::size_t(i)] = I(m);
+      beta(i) = halfwidth(err, m);
+      continue;
+    }
+    I fp, dfp, d2;  // f(p), f′(p), and f″ over J
+    switch (f) {
+      case Function::exp:
+        fp = dfp = exp(P);
+        d2 = exp(J);
+        break;
+      case Function::reciprocal:
+        fp = I(1.0) / P;
+        dfp = -(fp * fp);
+        d2 = I(2.0) / (J * J * J);
+        break;
+      case Function::rsqrt:
+        fp = I(1.0) / sqrt(P);
+        dfp = I(-0.5) * fp / P;
+        d2 = I(0.75) / (J * J * sqrt(J));
+        break;
+      case Function::gelu_erf:
+        fp = value(i, 0);
+        dfp = slope(i, 0);
+        d2 = I::hull(-gelu_curvature, gelu_curvature);
+        break;
+      case Function::tanh:
+        fp = value(i, 0);
+        dfp = slope(i, 0);
+        d2 = I::hull(-tanh_curvature, tanh_curvature);
+        break;
+      case Function::relu:
+        break;
+    }
+    // f(x) = f(p) + f′(p)(x − p) + ½f″(ξ)(x − p)² = l·x + μ + err with err ∈ E below, for x ∈ J.
+    const double l = mid(dfp);
+    const I D = J - P;
+    const I base = fp - I(l) * P;
+    const double mu = mid(base);
+    const I E = (base - I(mu)) + (dfp - I(l)) * D + I(0.5) * d2 * square(D);
+    if (!isfinite(E)) throw Vacuous{};
+    const double m = mid(E);
+    lambda[std::size_t(i)] = I(l);
+    M[std::size_t(i)] = I(mu) + I(m);
+    beta(i) = halfwidth(E, m);
+  }
+  Form out = affine_entries(F, lambda, M, p);
+  add_fresh(out, beta, p);
+  return out;
+}
+
+/// Row-wise LayerNorm of n rows × d features with γ, β (empty: 1, 0) and ε.
+Form layer_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
+                double eps, const Pass& p) {
+  std::vector<std::vector<Index>> rows(static_cast<std::size_t>(n));
+  std::vector<Index> row_of(static_cast<std::size_t>(n * d));
+  for (Index i = 0; i < n; ++i)
+    for (Index f = 0; f < d; ++f) {
+      rows[std::size_t(i)].push_back(i * d + f);
+      row_of[std::size_t(i * d + f)] = i;
+    }
+  const I inv_d = I(1.0) / I(double(d));
+  const std::vector<I> zero(std::size_t(n), I(0.0));
+  const Form mean = affine_entries(sum_groups(X, rows), inv_d, zero, p);
+  const Form centred = combine(X, gather(mean, row_of), -1);
+  const Form var =
+      affine_entries(sum_groups(square(centred, p), rows), inv_d, std::vector<I>(std::size_t(n), I(eps)), p);
+  const Form inv_std = nonlinear(var, Function::rsqrt, p, eps);
+  const Form y = product(centred, gather(inv_std, row_of), p);
+  std::vector<I> g(static_cast<std::size_t>(n * d)), b(static_cast<std::size_t>(n * d));
+  for (Index e = 0; e < n * d; ++e) {
+    g[std::size_t(e)] = I(gamma.size() != 0 ? gamma(e % d) : 1.0);
+    b[std::size_t(e)] = I(beta.size() != 0 ? beta(e % d) : 0.0);
+  }
+  return affine_entries(y, g, b, p);
+}
+
+Vector<double> bias_or_empty(const std::vector<Vector<double>>& b, std::size_t h) {
+  return b.empty() ? Vector<double>() : b[h];
+}
+
+/// The rows `rows` of n tokens × d features (row-major entries).
+Form keep_tokens(const Form& X, const std::vector<Index>& rows, Index d) {
+  std::vector<Index> idx;
+  for (Index i : rows)
+    for (Index f = 0; f < d; ++f) idx.push_back(i * d + f);
+  return gather(X, idx);
+}
+
+/// (X + MHA(N(X))) at the query tokens `queries` (N the pre-norm or the identity; keys and values from all
+/// n tokens). Each head draws its fresh symbols from the same columns while it is computed (heads do not
+/// meet before their concatenation), and the concatenation moves them apart, so a head's forms are not
+/// widened by the other heads' symbols.
+Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, const AttentionLayer& L,
+                     bool prenorm, bool causal, const Pass& p) {
+  const Index d = L.d, hd = L.head_dim, dv = L.value_dim, nq = Index(queries.size());
+  const Form H = prenorm ? layer_norm(X, n, d, L.norm_gamma, L.norm_beta, L.norm_eps, p) : X;
+  const Form Hq = nq == n ? H : keep_tokens(H, queries, d);
+  auto allowed = [&](Index a, Index j) { return !causal || j <= queries[std::size_t(a)]; };
+  const I scale = I(1.0) / sqrt(I(double(hd)));
+  const Index shared = p.next;
+  std::vector<Form> heads;
+  for (std::size_t h = 0; h < std::size_t(L.heads); ++h) {
+    p.tick();
+    p.next = shared;
+    const Form Q = linear_rows(Hq, nq, L.WQ[h], bias_or_empty(L.bQ, h));
+    const Form Kf = linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h));
+    const Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h));
+    // Scores of the allowed pairs (a query a, a key j), in row-major order.
+    std::vector<Index> kept, row_of;
+    std::vector<std::vector<Index>> row_members(static_cast<std::size_t>(nq));
+    for (Index a = 0; a < nq; ++a)
+      for (Index j = 0; j < n; ++j)
+        if (allowed(a, j)) {
+          row_members[std::size_t(a)].push_back(Index(kept.size()));
+          row_of.push_back(a);
+          kept.push_back(a * n + j);
+        }
+    const Form S = gather(matmul(
+                              Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
+                              [hd](Index t, Index j) { return j * hd + t; }, allowed, p),
+                          kept);
+    // Shift each row by its largest centre (softmax is invariant), scale by 1/√d_h.
+    std::vector<I> shift(kept.size());
+    {
+      std::vector<double> top(std::size_t(nq), -std::numeric_limits<double>::infinity());
+      for (std::size_t e = 0; e < kept.size(); ++e)
+        top[std::size_t(row_of[e])] = std::max(top[std::size_t(row_of[e])], mid(I(S.c(Index(e))) * scale));
+      for (std::size_t e = 0; e < kept.size(); ++e) shift[e] = I(-top[std::size_t(row_of[e])]);
+    }
+    const Form E = nonlinear(affine_entries(S, scale, shift, p), Function::exp, p);
+    const Form R = nonlinear(sum_groups(E, row_members), Function::reciprocal, p);
+    const Form P = product(E, gather(R, row_of), p);
+    // O_(a,t) = Σ_j P_aj V_jt over the allowed j (P stored over the kept pairs).
+    std::vector<Index> position(std::size_t(nq * n), -1);
+    for (std::size_t e = 0; e < kept.size(); ++e) position[std::size_t(kept[e])] = Index(e);
+    heads.push_back(matmul(
+        P, V, nq, n, dv, [&position, n](Index a, Index j) { return position[std::size_t(a * n + j)]; },
+        [dv](Index j, Index t) { return j * dv + t; }, allowed, p));
+  }
+  // Concatenate the heads per token, entry (a, h·dv + t); head h's own columns move to [offset, ...).
+  Index K = shared;
+  for (const Form& f : heads) K += std::max<Index>(0, f.A.cols() - shared);
+  const Index width = Index(heads.size()) * dv;
+  Form O{Vector<double>(nq * width), Matrix<double>::Zero(nq * width, K), Vector<double>(nq * width)};
+  Index offset = shared;
+  for (std::size_t h = 0; h < heads.size(); ++h) {
+    const Index own = std::max<Index>(0, heads[h].A.cols() - shared), common = heads[h].A.cols() - own;
+    for (Index a = 0; a < nq; ++a)
+      for (Index t = 0; t < dv; ++t) {
+        const Index to = a * width + Index(h) * dv + t, from = a * dv + t;
+        O.c(to) = heads[h].c(from);
+        O.A.row(to).head(common) = heads[h].A.row(from).head(common);
+        O.A.row(to).segment(offset, own) = heads[h].A.row(from).tail(own);
+        O.s(to) = heads[h].s(from);
+      }
+    offset += own;
+  }
+  p.next = K;
+  return combine(nq == n ? X : keep_tokens(X, queries, d), linear_rows(O, nq, L.WO, L.bO), +1);
+}
+
+/// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm).
+Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p) {
+  const Form Y = m.prenorm ? layer_norm(X, n, m.width, blk.norm2.gamma, blk.norm2.beta, m.eps, p) : X;
+  const Form H = linear_rows(Y, n, blk.fc1.W, blk.fc1.b);
+  const Function f = m.activation == Activation::relu   ? Function::relu
+                     : m.activation == Activation::tanh ? Function::tanh
+                                                        : Function::gelu_erf;
+  return combine(X, linear_rows(nonlinear(H, f, p), n, blk.fc2.W, blk.fc2.b), +1);
+}
+
+/// The input stage: embed(x + r·ε), linear in ε.
+Form input_form(const Model& m, const Vector<double>& x, double r, const Pass& p) {
+  const Matrix<I> centre = embed<I>(m, Vector<I>(x.cast<I>()));
+  const Index N = centre.size(), q = x.size();
+  Form L{Vector<double>::Zero(N), Matrix<double>::Zero(N, q), Vector<double>::Zero(N)};
+  if (m.text()) {
+    for (Index e = 0; e < q; ++e) L.A(e, e) = 1;
+  } else {
+    const int first = m.class_token ? 1 : 0, K = m.channels * m.patch_size * m.patch_size;
+    for (int t = 0; t < m.patch_count(); ++t)
+      for (int k = 0; k < K; ++k)
+        for (int f = 0; f < m.width; ++f)
+          L.A(Index(t + first) * m.width + f, m.pixel_of(t, k)) = m.patch.W(k, f);
+  }
+  Form F = affine_entries(L, I(r), std::vector<I>(std::size_t(N), I(0.0)), p);
+  for (Index e = 0; e < N; ++e) {
+    const I c = centre(e / m.width, e % m.width);
+    F.c(e) = mid(c);
+    F.s(e) = hi(I(F.s(e)) + I(halfwidth(c, F.c(e))));
+  }
+  return F;
+}
+
+/// The logits' forms over the ball.
+Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& p) {
+  Index n = m.text() ? x.size() / m.width : m.tokens();
+  const Index d = m.width;
+  Form X = input_form(m, x, r, p);
+  if (m.embed_norm.present()) X = layer_norm(X, n, d, m.embed_norm.gamma, m.embed_norm.beta, m.eps, p);
+  for (std::size_t b = 0; b < m.blocks.size(); ++b) {
+    p.tick();
+    const TransformerBlock& blk = m.blocks[b];
+    std::vector<Index> queries(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) queries[std::size_t(i)] = i;
+    if (b + 1 == m.blocks.size() && n > 1 && m.pooling != Pooling::mean)
+      // Only the pooled token reaches the head, and the rest of the network is row-wise from here.
+      queries = {m.pooling == Pooling::cls ? 0 : n - 1};
+    X = attention_block(X, n, queries, blk.attention, m.prenorm, m.causal, p);
+    n = Index(queries.size());
+    if (!m.prenorm) X = layer_norm(X, n, d, blk.norm1.gamma, blk.norm1.beta, m.eps, p);
+    p.tick();
+    X = mlp_block(X, n, m, blk, p);
+    if (!m.prenorm) X = layer_norm(X, n, d, blk.norm2.gamma, blk.norm2.beta, m.eps, p);
+  }
+  if (n > 1) {
+    if (m.pooling == Pooling::mean) {
+      const Index first = m.text() ? 0 : n - m.patch_count();
+      std::vector<std::vector<Index>> columns(static_cast<std::size_t>(d));
+      for (Index i = first; i < n; ++i)
+        for (Index f = 0; f < d; ++f) columns[std::size_t(f)].push_back(i * d + f);
+      X = affine_entries(sum_groups(X, columns), I(1.0) / I(double(n - first)),
+                         std::vector<I>(std::size_t(d), I(0.0)), p);
+    } else {
+      X = keep_tokens(X, {m.pooling == Pooling::cls ? 0 : n - 1}, d);
+    }
+  }
+  if (m.final_norm.present()) X = layer_norm(X, 1, d, m.final_norm.gamma, m.final_norm.beta, m.eps, p);
+  if (m.pooler.W.size() != 0) X = nonlinear(linear_rows(X, 1, m.pooler.W, m.pooler.b), Function::tanh, p);
+  return linear_rows(X, 1, m.head.W, m.head.b);
+}
+
+}  // namespace
+
+std::string affine_unsupported(const Model& m) {
+  if (m.activation == Activation::gelu_tanh)
+    return "the tanh approximation of GELU (no bound on its second derivative is proved here)";
+  for (const TransformerBlock& blk : m.blocks) {
+    if (blk.attention.kind != AttentionKind::dot) return "L2 attention";
+    if (blk.attention.rotary) return "rotary position embeddings";
+  }
+  return "";
+}
+
+double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
+                     const std::function<void()>& poll) {
+  const std::string why = affine_unsupported(m);
+  if (!why.empty()) throw std::logic_error("affine_margin: " + why);
+  if (!m.accepts(x.size()) || y < 0 || y >= m.classes || !(r >= 0))
+    throw std::logic_error("affine_margin: bad input, label or radius");
+  Pass p;
+  p.q = p.next = x.size();
+  p.poll = poll;
+  try {
+    const Form z = logits_form(m, x, r, p);
+    const Index K = z.A.cols(), q = std::min(p.q, K);
+    double worst = std::numeric_limits<double>::infinity();
+    for (Index c = 0; c < m.classes; ++c) {
+      if (c == y) continue;
+      const Eigen::Matrix<double, 1, Eigen::Dynamic> a = z.A.row(y) - z.A.row(c);
+      // Rounding of the subtraction: u·(|a_y| + |a_c|) per coefficient.
+      const double rounding = hi(I(unit) * (I(sum_up(z.A.row(y).cwiseAbs().sum(), double(K))) +
+                                            I(sum_up(z.A.row(c).cwiseAbs().sum(), double(K)))) +
+                                 I(double(K)) * I(eta));
+      const double l2 = hi(sqrt(I(sum_up(a.head(q).squaredNorm(), double(q)))));
+      const double l1 = sum_up(a.tail(K - q).cwiseAbs().sum(), double(K - q));
+      const I low = I(z.c(y)) - I(z.c(c)) - (I(l2) + I(l1) + I(z.s(y)) + I(z.s(c)) + I(rounding));
+      if (!isfinite(low)) return -std::numeric_limits<double>::infinity();
+      worst = std::min(worst, low.lower());
+    }
+    return worst;
+  } catch (const Vacuous&) {
+    return -std::numeric_limits<double>::infinity();
+  }
+}
+
+CertifiedRadius affine_certified_radius(const Model& m, const Vector<double>& x, int y, double upper,
+                                        double tolerance, const std::function<void()>& poll) {
+  CertifiedRadius out;
+  auto margin = [&](double r) {
+    ++out.checks;
+    return affine_margin(m, x, y, r, poll);
+  };
+  const double at_centre = margin(0.0);
+  if (!(at_centre > 0)) return out;
+  // Bracket the largest passing radius: the first guess is the root of the straight line through (0, L(0))
+  // and (upper/8, L(upper/8)) when that passes, or of the secant towards a failing L; a vacuous failure
+  // (L = −∞) quarters the radius. Then geometric bisection. (L(r) is concave-like: the line overshoots
+  // a little, so the guess is taken at 0.9 of it.) These choices only decide where to test: the radius
+  // returned passed its own test.
+  double lo = 0, hi_r = upper;
+  double r = upper / 8;
+  for (int k = 0; k < 80; ++k) {
+    const double l = margin(r);
+    if (l > 0) {
+      lo = r;
+      if (hi_r < upper) break;  // bracketed
+      const double root = r * at_centre / (at_centre - l);
+      if (!(root < upper)) break;  // upper (an attack radius) cannot pass: bracketed by it
+      r = std::max(0.9 * root, r * (1 + tolerance));
+      if (r >= upper) break;
+    } else {
+      hi_r = r;
+      if (lo > 0) break;
+      r = std::isfinite(l) ? 0.9 * r * at_centre / (at_centre - l) : r / 4;
+    }
+  }
+  if (lo == 0) {
+    out.refuted = hi_r;
+    return out;
+  }
+  while (hi_r / lo > 1 + tolerance) {
+    const double trial = std::sqrt(lo * hi_r);
+    (margin(trial) > 0 ? lo : hi_r) = trial;
+  }
+  out.radius = lo;
+  out.refuted = hi_r;
+  return out;
+}
+
+}  // namespace regatta::operators
