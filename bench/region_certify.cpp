@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <regatta/core/io/npz.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
@@ -32,6 +33,8 @@ int main(int argc, char** argv) try {
   const long count = std::min<long>(std::atol(argv[3]), long(images.shape.at(0)));
   const int threads = std::atoi(argv[4]);
   const std::size_t size = std::size_t(m.input_size());
+  configure_threads(threads);  // as the CLI: Eigen's products on one thread
+  retain_freed_memory();       // as `regatta certify`
   const operators::ConvertedModel<double> md(m);
   const operators::ConvertedModel<interval64> mi(m);
   struct Row {
@@ -40,7 +43,7 @@ int main(int argc, char** argv) try {
   };
   std::vector<Row> rows(static_cast<std::size_t>(count));
   const auto start = std::chrono::steady_clock::now();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1)
   for (long i = 0; i < count; ++i) {
     Row& r = rows[std::size_t(i)];
     const Vector<double> x =

@@ -17,6 +17,7 @@
 #include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/npz.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <sstream>
@@ -81,6 +82,7 @@ void run(const CertifyArgs& args, int& result) {
 
   const operators::ConvertedModel<double> md(m);
   const operators::ConvertedModel<interval64> mi(m);
+  retain_freed_memory();  // the region passes free and reallocate megabyte temporaries many times a second
   const long count = long(data.images.size());
   std::vector<Row> rows(static_cast<std::size_t>(count));
   {

@@ -41,20 +41,29 @@ struct MidRad {
   Matrix<double> mid, rad;
   bool finite = true;
   bool point = true;  ///< every radius is 0
+  bool tiny = false;  ///< some nonzero midpoint or radius is below no_underflow_floor
 };
+
+/// Whether x is nonzero and below no_underflow_floor in magnitude.
+inline bool tiny(double x) { return x != 0 && std::fabs(x) < no_underflow_floor; }
 
 MidRad split(const Matrix<interval64>& A) {
   MidRad s;
-  Matrix<double> lo(A.rows(), A.cols()), hi(A.rows(), A.cols());
+  s.mid.resize(A.rows(), A.cols());
+  s.rad.resize(A.rows(), A.cols());
+  bool finite = true, point = true, small = false;
   for (Index i = 0; i < A.size(); ++i) {
-    lo(i) = A(i).lower();
-    hi(i) = A(i).upper();
+    const double lo = A(i).lower(), hi = A(i).upper();
+    const double m = lo == hi ? lo : 0.5 * lo + 0.5 * hi, r = std::fmax(hi - m, m - lo);
+    finite &= std::isfinite(lo) && std::isfinite(hi);
+    point &= r == 0;
+    small |= tiny(m) || tiny(r);
+    s.mid(i) = m;
+    s.rad(i) = r;
   }
-  s.finite = lo.allFinite() && hi.allFinite();
-  if (!s.finite) return s;
-  s.mid = (lo.array() == hi.array()).select(lo, 0.5 * lo.array() + 0.5 * hi.array());
-  s.rad = (hi - s.mid).cwiseMax(s.mid - lo);
-  s.point = s.rad.isZero(0);
+  s.finite = finite;
+  s.point = point;
+  s.tiny = small;
   return s;
 }
 
@@ -63,6 +72,7 @@ MidRad point(const Matrix<double>& A) {
   s.finite = A.allFinite();
   s.mid = A;
   s.rad = Matrix<double>::Zero(A.rows(), A.cols());
+  for (Index i = 0; i < A.size() && !s.tiny; ++i) s.tiny = tiny(A(i));
   return s;
 }
 
@@ -74,8 +84,9 @@ Matrix<double> gemm(const Matrix<double>& a, const Matrix<double>& b) {
 
 /// Whether some nonzero entry of M is below no_underflow_floor in magnitude.
 bool may_underflow(const Matrix<double>& M) {
-  const auto a = M.array().abs();
-  return ((a < no_underflow_floor) && (a > 0)).any();
+  bool small = false;
+  for (Index i = 0; i < M.size(); ++i) small |= tiny(M(i));
+  return small;
 }
 
 /// The fast path (docs/numerics.md, step 8): every elementwise step in round-to-nearest, their relative
@@ -89,7 +100,7 @@ bool product_nearest(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
   double denominator = add<false>(1.0, -gamma);
   for (int i = 0; i < 5; ++i) denominator = mul<false>(denominator, 1.0 - unit_roundoff);  // 1 − u exact
   const double c = div<true>(1.0, denominator);
-  if (may_underflow(a.mid) || may_underflow(b.mid)) return false;
+  if (a.tiny || b.tiny) return false;  // (m and r̃ of both; L, U, V are checked below)
 
   const Matrix<double> M = gemm(a.mid, b.mid);
   const Matrix<double> abs_mid_b = b.mid.cwiseAbs();
@@ -104,15 +115,15 @@ bool product_nearest(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
     S = gemm(a.mid.cwiseAbs(), U);
     if (!a.point) {
       const Matrix<double> V = abs_mid_b + b.rad;  // ≥ (|m_B| + r_B)(1 − u)²
-      if (may_underflow(V) || may_underflow(a.rad)) return false;
+      if (may_underflow(V)) return false;
       S += gemm(a.rad, V);
     }
   }
-  // Row-major like every operand (linear indices below agree).
+  // t = fl(c·s), endpoints h = fl(M̃ ± t) and one successor step: e = fl(2^-52·|h| + η) is at least the
+  // gap from h to its neighbour, so fl(h + e) ≥ succ(h) and fl(h − e) ≤ pred(h) (monotone rounding).
+  // Vectorised array expressions; every operand is row-major, so the linear indices below agree.
   const Matrix<double> t = c * S.array(), up = M + t, down = M - t;
   if (!up.allFinite() || !down.allFinite()) return false;
-  // One successor step: e = fl(2^-52·|h| + η) is at least the gap from h to its neighbour, so
-  // fl(h + e) ≥ succ(h) and fl(h − e) ≤ pred(h) (monotone rounding).
   const Matrix<double> hi = up.array() + (0x1p-52 * up.array().abs() + underflow_unit),
                        lo = down.array() - (0x1p-52 * down.array().abs() + underflow_unit);
   C.resize(M.rows(), M.cols());

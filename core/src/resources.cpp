@@ -4,6 +4,9 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <charconv>
@@ -113,6 +116,13 @@ void check_memory(std::string_view subject, double bytes, std::string_view what)
                                                (std::isfinite(bytes) ? format_bytes(bytes) : "unbounded") +
                                                ", more than the " + format_bytes(available) +
                                                " of memory available");
+}
+
+void retain_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit systems
+#endif
 }
 
 }  // namespace regatta

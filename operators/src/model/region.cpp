@@ -4,6 +4,7 @@
 #include <functional>
 #include <regatta/core/interval64.hpp>
 #include <regatta/operators/model_robustness.hpp>
+#include <type_traits>
 
 #include "../tangent_stack.hpp"
 
@@ -115,6 +116,21 @@ bool all_finite(const Matrix<S>& M) {
   return true;
 }
 
+/// Whether the enclosures are finite (interval64; always true for double, whose pass is at a point). An
+/// unbounded enclosure makes the gradient bound G infinite and the ball test fail, so the pass stops there
+/// instead of carrying infinities through the products (whose non-finite path is the slow scalar one).
+template <class S>
+bool bounded(const Matrix<S>& M) {
+  if constexpr (std::is_same_v<S, interval64>)
+    return all_finite(M);
+  else
+    return true;
+}
+template <class S>
+bool bounded(const std::vector<Matrix<S>>& T) {
+  return std::all_of(T.begin(), T.end(), [](const Matrix<S>& t) { return bounded(t); });
+}
+
 int argmax(const Vector<double>& z) {
   Eigen::Index i = 0;
   z.maxCoeff(&i);
@@ -152,9 +168,13 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
     const Matrix<S> R = centred_region(X, T, r);
     if (!all_finite(R)) return {};  // the region is unbounded: nothing to enclose
     const Linearization<S> lin = cm.attention[b].linearize(R);
+    // An unbounded attention value over the region (a kernel or value enclosure overflowed) makes the
+    // tangents unbounded too: the test fails, so stop before the products.
+    if (!bounded(lin.value())) return {};
     X = cm.attention[b].forward(X);
     tick();
     T = lin.jvp_all(T);
+    if (!bounded(T)) return {};
     if (b + 1 == m.blocks.size() && m.pooling != Pooling::mean) {
       // Only the pooled token (class or last) reaches the head, and the rest of the network is row-wise.
       X = pool(m, X);
@@ -162,6 +182,7 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
     }
     if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm1, m.eps, r);
     mlp_stage(m, m.blocks[b], X, T, r, tick);
+    if (!bounded(T)) return {};
     if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm2, m.eps, r);
   }
   X = pool(m, X);

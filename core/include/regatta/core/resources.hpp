@@ -53,4 +53,10 @@ void check_memory(std::string_view subject, double bytes, std::string_view what)
 /// `bytes` as a short human text ("3.2 GiB").
 std::string format_bytes(double bytes);
 
+/// Keeps freed heap memory in the process instead of returning it to the system (glibc: M_TRIM_THRESHOLD
+/// 1 GiB and M_MMAP_THRESHOLD 32 MiB, fixed; elsewhere nothing). For commands that allocate and free
+/// the same large temporaries many times per second (the region passes of `certify`, megabytes each):
+/// otherwise every allocation is mapped afresh and faulted in page by page, about 15 % of their time.
+void retain_freed_memory();
+
 }  // namespace regatta
