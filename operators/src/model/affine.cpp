@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <stdexcept>
 #include <vector>
 
@@ -244,7 +245,8 @@ Form square(const Form& F, const Pass& p) {
   return out;
 }
 
-/// out_(i,k) = Σ_{j ∈ js(i)} F_{a(i,j)}·G_{b(j,k)} for i < n, k < m_out (a matrix product of two forms).
+/// out_(i,k) = Σ_{j < inner, allowed(i, j)} F_{a(i,j)}·G_{b(j,k)} for i < n, k < m_out (a matrix product of
+/// two forms; `allowed` masks terms of the inner sum).
 template <class Left, class Right, class Allowed>
 Form matmul(Form F, Form G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
             const Pass& p) {
@@ -280,7 +282,48 @@ Form matmul(Form F, Form G, Index n, Index inner, Index m_out, Left a, Right b, 
   return out;
 }
 
-enum class Function { exp, reciprocal, rsqrt, gelu_erf, tanh, relu };
+enum class Function { exp, reciprocal, rsqrt, gelu_erf, gelu_tanh, tanh, relu };
+
+I intersect(const I& a, const I& b) {
+  const double lo = std::max(a.lower(), b.lower()), up = std::min(a.upper(), b.upper());
+  return lo <= up ? I::hull(lo, up) : a;  // both hold the exact values: never empty
+}
+
+/// Enclosures of σ″ over each interval of J (N×1): GELU″(x) = φ(x)(2 − x²); tanh″ = −2t(1 − t²) with
+/// t = tanh x; for the tanh GELU σ(x) = ½x(1 + tanh u), u = c(x + a x³), c = √(2/π), a = 0.044715 (the
+/// binary64 constant of the model): σ″ = (1 − t²)u′ + ½x(1 − t²)(u″ − 2t u′²), u′ = c(1 + 3a x²), u″ = 6c a
+/// x. Each is a naive interval evaluation, intersected with the global bound where one is proved.
+Matrix<I> second_derivative(Activation act, const Matrix<I>& J) {
+  const I pi = I::hull(std::nextafter(std::numbers::pi, 0.0), std::nextafter(std::numbers::pi, 4.0));
+  const I inv_sqrt_2pi = I(1.0) / sqrt(I(2.0) * pi);
+  const Index N = J.rows();
+  Matrix<I> out(N, 1);
+  if (act == Activation::gelu_erf) {
+    for (Index i = 0; i < N; ++i) {
+      const I x2 = square(J(i, 0));
+      out(i, 0) = intersect(exp(I(-0.5) * x2) * inv_sqrt_2pi * (I(2.0) - x2),
+                            I::hull(-gelu_curvature, gelu_curvature));
+    }
+    return out;
+  }
+  const I c = I(2.0) * inv_sqrt_2pi, a(0.044715);
+  Matrix<I> u(N, 1);
+  for (Index i = 0; i < N; ++i) {
+    const I x = J(i, 0);
+    u(i, 0) = act == Activation::tanh ? x : c * (x + a * x * square(x));
+  }
+  const Matrix<I> t = activate(Activation::tanh, u);
+  for (Index i = 0; i < N; ++i) {
+    const I x = J(i, 0), ti = intersect(t(i, 0), I::hull(-1.0, 1.0)), sech2 = I(1.0) - square(ti);
+    if (act == Activation::tanh) {
+      out(i, 0) = intersect(I(-2.0) * ti * sech2, I::hull(-tanh_curvature, tanh_curvature));
+    } else {
+      const I du = c * (I(1.0) + I(3.0) * a * square(x)), ddu = I(6.0) * c * a * x;
+      out(i, 0) = sech2 * du + I(0.5) * x * sech2 * (ddu - I(2.0) * ti * square(du));
+    }
+  }
+  return out;
+}
 
 /// y = f(x) entrywise by the tangent at the centre p plus the Lagrange remainder over the range J (the
 /// range intersected with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x).
@@ -298,11 +341,14 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
     ranges(i, 0) = J;
     points(i, 0) = I(std::clamp(F.c(i), J.lower(), J.upper()));
   }
-  Matrix<I> value(N, 1), slope(N, 1);
-  if (f == Function::gelu_erf || f == Function::tanh) {
-    const Activation act = f == Function::tanh ? Activation::tanh : Activation::gelu_erf;
+  Matrix<I> value(N, 1), slope(N, 1), curvature(N, 1);
+  if (f == Function::gelu_erf || f == Function::gelu_tanh || f == Function::tanh) {
+    const Activation act = f == Function::tanh        ? Activation::tanh
+                           : f == Function::gelu_tanh ? Activation::gelu_tanh
+                                                      : Activation::gelu_erf;
     value = activate(act, points);
     slope = activation_derivative(act, points);
+    curvature = second_derivative(act, ranges);
   }
   for (Index i = 0; i < N; ++i) {
     const I J = ranges(i, 0), P = points(i, 0);
@@ -339,14 +385,11 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
         d2 = I(0.75) / (J * J * sqrt(J));
         break;
       case Function::gelu_erf:
-        fp = value(i, 0);
-        dfp = slope(i, 0);
-        d2 = I::hull(-gelu_curvature, gelu_curvature);
-        break;
+      case Function::gelu_tanh:
       case Function::tanh:
         fp = value(i, 0);
         dfp = slope(i, 0);
-        d2 = I::hull(-tanh_curvature, tanh_curvature);
+        d2 = curvature(i, 0);
         break;
       case Function::relu:
         break;
@@ -435,10 +478,11 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
           row_of.push_back(a);
           kept.push_back(a * n + j);
         }
-    const Form S = gather(matmul(
-                              Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
-                              [hd](Index t, Index j) { return j * hd + t; }, allowed, p),
-                          kept);
+    const Form S =
+        gather(matmul(
+                   Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
+                   [hd](Index t, Index j) { return j * hd + t; }, [](Index, Index) { return true; }, p),
+               kept);
     // Shift each row by its largest centre (softmax is invariant), scale by 1/√d_h.
     std::vector<I> shift(kept.size());
     {
@@ -483,9 +527,10 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
 Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p) {
   const Form Y = m.prenorm ? layer_norm(X, n, m.width, blk.norm2.gamma, blk.norm2.beta, m.eps, p) : X;
   const Form H = linear_rows(Y, n, blk.fc1.W, blk.fc1.b);
-  const Function f = m.activation == Activation::relu   ? Function::relu
-                     : m.activation == Activation::tanh ? Function::tanh
-                                                        : Function::gelu_erf;
+  const Function f = m.activation == Activation::relu        ? Function::relu
+                     : m.activation == Activation::tanh      ? Function::tanh
+                     : m.activation == Activation::gelu_tanh ? Function::gelu_tanh
+                                                             : Function::gelu_erf;
   return combine(X, linear_rows(nonlinear(H, f, p), n, blk.fc2.W, blk.fc2.b), +1);
 }
 
@@ -553,8 +598,6 @@ Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& 
 }  // namespace
 
 std::string affine_unsupported(const Model& m) {
-  if (m.activation == Activation::gelu_tanh)
-    return "the tanh approximation of GELU (no bound on its second derivative is proved here)";
   for (const TransformerBlock& blk : m.blocks) {
     if (blk.attention.kind != AttentionKind::dot) return "L2 attention";
     if (blk.attention.rotary) return "rotary position embeddings";
@@ -601,7 +644,12 @@ CertifiedRadius affine_certified_radius(const Model& m, const Vector<double>& x,
     ++out.checks;
     return affine_margin(m, x, y, r, poll);
   };
-  const double at_centre = margin(0.0);
+  // L(0): the lower end of the margin's interval64 enclosure at x (the affine pass at r = 0 computes the
+  // same number, less tightly and more slowly).
+  const Vector<I> z = forward<I>(m, Vector<I>(x.cast<I>()));
+  double at_centre = INFINITY;
+  for (Index c = 0; c < z.size(); ++c)
+    if (c != y) at_centre = std::min(at_centre, (z(y) - z(c)).lower());
   if (!(at_centre > 0)) return out;
   // Bracket the largest passing radius: the first guess is the root of the straight line through (0, L(0))
   // and (upper/8, L(upper/8)) when that passes, or of the secant towards a failing L; a vacuous failure

@@ -20,10 +20,11 @@
 // entrywise magnitudes.
 //
 // Supported: patch (timm ViT) and token inputs, the embedding LayerNorm, pre- and post-norm blocks with
-// dot-product multi-head attention (biases, causal mask), MLPs with the exact GELU, tanh or ReLU, cls / mean
-// / last pooling, the final LayerNorm, BERT's tanh pooler, the linear head. Not supported (supported() says
-// why; callers fall back to region.cpp): the tanh approximation of GELU (no proved bound on its second
-// derivative here), rotary embeddings, L2 attention.
+// dot-product multi-head attention (biases, causal mask), MLPs with the exact or tanh GELU, tanh or ReLU,
+// cls / mean / last pooling, the final LayerNorm, BERT's tanh pooler, the linear head. The remainders use
+// interval enclosures of f″ over each entry's range (intersected with the global bounds |GELU″| ≤ 2φ(0)
+// and |tanh″| ≤ 4/(3√3) where proved). Not supported (affine_unsupported says why; callers fall back to
+// region.cpp): rotary embeddings and L2 attention.
 #include <functional>
 #include <string>
 
