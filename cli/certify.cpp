@@ -19,6 +19,7 @@
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
+#include <regatta/operators/model_affine.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <sstream>
 #include <string>
@@ -42,6 +43,7 @@ struct CertifyArgs {
   std::vector<double> radii;
   long limit = 0;
   double tolerance = 0.01;
+  std::string method = "affine";
 };
 
 using Row = operators::InputRobustness;
@@ -92,7 +94,8 @@ void run(const CertifyArgs& args, int& result) {
     for (long i = 0; i < count; ++i) {
       try {
         rows[std::size_t(i)] = operators::input_robustness(
-            md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance);
+            md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
+            args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine);
       } catch (...) {
 #pragma omp critical(regatta_certify_failure)
         if (!failure) failure = std::current_exception();
@@ -137,6 +140,18 @@ void run(const CertifyArgs& args, int& result) {
   if (med_a > 0) std::cout << "median certified / median attack: " << number(med_c / med_a, 4) << "\n";
   if (med_n > 0) std::cout << "median certified / median naive: " << number(med_c / med_n, 4) << "\n";
   std::cout << "bisection: relative tolerance " << number(args.tolerance) << " on the certified radius\n";
+  {
+    long affine = 0;
+    for (long i = 0; i < count; ++i) affine += rows[std::size_t(i)].method == operators::RadiusMethod::affine;
+    std::cout << "certified radius by "
+              << (affine == count ? "affine forms"
+                  : affine == 0   ? "region enclosures"
+                                  : "affine forms and region enclosures")
+              << (args.method == "affine" && affine < count
+                      ? " (affine forms do not apply: " + operators::affine_unsupported(m) + ")"
+                      : std::string())
+              << "\n";
+  }
   if (!args.radii.empty()) {
     std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)\n";
     for (double r : args.radii)
@@ -154,7 +169,8 @@ void run(const CertifyArgs& args, int& result) {
                     {"naive_radius", "certified lower bound on the robustness radius"},
                     {"attack_radius", "estimate (upper bound on the true radius; null: no attack succeeded)"},
                     {"certified_radius", "certified lower bound on the robustness radius"},
-                    {"refuted_radius", "smallest radius the region test failed at (a limit of the test)"},
+                    {"refuted_radius", "smallest radius the test failed at (a limit of the test)"},
+                    {"method", "how the certified radius was found: affine (forms) or region (enclosures)"},
                     {"certified_accuracy", "certified"},
                     {"attack_accuracy", "estimate (upper bound on the robust accuracy)"}};
       j["bisection_relative_tolerance"] = args.tolerance;
@@ -176,6 +192,7 @@ void run(const CertifyArgs& args, int& result) {
                                {"attack_radius", number_or_null(r.attack)},
                                {"certified_radius", r.certified},
                                {"refuted_radius", r.refuted},
+                               {"method", operators::to_string(r.method)},
                                {"region_checks", r.checks}});
       }
       j["summary"] = {{"clean_accuracy", summary.clean_accuracy},
@@ -190,13 +207,13 @@ void run(const CertifyArgs& args, int& result) {
     } else {
       std::ostringstream os;
       os << "index,label,prediction,margin_estimate,margin_lower_certified,naive_radius_certified,"
-            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks\n";
+            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks,method\n";
       for (long i = 0; i < count; ++i) {
         const Row& r = rows[std::size_t(i)];
         os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
            << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
            << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
-           << csv_number(r.refuted, "") << "," << r.checks << "\n";
+           << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << "\n";
       }
       const std::string text = os.str();
       io::write_file_atomic(args.out, std::as_bytes(std::span(text.data(), text.size())));
@@ -237,6 +254,11 @@ void add_certify_command(CLI::App& app, int& result) {
                   "Directory for the figure of certified, naive and attack accuracy against the radius "
                   "(DIR/plots/certified_accuracy.svg, .png, .dat; replaced atomically)");
   cmd->add_option("--limit", args->limit, "Only the first N inputs")->check(CLI::Range(1L, 1L << 40));
+  cmd->add_option("--method", args->method,
+                  "How the certified radius is searched: affine (affine forms through the whole network, "
+                  "the default; region where they do not apply) or region (interval enclosures of the "
+                  "logits' Jacobian: faster, far looser)")
+      ->check(CLI::IsMember({"affine", "region"}));
   cmd->add_option("--tolerance", args->tolerance,
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
       ->check(finite_in(0, 1, Ends::open));

@@ -3,7 +3,8 @@
 --plot DIR draws certified, naive and attack accuracy against the radius as exact step functions — the
 curves in DIR/plots/certified_accuracy.dat are recomputed here from the per-input radii of --out JSON, and
 every certified value is at most the exact fraction (fractions.Fraction). A --plot that is a file, or a
-directory holding foreign files, exits 2 before any work and changes nothing.
+directory holding foreign files, exits 2 before any work and changes nothing. --method region gives a
+smaller certified radius than the default affine forms, and says which method it used.
 
     certify_plot.py REGATTA VIT_DIR WORK_DIR
 """
@@ -87,6 +88,30 @@ for target in (foreign, a_file):
         failures.append(f"--plot {target}: exit {q.returncode}, stderr {q.stderr!r}")
 if sorted(os.listdir(foreign)) != ["notes.txt"] or open(a_file).read() != "x":
     failures.append("a refused --plot target was changed")
+
+# --method: the default run above used affine forms; --method region (the interval Jacobian enclosures) on the
+# same input writes "region" in its CSV, and its radius is far below the affine one (the two are independent
+# certificates of the same ball; both below the attack radius).
+if rows[0].get("method") != "affine":
+    failures.append(f"the default method is not affine: {rows[0].get('method')!r}")
+region_csv = os.path.join(WORK, "region.csv")
+q = subprocess.run([REGATTA, "certify", *MODEL, "--limit", "1", "--tolerance", "0.5", "--method", "region",
+                    "--out", region_csv], capture_output=True, text=True, timeout=120)
+if q.returncode != 0 or "certified radius by region enclosures" not in q.stdout:
+    failures.append(f"--method region: exit {q.returncode}, stdout {q.stdout[-300:]!r}")
+else:
+    header, line = open(region_csv).read().splitlines()[:2]
+    region_row = dict(zip(header.split(","), line.split(",")))
+    region_radius = float(region_row["certified_radius_certified"])
+    if region_row["method"] != "region":
+        failures.append(f"--method region wrote method {region_row['method']!r}")
+    if not 0 < region_radius < rows[0]["certified_radius"] <= radius(rows[0], "attack_radius"):
+        failures.append(f"region {region_radius}, affine {rows[0]['certified_radius']}, attack "
+                        f"{rows[0]['attack_radius']}: expected 0 < region < affine <= attack")
+q = subprocess.run([REGATTA, "certify", *MODEL, "--limit", "1", "--method", "zonotope"], capture_output=True,
+                   text=True, timeout=30)
+if q.returncode != 2 or "--method" not in q.stderr:
+    failures.append(f"--method zonotope: exit {q.returncode}, stderr {q.stderr!r}")
 
 for f in failures:
     print("FAIL:", f)

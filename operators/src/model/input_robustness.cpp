@@ -17,9 +17,11 @@ double naive_denominator(const std::vector<LipschitzFactor>& factors) {
   return p.upper();
 }
 
+std::string to_string(RadiusMethod method) { return method == RadiusMethod::affine ? "affine" : "region"; }
+
 InputRobustness input_robustness(const ConvertedModel<double>& model_double,
                                  const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
-                                 int y, double naive_denominator, double tolerance) {
+                                 int y, double naive_denominator, double tolerance, RadiusMethod method) {
   const Model& m = model_double.model;
   InputRobustness r;
   r.label = y;
@@ -41,9 +43,12 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   const AttackResult a = attack(model_double, x, y);
   r.attack = a.found ? a.radius : std::numeric_limits<double>::infinity();
   if (r.prediction == y && r.margin_lower > 0) {
-    // Affine forms where they apply (their first-order part is exact), region enclosures otherwise.
+    // Affine forms where asked and where they apply (their first-order part is exact), region enclosures
+    // otherwise.
     const double upper = a.found ? a.radius : 100.0;
-    const CertifiedRadius c = affine_unsupported(m).empty()
+    r.method = method == RadiusMethod::affine && affine_unsupported(m).empty() ? RadiusMethod::affine
+                                                                               : RadiusMethod::region;
+    const CertifiedRadius c = r.method == RadiusMethod::affine
                                   ? affine_certified_radius(m, x, y, upper, tolerance)
                                   : certified_radius(model_interval, x, y, upper, tolerance);
     r.certified = c.radius;

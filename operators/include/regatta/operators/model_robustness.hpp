@@ -124,6 +124,13 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
 /// √2·Π_k L_k of the naive certificate, rounded up (CERTIFIED upper), from the factors above.
 double naive_denominator(const std::vector<LipschitzFactor>& factors);
 
+/// How the certified radius is searched: affine forms through the whole network (model_affine.hpp; tight,
+/// about 1 s per test on the digits ViT) or the region enclosures of the logits' Jacobian above (looser by
+/// orders of magnitude, about 10× faster per test). Affine falls back to region where it does not apply
+/// (affine_unsupported).
+enum class RadiusMethod { affine, region };
+std::string to_string(RadiusMethod method);
+
 /// Everything `regatta certify` reports for one labelled input (docs/models.md, the table's kinds).
 struct InputRobustness {
   int label = 0, prediction = 0;
@@ -133,7 +140,8 @@ struct InputRobustness {
   double attack = 0;        ///< ESTIMATE: attack radius, an upper bound on the true radius (inf: none found)
   double certified = 0;     ///< CERTIFIED: certified_radius (0 unless the prediction is y and certified)
   double refuted = 0;       ///< the region test's own limit (CertifiedRadius::refuted)
-  int checks = 0;           ///< region passes run
+  int checks = 0;           ///< region (or affine) passes run
+  RadiusMethod method = RadiusMethod::affine;  ///< the method the certified radius came from
 };
 
 /// The forward passes, naive certificate, attack and certified radius of one input x with label y.
@@ -141,7 +149,8 @@ struct InputRobustness {
 /// is certified_radius's. The certified radius is searched below the attack radius (100 when none was found).
 InputRobustness input_robustness(const ConvertedModel<double>& model_double,
                                  const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
-                                 int y, double naive_denominator, double tolerance = 0.01);
+                                 int y, double naive_denominator, double tolerance = 0.01,
+                                 RadiusMethod method = RadiusMethod::affine);
 
 /// Medians over a set of inputs (of every input, robust or not: a misclassified input has radius 0).
 struct RobustnessSummary {
