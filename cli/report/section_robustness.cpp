@@ -65,15 +65,16 @@ Section section_robustness(const Context& ctx) {
                             " blocks, width " + std::to_string(model.width) + ", " +
                             std::to_string(model.heads) + " heads" + "), data " + o.data.string() +
                             ", the first " + std::to_string(n) + " images");
-  s.configuration.push_back("certified radius: bisection to relative tolerance " +
+  s.configuration.push_back("certified radius: affine forms, bisection to relative tolerance " +
                             format_number(tolerance, Kind::input) +
                             "; attack: DeepFool, boundary bisection and l2 PGD (operators::attack)");
   s.text.push_back(
       "The ℓ₂ robustness radius of a whole network around an input x is the distance to the nearest input "
       "with another prediction. `regatta certify` brackets it per image: from below by the **certified "
-      "radius** (region enclosures of the logits' Jacobian propagated through every block — patch "
-      "embedding, LayerNorms, attention, MLP, pooling, head — so that the margin stays positive on the whole "
-      "ball; docs/models.md), from above by the **attack radius** (the smallest perturbation regatta's "
+      "radius** (affine forms carried through every block — patch embedding, LayerNorms, attention, MLP, "
+      "pooling, head — whose first-order dependence on the input is exact and whose second-order remainders "
+      "are bounded, so that the margin stays positive on the whole ball; docs/models.md), from above by the "
+      "**attack radius** (the smallest perturbation regatta's "
       "attack finds that flips the prediction, an estimate). The **naive** certificate divides the margin by "
       "√2 times the product of certified per-stage global Lipschitz bounds.");
 
@@ -110,9 +111,9 @@ Section section_robustness(const Context& ctx) {
     s.findings.push_back("median certified radius / median naive radius " +
                          format_number(med_c / med_n, Kind::estimate) + " (estimate)");
   s.omissions.push_back(
-      "What limits the certified radius (docs/models.md, 'What limits the certified radius'): each stage "
-      "multiplies the width of the Jacobian enclosure, LayerNorm with ε = 1e-6 most; the radius is far below "
-      "the attack radius, and the gap is the enclosures', not necessarily the network's.");
+      "What limits the certified radius (docs/models.md, 'What limits the certified radius'): the "
+      "second-order remainders of the softmax and of the LayerNorms (ε = 1e-6), each a worst case over its "
+      "range; the gap to the attack radius is the certificate's, not necessarily the network's.");
   s.add(std::move(fig), std::move(t));
   return s;
 }
