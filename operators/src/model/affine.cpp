@@ -368,22 +368,40 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
       beta(i) = halfwidth(err, m);
       continue;
     }
+    if (f == Function::exp || f == Function::reciprocal || f == Function::rsqrt) {
+      // Convex on J (1/x and 1/√x on J > 0): the chord slope l, and the exact range of the convex
+      // e(x) = f(x) − l·x on J: at most its larger endpoint value, at least the tangent of e at ξ ≈ the
+      // point where f′ = l, evaluated at the ends of J (a convex function lies above its tangents).
+      auto value_at = [f](const I& x) {
+        return f == Function::exp ? exp(x) : f == Function::reciprocal ? I(1.0) / x : I(1.0) / sqrt(x);
+      };
+      auto slope_at = [f](const I& x) {
+        return f == Function::exp          ? exp(x)
+               : f == Function::reciprocal ? -(I(1.0) / square(x))
+                                           : I(-0.5) / (x * sqrt(x));
+      };
+      const double a = J.lower(), b = J.upper();
+      const I fa = value_at(I(a)), fb = value_at(I(b));
+      double l = b > a ? mid((fb - fa) / (I(b) - I(a))) : mid(slope_at(I(a)));
+      if (!std::isfinite(l)) throw Vacuous{};
+      double xi = a;  // where f′(ξ) = l, clamped to J (any ξ in J is sound; this one is tight)
+      if (f == Function::exp && l > 0) xi = std::log(l);
+      if (f == Function::reciprocal && l < 0) xi = std::sqrt(-1.0 / l);
+      if (f == Function::rsqrt && l < 0) xi = std::pow(-2.0 * l, -2.0 / 3.0);
+      xi = std::clamp(std::isfinite(xi) ? xi : a, a, b);
+      const I e_xi = value_at(I(xi)) - I(l) * I(xi), de_xi = slope_at(I(xi)) - I(l);
+      const double top = hi(max(fa - I(l) * I(a), fb - I(l) * I(b)));
+      const double bottom = min(e_xi + de_xi * (I(a) - I(xi)), e_xi + de_xi * (I(b) - I(xi))).lower();
+      if (!std::isfinite(bottom) || !(bottom <= top)) throw Vacuous{};
+      const I E = I::hull(bottom, top);
+      const double m = mid(E);
+      lambda[std::size_t(i)] = I(l);
+      M[std::size_t(i)] = I(m);
+      beta(i) = halfwidth(E, m);
+      continue;
+    }
     I fp, dfp, d2;  // f(p), f′(p), and f″ over J
     switch (f) {
-      case Function::exp:
-        fp = dfp = exp(P);
-        d2 = exp(J);
-        break;
-      case Function::reciprocal:
-        fp = I(1.0) / P;
-        dfp = -(fp * fp);
-        d2 = I(2.0) / (J * J * J);
-        break;
-      case Function::rsqrt:
-        fp = I(1.0) / sqrt(P);
-        dfp = I(-0.5) * fp / P;
-        d2 = I(0.75) / (J * J * sqrt(J));
-        break;
       case Function::gelu_erf:
       case Function::gelu_tanh:
       case Function::tanh:
@@ -391,7 +409,7 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
         dfp = slope(i, 0);
         d2 = curvature(i, 0);
         break;
-      case Function::relu:
+      default:
         break;
     }
     // f(x) = f(p) + f′(p)(x − p) + ½f″(ξ)(x − p)² = l·x + μ + err with err ∈ E below, for x ∈ J.
