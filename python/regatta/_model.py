@@ -26,6 +26,7 @@ class RobustnessRow:
         self.certified_radius = Lower(raw["certified_radius"])
         self.refuted_radius = raw["refuted_radius"]
         self.region_checks = raw["region_checks"]
+        self.method = raw["method"]
 
     def __repr__(self):
         return (f"<RobustnessRow label {self.label} prediction {self.prediction}: certified radius "
@@ -95,11 +96,13 @@ class Model:
         lower, upper = self._core.logits_enclosure(array(image))
         return [Interval(lo, hi) for lo, hi in zip(lower, upper)]
 
-    def robustness(self, image, label, *, tolerance=0.01, progress=None):
-        """The l2 robustness of one labelled input, as one row of `regatta certify` (seconds per input). The
-        GIL is released; Ctrl-C raises KeyboardInterrupt (polled at every pass of the attack and every
-        tangent step of a region pass); progress as for Layer.bracket (stages 'attack', 'region'; done counts
-        steps, total unknown)."""
+    def robustness(self, image, label, *, tolerance=0.01, method="affine", progress=None):
+        """The l2 robustness of one labelled input, as one row of `regatta certify` (seconds per input):
+        method 'affine' (affine forms, the default; 'region' where they do not apply) or 'region' (interval
+        Jacobian enclosures: faster, far looser); the row's `method` says which one gave the radius. The
+        GIL is released; Ctrl-C raises KeyboardInterrupt (polled at every pass of the attack and every stage
+        of a certified pass); progress as for Layer.bracket (stages 'attack', 'region'; done counts steps,
+        total unknown)."""
         with hook(progress) as callback:
-            raw = self._core.robustness(array(image), int(label), float(tolerance), callback)
+            raw = self._core.robustness(array(image), int(label), float(tolerance), str(method), callback)
         return RobustnessRow(raw)

@@ -11,6 +11,7 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/operators/model.hpp>
+#include <regatta/operators/model_affine.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <regatta/operators/model_tensors.hpp>
 #include "bindings.hpp"
@@ -101,18 +102,21 @@ void bind_model(py::module_& m) {
       .def(
           "robustness",
           [](const ModelCore& c, const py::handle& image, int label, double tolerance,
-             const py::object& progress) {
+             const std::string& method, const py::object& progress) {
             const Vector<double> x = image_arg(c, image);
             const int y = label_arg(c, label);
             if (!(std::isfinite(tolerance) && tolerance > 0 && tolerance < 1))
               throw InputError("tolerance", "must lie in (0, 1)");
+            if (method != "affine" && method != "region")
+              throw InputError("method", "must be 'affine' or 'region'");
+            const bool affine = method == "affine" && operators::affine_unsupported(*c.model).empty();
             // One row of `regatta certify` (cli/certify.cpp), without the naive product certificate.
             py::dict out;
             int prediction = 0;
             double margin = 0, margin_lower = 0, attack = INFINITY, certified = 0, refuted = 0;
             int checks = 0;
             // Progress: "attack" then "region", done = steps so far (passes of the attack; blocks and tangent
-            // steps of the region passes), total unknown (0).
+            // steps of the region passes, or stages of the affine passes), total unknown (0).
             Interrupter interrupter(progress);
             std::int64_t region_steps = 0;
             operators::AttackOptions attack_options;
@@ -137,8 +141,10 @@ void bind_model(py::module_& m) {
               const operators::AttackResult a = operators::attack(*c.md, x, y, attack_options);
               attack = a.found ? a.radius : INFINITY;
               if (prediction == y && margin_lower > 0) {
-                const auto r = operators::certified_radius(*c.mi, x, y, a.found ? a.radius : 100.0, tolerance,
-                                                           60, region_poll);
+                const double upper = a.found ? a.radius : 100.0;
+                const auto r =
+                    affine ? operators::affine_certified_radius(*c.model, x, y, upper, tolerance, region_poll)
+                           : operators::certified_radius(*c.mi, x, y, upper, tolerance, 60, region_poll);
                 certified = r.radius;
                 refuted = r.refuted;
                 checks = r.checks;
@@ -152,9 +158,11 @@ void bind_model(py::module_& m) {
             out["certified_radius"] = certified;
             out["refuted_radius"] = refuted;
             out["region_checks"] = checks;
+            out["method"] = affine ? "affine" : "region";
             return out;
           },
-          py::arg("image"), py::arg("label"), py::arg("tolerance") = 0.01, py::arg("progress") = py::none());
+          py::arg("image"), py::arg("label"), py::arg("tolerance") = 0.01, py::arg("method") = "affine",
+          py::arg("progress") = py::none());
 
   m.def(
       "load_model",

@@ -43,6 +43,7 @@ def test_logits_match_torch_and_the_enclosures_hold_them(model, data):
     (lambda m: m(np.full(64, np.nan)), "image"),
     (lambda m: m.robustness(np.zeros(64), 10), "label: 10 is not a class of the model (0..9)"),
     (lambda m: m.robustness(np.zeros(64), 1, tolerance=0), "tolerance: must lie in (0, 1)"),
+    (lambda m: m.robustness(np.zeros(64), 1, method="zonotope"), "method: must be 'affine' or 'region'"),
 ])
 def test_bad_input_raises_input_error(model, call, start):
     with pytest.raises(regatta.InputError) as info:
