@@ -669,35 +669,56 @@ CertifiedRadius affine_certified_radius(const Model& m, const Vector<double>& x,
   for (Index c = 0; c < z.size(); ++c)
     if (c != y) at_centre = std::min(at_centre, (z(y) - z(c)).lower());
   if (!(at_centre > 0)) return out;
-  // Bracket the largest passing radius: the first guess is the root of the straight line through (0, L(0))
-  // and (upper/8, L(upper/8)) when that passes, or of the secant towards a failing L; a vacuous failure
-  // (L = −∞) quarters the radius. Then geometric bisection. (L(r) is concave-like: the line overshoots
-  // a little, so the guess is taken at 0.9 of it.) These choices only decide where to test: the radius
-  // returned passed its own test.
-  double lo = 0, hi_r = upper;
+  // The search models the loss D(r) = L(0) − L(r) (L the affine lower bound of the margin; the ball passes
+  // while D < L(0)) as a power law between tested radii: it grows like r at small r and much faster near
+  // the failure, where the remainders feed on each other, so log D is interpolated linearly in log r (the
+  // secant of log D at log L(0)), with slope 2 assumed from a single point. Candidates keep to the middle
+  // 80 % of the bracket in log r, and a side moved twice in a row is followed by a plain geometric bisection,
+  // so the bracket shrinks at least as fast as bisection's every second step. These choices only decide
+  // where to test: the radius returned passed its own test.
+  const double target = std::log(at_centre);
+  double lo = 0, hi_r = upper, log_d_lo = 0, log_d_hi = INFINITY;
+  bool hi_tested = false;
+  int moved = 0, same_side = 0;  // +1 lo moved last, −1 hi moved last
   double r = upper / 8;
-  for (int k = 0; k < 80; ++k) {
+  for (int k = 0; k < 200; ++k) {
     const double l = margin(r);
+    const double log_d = std::log(std::max(at_centre - l, at_centre * 1e-300));  // +inf when L = −∞
     if (l > 0) {
+      same_side = moved == 1 ? same_side + 1 : 1;
+      moved = 1;
       lo = r;
-      if (hi_r < upper) break;  // bracketed
-      const double root = r * at_centre / (at_centre - l);
-      if (!(root < upper)) break;  // upper (an attack radius) cannot pass: bracketed by it
-      r = std::max(0.9 * root, r * (1 + tolerance));
-      if (r >= upper) break;
+      log_d_lo = log_d;
     } else {
+      same_side = moved == -1 ? same_side + 1 : 1;
+      moved = -1;
       hi_r = r;
-      if (lo > 0) break;
-      r = std::isfinite(l) ? 0.9 * r * at_centre / (at_centre - l) : r / 4;
+      log_d_hi = log_d;
+      hi_tested = true;
     }
+    if (lo > 0 && hi_r / lo <= 1 + tolerance) break;
+    if (lo == 0) {  // only failures so far: step down, by the slope-2 law when the loss was finite
+      r = std::isfinite(log_d_hi) ? std::max(hi_r / 64, 0.9 * hi_r * std::exp((target - log_d_hi) / 2))
+                                  : hi_r / 8;
+      continue;
+    }
+    if (!hi_tested) {  // only passes so far: step up by the slope-2 law, below the attack radius
+      const double guess = 0.95 * lo * std::exp((target - log_d_lo) / 2);
+      if (guess >= upper) {  // nothing below the attack radius is left to test but `upper` itself
+        hi_r = upper;
+        break;
+      }
+      r = std::max(guess, lo * (1 + tolerance));
+      continue;
+    }
+    double t = 0.5;  // the position in log r between lo and hi_r
+    if (same_side < 2 && std::isfinite(log_d_hi) && log_d_hi > log_d_lo)
+      t = std::clamp((target - log_d_lo) / (log_d_hi - log_d_lo), 0.1, 0.9);
+    r = lo * std::pow(hi_r / lo, t);
   }
   if (lo == 0) {
     out.refuted = hi_r;
     return out;
-  }
-  while (hi_r / lo > 1 + tolerance) {
-    const double trial = std::sqrt(lo * hi_r);
-    (margin(trial) > 0 ? lo : hi_r) = trial;
   }
   out.radius = lo;
   out.refuted = hi_r;

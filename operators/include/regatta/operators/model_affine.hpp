@@ -45,8 +45,9 @@ double affine_margin(const Model& model, const Vector<double>& x, int y, double 
                      const std::function<void()>& poll = {});
 
 /// The largest radius in (0, upper] found certified by affine_margin > 0, within a factor 1 + tolerance of
-/// the smallest failing radius tried (geometric bisection after a bracketing search from upper/8). Radius 0
-/// when even r = 0 fails (y is not the certified prediction at x). `upper` > 0 (the attack radius).
+/// the smallest failing radius tried (a search on the loss L(0) − L(r) interpolated as a power law in r,
+/// safeguarded by geometric bisection; affine.cpp). Radius 0 when y is not the certified prediction at x
+/// (the interval64 margin at x is not positive) or nothing passed. `upper` > 0 (the attack radius).
 CertifiedRadius affine_certified_radius(const Model& model, const Vector<double>& x, int y, double upper,
                                         double tolerance = 0.01, const std::function<void()>& poll = {});
 
