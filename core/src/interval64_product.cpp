@@ -6,6 +6,7 @@
 
 #include <regatta/core/detail/scalar_math.hpp>
 #include <regatta/core/interval64_product.hpp>
+#include <regatta/core/rounding.hpp>
 
 namespace regatta {
 
@@ -16,9 +17,6 @@ using detail::i64::div;
 using detail::i64::mul;
 using Eigen::Index;
 
-constexpr double unit_roundoff = 0x1.0p-53;
-/// η: the smallest subnormal (spectral_norm.hpp, step 3: each underflowing product or fma errs by ≤ η/2).
-constexpr double underflow_unit = 0x1.0p-1074;
 /// GEMM factors whose nonzero entries all reach this magnitude cannot underflow (docs/numerics.md): an entry
 /// ≥ 2^-480 is a multiple of 2^-532, so every product, partial sum and fma of two such factors is a multiple
 /// of q = 2^-1064 ≥ η; a multiple of q below 2^-1022 < 2^53·q is representable, so no result is rounded in

@@ -9,6 +9,7 @@
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/rounding.hpp>
 #include <regatta/core/spectral_norm.hpp>
 
 namespace regatta {
@@ -20,10 +21,6 @@ using detail::i64::div;
 using detail::i64::mul;
 using Eigen::Index;
 
-constexpr double unit_roundoff = 0x1.0p-53;
-/// η of the header: the smallest subnormal, twice the largest absolute rounding error of an underflowing
-/// product (or fma).
-constexpr double underflow_unit = 0x1.0p-1074;
 /// Power steps on RᵀR for the Collatz–Wielandt vector; any x > 0 is valid, these only tighten it.
 constexpr int radius_power_steps = 8;
 /// Floor of the Collatz–Wielandt vector relative to its largest entry (x must be positive).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/rounding.hpp>
 #include <regatta/operators/model_affine.hpp>
 
 namespace regatta::operators {
@@ -16,8 +17,6 @@ namespace {
 using I = interval64;
 using Index = Eigen::Index;
 
-constexpr double unit = 0x1p-53;                                   // u, the unit roundoff
-constexpr double eta = std::numeric_limits<double>::denorm_min();  // η, the underflow unit
 constexpr double gelu_curvature = 0.8;   // |GELU″(x)| = φ(x)|2 − x²| ≤ 2φ(0) = 0.7979…
 constexpr double tanh_curvature = 0.77;  // |tanh″(x)| = 2|tanh x|(1 − tanh² x) ≤ 4/(3√3) = 0.7698…
 
@@ -34,14 +33,14 @@ double mid(const I& v) { return v.lower() / 2 + v.upper() / 2; }
 double halfwidth(const I& v, double m) { return hi(max(I(v.upper()) - I(m), I(m) - I(v.lower()))); }
 /// γ_m = m·u/(1 − m·u), rounded up.
 double gamma_of(double m) {
-  const I mu = I(m) * I(unit);
+  const I mu = I(m) * I(unit_roundoff);
   return hi(mu / (I(1.0) - mu));
 }
 /// An upper bound of a sum s of m non-negative terms, each a product of at most two doubles, from its
 /// binary64 value in any order: fl(s) ≥ (1 − γ_m)·s − m·η (Higham, Thm 3.5, with underflow).
 double sum_up(double computed, double m) {
   if (!std::isfinite(computed)) throw Vacuous{};
-  return hi((I(computed) + I(m) * I(eta)) / (I(1.0) - I(gamma_of(m))));
+  return hi((I(computed) + I(m) * I(underflow_unit)) / (I(1.0) - I(gamma_of(m))));
 }
 
 /// v ∈ c + Σ_{j<q} A_j ε_j + Σ_{j≥q} A_j η_j + [−s, s] for every entry (one row of A per entry).
@@ -126,8 +125,8 @@ Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vect
     out.A.row(i) = lambda * F.A.row(i);
     // |λ|·s, the rounding of λ·A (u per coefficient, η per underflow), the centre's enclosure, and
     // |Λ − λ|·|x| with |x| ≤ |c| + radius.
-    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit) * I(rs(i))) + I(double(K)) * I(eta) +
-          I(halfwidth(centre, out.c(i)));
+    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit_roundoff) * I(rs(i))) +
+          I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i)));
     if (wide) s += I(halfwidth(Lambda[std::size_t(i)], lambda)) * (I(std::fabs(F.c(i))) + I(rad(i)));
     out.s(i) = hi(s);
   }
@@ -148,8 +147,8 @@ Form combine(Form F, Form G, double sign) {
   for (Index i = 0; i < N; ++i) {
     const I centre = I(F.c(i)) + I(sign) * I(G.c(i));
     out.c(i) = mid(centre);
-    out.s(i) = hi(I(F.s(i)) + I(G.s(i)) + I(unit) * (I(r1(i)) + I(r2(i))) + I(double(K)) * I(eta) +
-                  I(halfwidth(centre, out.c(i))));
+    out.s(i) = hi(I(F.s(i)) + I(G.s(i)) + I(unit_roundoff) * (I(r1(i)) + I(r2(i))) +
+                  I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
   }
   return out;
 }
@@ -172,7 +171,7 @@ Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<d
       v(f) = hi(I(F.s(i * din + f)) + I(g) * (I(std::fabs(F.c(i * din + f))) + I(rs(i * din + f))));
     const Vector<double> t = absWt * v;
     for (Index o = 0; o < dout; ++o) {
-      I s = I(sum_up(t(o), double(din))) + I(double(K + 2)) * I(double(din + 1)) * I(eta);
+      I s = I(sum_up(t(o), double(din))) + I(double(K + 2)) * I(double(din + 1)) * I(underflow_unit);
       if (b.size() != 0) s += I(g) * I(std::fabs(b(o)));
       out.s(i * dout + o) = hi(s);
     }
@@ -196,7 +195,7 @@ Form sum_groups(const Form& F, const std::vector<std::vector<Index>>& groups) {
       magnitude += I(rs(e));
     }
     out.c(g) = mid(centre);
-    out.s(g) = hi(s + I(gm) * magnitude + I(double(K) * double(members.size())) * I(eta) +
+    out.s(g) = hi(s + I(gm) * magnitude + I(double(K) * double(members.size())) * I(underflow_unit) +
                   I(halfwidth(centre, out.c(g))));
   }
   return out;
@@ -217,7 +216,7 @@ Form product(Form F, Form G, const Pass& p) {
     out.A.row(i) = F.c(i) * G.A.row(i) + G.c(i) * F.A.row(i);
     const I a1(std::fabs(F.c(i))), a2(std::fabs(G.c(i)));
     out.s(i) = hi(a1 * I(G.s(i)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(i)) + a2 * I(r1(i))) +
-                  I(2.0 * double(K)) * I(eta) + I(halfwidth(centre, out.c(i))));
+                  I(2.0 * double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
     beta(i) = hi(I(rad1(i)) * I(rad2(i)));  // (x − c_x)(y − c_y) with both deviations in their ranges
   }
   add_fresh(out, beta, p);
@@ -237,8 +236,8 @@ Form square(const Form& F, const Pass& p) {
     out.c(i) = mid(centre);
     out.A.row(i) = (2 * F.c(i)) * F.A.row(i);  // 2c is exact
     const I a(2 * std::fabs(F.c(i)));
-    out.s(i) =
-        hi(a * I(F.s(i)) + I(unit) * a * I(rs(i)) + I(double(K)) * I(eta) + I(halfwidth(centre, out.c(i))));
+    out.s(i) = hi(a * I(F.s(i)) + I(unit_roundoff) * a * I(rs(i)) + I(double(K)) * I(underflow_unit) +
+                  I(halfwidth(centre, out.c(i))));
     beta(i) = half;
   }
   add_fresh(out, beta, p);
@@ -274,7 +273,7 @@ Form matmul(Form F, Form G, Index n, Index inner, Index m_out, Left a, Right b, 
         terms += 2;
       }
       out.c(o) = mid(centre);
-      out.s(o) = hi(s + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(eta) +
+      out.s(o) = hi(s + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(underflow_unit) +
                     I(halfwidth(centre, out.c(o))));
       beta(o) = hi(quad);
     }
@@ -640,9 +639,9 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
       if (c == y) continue;
       const Eigen::Matrix<double, 1, Eigen::Dynamic> a = z.A.row(y) - z.A.row(c);
       // Rounding of the subtraction: u·(|a_y| + |a_c|) per coefficient.
-      const double rounding = hi(I(unit) * (I(sum_up(z.A.row(y).cwiseAbs().sum(), double(K))) +
-                                            I(sum_up(z.A.row(c).cwiseAbs().sum(), double(K)))) +
-                                 I(double(K)) * I(eta));
+      const double rounding = hi(I(unit_roundoff) * (I(sum_up(z.A.row(y).cwiseAbs().sum(), double(K))) +
+                                                     I(sum_up(z.A.row(c).cwiseAbs().sum(), double(K)))) +
+                                 I(double(K)) * I(underflow_unit));
       const double l2 = hi(sqrt(I(sum_up(a.head(q).squaredNorm(), double(q)))));
       const double l1 = sum_up(a.tail(K - q).cwiseAbs().sum(), double(K - q));
       const I low = I(z.c(y)) - I(z.c(c)) - (I(l2) + I(l1) + I(z.s(y)) + I(z.s(c)) + I(rounding));
