@@ -33,43 +33,19 @@ shape (16, 47), with bad/config.json) and llama.safetensors (LLaMA names, refuse
 
 Every weight is drawn from numpy's PCG64 with a fixed seed, so re-running rewrites the same values.
 """
-import io
 import json
 import math
 import os
-import struct
-import zipfile
+import sys
 
 import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vit_digits"))
+from train import write_npz, write_safetensors  # noqa: E402  (the fixtures' one writer: deterministic bytes)
 torch.set_default_dtype(torch.float64)
 BATCH, LENGTH = 8, 6
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f8").tobytes()
-        header[name] = {"dtype": "F64", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def write_npz(path, arrays):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, array in arrays.items():
-            buffer = io.BytesIO()
-            np.save(buffer, array)
-            info = zipfile.ZipInfo(name + ".npy", date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, buffer.getvalue())
 
 
 def layer_norm(x, w, b, eps):
