@@ -34,7 +34,9 @@ class RobustnessRow:
 
 
 class Model:
-    """A whole vision transformer in timm's layout (docs/models.md)."""
+    """A whole transformer: a vision transformer in timm's layout, or GPT-2 / BERT in Hugging Face naming
+    (docs/models.md). A text model's input is its token-embedding matrix (n x width; embed_tokens gives it
+    for token ids), and robustness is asked in that space."""
 
     __slots__ = ("_core",)
 
@@ -77,13 +79,20 @@ class Model:
         raise _regatta.InputError(f"module: expected a torch.nn.Module or a state dict, got {type(module).__name__}")
 
     classes = property(lambda self: self._core.classes)
+    layout = property(lambda self: self._core.layout)
     input_shape = property(lambda self: self._core.input_shape)
     depth = property(lambda self: self._core.depth)
     width = property(lambda self: self._core.width)
 
     def __repr__(self):
         c = self._core
-        return f"<regatta.Model ViT depth={c.depth} width={c.width} input={c.input_shape} classes={c.classes} from {c.source}>"
+        return (f"<regatta.Model {c.layout} depth={c.depth} width={c.width} input={c.input_shape} "
+                f"classes={c.classes} from {c.source}>")
+
+    def embed_tokens(self, tokens):
+        """A text model's input for token ids: the rows of its token-embedding table (n x width; positions
+        and the embedding LayerNorm are applied by the model)."""
+        return self._core.embed_tokens([int(t) for t in tokens])
 
     def __call__(self, image):
         """The logits of one image (any shape with C*H*W entries, C-order): a double evaluation (estimates)."""

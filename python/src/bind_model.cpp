@@ -30,20 +30,29 @@ struct ModelCore {
   std::string source;
 };
 
-/// An image of any shape with input_size() entries, flattened in C order (the model's (C, H, W) order).
+/// The input x of the model: an image of any shape with input_size() entries, flattened in C order (the
+/// model's (C, H, W) order), or for a text model a token-embedding matrix of n × width entries (1 ≤ n ≤
+/// the positions), flattened in C order (see Model.embed_tokens).
 Vector<double> image_arg(const ModelCore& m, const py::handle& image) {
+  const operators::Model& model = *m.model;
+  const char* name = model.text() ? "input" : "image";
   auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(image);
   if (!a) {
     PyErr_Clear();
-    throw InputError("image", "expected a real array");
+    throw InputError(name, "expected a real array");
   }
-  const Eigen::Index size = m.model->input_size();
-  if (a.size() != size)
-    throw InputError("image", "has " + std::to_string(a.size()) + " entries, the model takes " +
-                                  std::to_string(m.model->channels) + " x " +
-                                  std::to_string(m.model->image_size) + " x " +
-                                  std::to_string(m.model->image_size) + " = " + std::to_string(size));
-  return vector_arg(a.reshape({py::ssize_t(size)}), "image", size);
+  if (!model.accepts(Eigen::Index(a.size()))) {
+    if (model.text())
+      throw InputError(name, "has " + std::to_string(a.size()) + " entries, the model takes n x " +
+                                 std::to_string(model.width) + " with 1 <= n <= " +
+                                 std::to_string(model.context) + " (a token-embedding matrix)");
+    throw InputError(name, "has " + std::to_string(a.size()) + " entries, the model takes " +
+                               std::to_string(model.channels) + " x " + std::to_string(model.image_size) +
+                               " x " + std::to_string(model.image_size) + " = " +
+                               std::to_string(model.input_size()));
+  }
+  const Eigen::Index size = Eigen::Index(a.size());
+  return vector_arg(a.reshape({py::ssize_t(size)}), name, size);
 }
 
 /// The model with its two converted forms.
@@ -66,14 +75,37 @@ int label_arg(const ModelCore& m, int label) {
 }  // namespace
 
 void bind_model(py::module_& m) {
-  py::class_<ModelCore>(m, "ModelCore", "A whole vision transformer (use regatta.Model)")
+  py::class_<ModelCore>(m, "ModelCore", "A whole transformer: ViT, GPT-2 or BERT (use regatta.Model)")
       .def_property_readonly("source", [](const ModelCore& c) { return c.source; })
       .def_property_readonly("classes", [](const ModelCore& c) { return c.model->classes; })
       .def_property_readonly("input_shape",
                              [](const ModelCore& c) {
-                               return py::make_tuple(c.model->channels, c.model->image_size,
-                                                     c.model->image_size);
+                               // Text: the longest input (positions × width); shorter ones are accepted.
+                               return c.model->text() ? py::make_tuple(c.model->context, c.model->width)
+                                                      : py::make_tuple(c.model->channels, c.model->image_size,
+                                                                       c.model->image_size);
                              })
+      .def_property_readonly("layout", [](const ModelCore& c) { return c.model->layout; })
+      .def(
+          "embed_tokens",
+          [](const ModelCore& c, const std::vector<long>& ids) {
+            const operators::Model& model = *c.model;
+            if (!model.text()) throw InputError("tokens", "the model takes images, not tokens");
+            if (ids.empty() || long(ids.size()) > model.context)
+              throw InputError("tokens", std::to_string(ids.size()) + " tokens, the model takes 1.." +
+                                             std::to_string(model.context));
+            std::vector<int> checked;
+            for (long id : ids) {
+              if (id < 0 || id >= model.vocab)
+                throw InputError("tokens", "id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                                               std::to_string(model.vocab - 1) + ")");
+              checked.push_back(int(id));
+            }
+            const Vector<double> x = model.embed_tokens(checked);
+            return Matrix<double>(
+                Eigen::Map<const Matrix<double>>(x.data(), Eigen::Index(ids.size()), model.width));
+          },
+          py::arg("tokens"))
       .def_property_readonly("depth", [](const ModelCore& c) { return c.model->blocks.size(); })
       .def_property_readonly("width", [](const ModelCore& c) { return c.model->width; })
       .def(

@@ -169,3 +169,30 @@ def test_ctrl_c_interrupts_robustness_within_a_second_and_progress_is_reported(m
     with pytest.raises(RuntimeError, match="stop here"):
         model.robustness(image, label, progress=stop_in_the_region_search)
     assert stages[0] == "attack" and stages[-1] == "region"
+
+
+TEXT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "text_models")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_text_models_embed_tokens_match_torch_and_certify_below_the_attack(name):
+    """tests/data/text_models (generate.py there: torch float64 reference forwards written from Hugging Face's
+    model code): the logits of embed_tokens(ids) equal the saved ones, and one row of robustness (affine
+    forms; the command line's `certify` on the same input is compared in tests/cli/certify_text.py) keeps
+    the certified radius below the attack radius."""
+    text = regatta.Model.from_file(os.path.join(TEXT, name, "model.safetensors"))
+    data = dict(np.load(os.path.join(TEXT, name, "test_set.npz")))
+    assert text.layout == name and text.input_shape[1] == text.width
+    for ids, logits in zip(data["tokens"], data["logits"]):
+        x = text.embed_tokens(ids)
+        assert x.shape == (len(ids), text.width)
+        # as above: a few 10^3 eps relative to max(1, |logits|) for two blocks; a wrong mapping gives O(1)
+        np.testing.assert_allclose(text(x), logits, rtol=0, atol=16 * 1000 * EPS * max(1, np.abs(logits).max()))
+    ids, label = data["tokens"][0], int(data["labels"][0])
+    row = text.robustness(text.embed_tokens(ids), label, tolerance=0.1)
+    assert row.method == "affine" and row.prediction == label
+    assert 0 < float(row.certified_radius) <= float(row.attack_radius)
+    with pytest.raises(regatta.InputError, match="outside the vocabulary"):
+        text.embed_tokens([0, 10**6])
+    with pytest.raises(regatta.InputError, match="input: has 7 entries, the model takes n x"):
+        text(np.zeros(7))
