@@ -182,8 +182,8 @@ TEST(AffineRadius, BetweenTheRegionRadiusAndTheAttackAndKeepsTheLabel) {
 TEST(AffineMargin, UnsupportedModelsSayWhy) {
   Model m = load_model(dir / "vit_digits.safetensors");
   EXPECT_EQ(affine_unsupported(m), "");
-  m.blocks[1].attention.rotary = Rotary{10000};
-  EXPECT_NE(affine_unsupported(m).find("rotary"), std::string::npos);
+  m.blocks[1].attention.kind = AttentionKind::l2;
+  EXPECT_NE(affine_unsupported(m).find("L2"), std::string::npos);
   EXPECT_THROW(affine_margin(m, test_image(0).x, 0, 0.1), std::logic_error);
 }
 

@@ -10,6 +10,9 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/rounding.hpp>
 #include <regatta/operators/model_affine.hpp>
+#include <tuple>
+
+#include "../rotary.hpp"
 
 namespace regatta::operators {
 namespace {
@@ -19,6 +22,9 @@ using Index = Eigen::Index;
 
 constexpr double gelu_curvature = 0.8;   // |GELU″(x)| = φ(x)|2 − x²| ≤ 2φ(0) = 0.7979…
 constexpr double tanh_curvature = 0.77;  // |tanh″(x)| = 2|tanh x|(1 − tanh² x) ≤ 4/(3√3) = 0.7698…
+// |SiLU″(x)| ≤ 1/2: SiLU″ = s(1 − s)(2 − x·tanh(x/2)) with s = 1/(1 + e⁻ˣ), s(1 − s) = 1/(4cosh²(x/2)) ≤ 1/4
+// and x·tanh(x/2) ≥ 0, so SiLU″ ≤ 1/2 (at x = 0); and −SiLU″ ≤ |x|/(4cosh²(x/2)) ≤ |x|/(4 + x²) ≤ 1/4.
+constexpr double silu_curvature = 0.5;
 
 /// Thrown inside a pass when a range is unbounded or a denominator's range reaches 0.
 struct Vacuous {};
@@ -281,7 +287,7 @@ Form matmul(Form F, Form G, Index n, Index inner, Index m_out, Left a, Right b, 
   return out;
 }
 
-enum class Function { exp, reciprocal, rsqrt, gelu_erf, gelu_tanh, tanh, relu };
+enum class Function { exp, reciprocal, rsqrt, gelu_erf, gelu_tanh, tanh, relu, silu };
 
 I intersect(const I& a, const I& b) {
   const double lo = std::max(a.lower(), b.lower()), up = std::min(a.upper(), b.upper());
@@ -297,6 +303,14 @@ Matrix<I> second_derivative(Activation act, const Matrix<I>& J) {
   const I inv_sqrt_2pi = I(1.0) / sqrt(I(2.0) * pi);
   const Index N = J.rows();
   Matrix<I> out(N, 1);
+  if (act == Activation::silu) {  // SiLU″ = s(1 − s)(2 + x(1 − 2s)), s = 1/(1 + e⁻ˣ)
+    for (Index i = 0; i < N; ++i) {
+      const I x = J(i, 0), s = I(1.0) / (I(1.0) + exp(-x));
+      out(i, 0) = intersect(s * (I(1.0) - s) * (I(2.0) + x * (I(1.0) - I(2.0) * s)),
+                            I::hull(-silu_curvature, silu_curvature));
+    }
+    return out;
+  }
   if (act == Activation::gelu_erf) {
     for (Index i = 0; i < N; ++i) {
       const I x2 = square(J(i, 0));
@@ -341,8 +355,9 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
     points(i, 0) = I(std::clamp(F.c(i), J.lower(), J.upper()));
   }
   Matrix<I> value(N, 1), slope(N, 1), curvature(N, 1);
-  if (f == Function::gelu_erf || f == Function::gelu_tanh || f == Function::tanh) {
-    const Activation act = f == Function::tanh        ? Activation::tanh
+  if (f == Function::gelu_erf || f == Function::gelu_tanh || f == Function::tanh || f == Function::silu) {
+    const Activation act = f == Function::silu        ? Activation::silu
+                           : f == Function::tanh      ? Activation::tanh
                            : f == Function::gelu_tanh ? Activation::gelu_tanh
                                                       : Activation::gelu_erf;
     value = activate(act, points);
@@ -404,6 +419,7 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
       case Function::gelu_erf:
       case Function::gelu_tanh:
       case Function::tanh:
+      case Function::silu:
         fp = value(i, 0);
         dfp = slope(i, 0);
         d2 = curvature(i, 0);
@@ -454,6 +470,78 @@ Form layer_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, co
   return affine_entries(y, g, b, p);
 }
 
+/// Row-wise RMSNorm of n rows × d features: γ ⊙ x/√(‖x‖²/d + ε) (γ empty: 1), by the steps of layer_norm
+/// without the centring: the squares, their mean plus ε, 1/√ on [ε, ∞) (the mean of squares is ≥ 0), the
+/// product by x, then γ.
+Form rms_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, double eps, const Pass& p) {
+  std::vector<std::vector<Index>> rows(static_cast<std::size_t>(n));
+  std::vector<Index> row_of(static_cast<std::size_t>(n * d));
+  for (Index i = 0; i < n; ++i)
+    for (Index f = 0; f < d; ++f) {
+      rows[std::size_t(i)].push_back(i * d + f);
+      row_of[std::size_t(i * d + f)] = i;
+    }
+  const Form mean_square = affine_entries(sum_groups(square(X, p), rows), I(1.0) / I(double(d)),
+                                          std::vector<I>(std::size_t(n), I(eps)), p);
+  const Form y = product(X, gather(nonlinear(mean_square, Function::rsqrt, p, eps), row_of), p);
+  std::vector<I> g(static_cast<std::size_t>(n * d)), zero(static_cast<std::size_t>(n * d), I(0.0));
+  for (Index e = 0; e < n * d; ++e) g[std::size_t(e)] = I(gamma.size() != 0 ? gamma(e % d) : 1.0);
+  return affine_entries(y, g, zero, p);
+}
+
+/// The norm of kind `kind` (LayerNorm with β, or RMSNorm) of n rows × d features.
+Form norm_rows(const Form& X, Index n, Index d, Prenorm kind, const Vector<double>& gamma,
+               const Vector<double>& beta, double eps, const Pass& p) {
+  return kind == Prenorm::rmsnorm ? rms_norm(X, n, d, gamma, eps, p)
+                                  : layer_norm(X, n, d, gamma, beta, eps, p);
+}
+
+/// Rows of one head's queries or keys (entry t·d_h + f; row t is the token at positions[t]) rotated by the
+/// layer's rotary embedding (layer.hpp): in each plane (f, f + d_h/2), y_f = C·x_f − S·x_{f+d_h/2} and
+/// y_{f+d_h/2} = C·x_{f+d_h/2} + S·x_f with C ∋ cos φ, S ∋ sin φ the interval64 tables of rotary.hpp. A fixed
+/// linear map of each row, so it acts on the symbols exactly (no fresh symbol): coefficients c·A_f ± s·A_g
+/// with c, s the midpoints of C and S. Slack: |c|·s_f + |s|·s_g, the rounding of the two products and their
+/// sum (γ₂·(|c|·‖A_f‖₁ + |s|·‖A_g‖₁) + 2K·η), the centre's enclosure (C·c_f ± S·c_g in interval64), and
+/// the tables' width |C − c|·ρ_f + |S − s|·ρ_g with ρ the deviations' ranges (docs/numerics.md).
+Form rotate_rows(const Form& F, const std::vector<Index>& positions, Index hd, const Rotary& rotary,
+                 const Pass& p) {
+  const Index half = hd / 2, K = F.A.cols();
+  const Index count = *std::max_element(positions.begin(), positions.end()) + 1;
+  const detail::RotaryTables<I> tables = detail::rotary_tables<I>(rotary, count, int(hd));
+  const Vector<double> rs = abs_rowsum(F.A), rad = radius(F, p);
+  const I g2(gamma_of(2));
+  Form out{Vector<double>(F.size()), Matrix<double>(F.size(), K), Vector<double>(F.size())};
+  for (std::size_t t = 0; t < positions.size(); ++t)
+    for (Index f = 0; f < half; ++f) {
+      const I C = tables.cos(positions[t], f), S = tables.sin(positions[t], f);
+      const double c = mid(C), s = mid(S);
+      const Index first = Index(t) * hd + f, second = first + half;
+      for (const auto& [to, other, sign] :
+           {std::tuple{first, second, -1.0}, std::tuple{second, first, 1.0}}) {
+        const I centre = C * I(F.c(to)) + I(sign) * S * I(F.c(other));
+        out.c(to) = mid(centre);
+        out.A.row(to) = c * F.A.row(to) + (sign * s) * F.A.row(other);
+        const I ac(std::fabs(c)), as(std::fabs(s));
+        out.s(to) = hi(ac * I(F.s(to)) + as * I(F.s(other)) + g2 * (ac * I(rs(to)) + as * I(rs(other))) +
+                       I(2.0 * double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(to))) +
+                       I(halfwidth(C, c)) * I(rad(to)) + I(halfwidth(S, s)) * I(rad(other)));
+      }
+    }
+  return out;
+}
+
+/// F (rows × d_h) rotated as the tokens `positions` when the layer has rotary embeddings, else F.
+Form rotated(const Form& F, const std::vector<Index>& positions, const AttentionLayer& L, const Pass& p) {
+  return L.rotary ? rotate_rows(F, positions, L.head_dim, *L.rotary, p) : F;
+}
+/// The same for the rows 0..n−1 (keys: every token of the context).
+Form rotated(const Form& F, Index n, const AttentionLayer& L, const Pass& p) {
+  if (!L.rotary) return F;
+  std::vector<Index> positions(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) positions[std::size_t(i)] = i;
+  return rotated(F, positions, L, p);
+}
+
 Vector<double> bias_or_empty(const std::vector<Vector<double>>& b, std::size_t h) {
   return b.empty() ? Vector<double>() : b[h];
 }
@@ -471,9 +559,10 @@ Form keep_tokens(const Form& X, const std::vector<Index>& rows, Index d) {
 /// meet before their concatenation), and the concatenation moves them apart, so a head's forms are not
 /// widened by the other heads' symbols.
 Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, const AttentionLayer& L,
-                     bool prenorm, bool causal, const Pass& p) {
+                     Prenorm prenorm, bool causal, const Pass& p) {
   const Index d = L.d, hd = L.head_dim, dv = L.value_dim, nq = Index(queries.size());
-  const Form H = prenorm ? layer_norm(X, n, d, L.norm_gamma, L.norm_beta, L.norm_eps, p) : X;
+  const Form H =
+      prenorm != Prenorm::none ? norm_rows(X, n, d, prenorm, L.norm_gamma, L.norm_beta, L.norm_eps, p) : X;
   const Form Hq = nq == n ? H : keep_tokens(H, queries, d);
   auto allowed = [&](Index a, Index j) { return !causal || j <= queries[std::size_t(a)]; };
   const I scale = I(1.0) / sqrt(I(double(hd)));
@@ -482,8 +571,8 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
   for (std::size_t h = 0; h < std::size_t(L.heads); ++h) {
     p.tick();
     p.next = shared;
-    const Form Q = linear_rows(Hq, nq, L.WQ[h], bias_or_empty(L.bQ, h));
-    const Form Kf = linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h));
+    const Form Q = rotated(linear_rows(Hq, nq, L.WQ[h], bias_or_empty(L.bQ, h)), queries, L, p);
+    const Form Kf = rotated(linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h)), n, L, p);
     const Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h));
     // Scores of the allowed pairs (a query a, a key j), in row-major order.
     std::vector<Index> kept, row_of;
@@ -542,12 +631,17 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
 
 /// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm).
 Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p) {
-  const Form Y = m.prenorm ? layer_norm(X, n, m.width, blk.norm2.gamma, blk.norm2.beta, m.eps, p) : X;
+  const Form Y = m.prenorm ? norm_rows(X, n, m.width, m.norm, blk.norm2.gamma, blk.norm2.beta, m.eps, p) : X;
   const Form H = linear_rows(Y, n, blk.fc1.W, blk.fc1.b);
-  const Function f = m.activation == Activation::relu        ? Function::relu
+  const Function f = m.activation == Activation::silu        ? Function::silu
+                     : m.activation == Activation::relu      ? Function::relu
                      : m.activation == Activation::tanh      ? Function::tanh
                      : m.activation == Activation::gelu_tanh ? Function::gelu_tanh
                                                              : Function::gelu_erf;
+  if (blk.gated()) {  // SwiGLU: σ(Y·W_g + b_g) ⊙ H, the product of two forms
+    const Form G = nonlinear(linear_rows(Y, n, blk.gate.W, blk.gate.b), f, p);
+    return combine(X, linear_rows(product(G, H, p), n, blk.fc2.W, blk.fc2.b), +1);
+  }
   return combine(X, linear_rows(nonlinear(H, f, p), n, blk.fc2.W, blk.fc2.b), +1);
 }
 
@@ -588,7 +682,7 @@ Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& 
     if (b + 1 == m.blocks.size() && n > 1 && m.pooling != Pooling::mean)
       // Only the pooled token reaches the head, and the rest of the network is row-wise from here.
       queries = {m.pooling == Pooling::cls ? 0 : n - 1};
-    X = attention_block(X, n, queries, blk.attention, m.prenorm, m.causal, p);
+    X = attention_block(X, n, queries, blk.attention, m.prenorm ? m.norm : Prenorm::none, m.causal, p);
     n = Index(queries.size());
     if (!m.prenorm) X = layer_norm(X, n, d, blk.norm1.gamma, blk.norm1.beta, m.eps, p);
     p.tick();
@@ -607,7 +701,7 @@ Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& 
       X = keep_tokens(X, {m.pooling == Pooling::cls ? 0 : n - 1}, d);
     }
   }
-  if (m.final_norm.present()) X = layer_norm(X, 1, d, m.final_norm.gamma, m.final_norm.beta, m.eps, p);
+  if (m.final_norm.present()) X = norm_rows(X, 1, d, m.norm, m.final_norm.gamma, m.final_norm.beta, m.eps, p);
   if (m.pooler.W.size() != 0) X = nonlinear(linear_rows(X, 1, m.pooler.W, m.pooler.b), Function::tanh, p);
   return linear_rows(X, 1, m.head.W, m.head.b);
 }
@@ -617,7 +711,6 @@ Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& 
 std::string affine_unsupported(const Model& m) {
   for (const TransformerBlock& blk : m.blocks) {
     if (blk.attention.kind != AttentionKind::dot) return "L2 attention";
-    if (blk.attention.rotary) return "rotary position embeddings";
   }
   return "";
 }

@@ -22,6 +22,8 @@ std::string to_string(Activation activation) {
       return "relu";
     case Activation::tanh:
       return "tanh";
+    case Activation::silu:
+      return "silu";
   }
   return "?";
 }
@@ -67,7 +69,7 @@ AttentionOptions Model::attention_options() const {
   AttentionOptions o;
   o.residual = true;
   o.causal = causal;
-  o.prenorm = prenorm ? Prenorm::layernorm : Prenorm::none;
+  o.prenorm = prenorm ? norm : Prenorm::none;
   return o;
 }
 
@@ -79,7 +81,8 @@ void Model::validate() const {
   if (text()) {
     need(vocab > 0 && token_embed.rows() == vocab && token_embed.cols() == width, "token_embed",
          "wrong shape");
-    need(context > 0 && pos_embed.rows() == context && pos_embed.cols() == width, "pos_embed", "wrong shape");
+    need(context > 0 && (pos_embed.size() == 0 || (pos_embed.rows() == context && pos_embed.cols() == width)),
+         "pos_embed", "wrong shape");
     need(token_type.size() == 0 || token_type.size() == width, "token_type", "wrong length");
     need(!embed_norm.present() || (embed_norm.gamma.size() == width && embed_norm.beta.size() == width),
          "embed_norm", "wrong length");
@@ -94,8 +97,13 @@ void Model::validate() const {
   }
   need(head.W.rows() == width && head.W.cols() == classes && head.b.size() == classes && classes >= 2, "head",
        "wrong shape (or fewer than 2 classes)");
-  need(!final_norm.present() || (final_norm.gamma.size() == width && final_norm.beta.size() == width), "norm",
-       "wrong length");
+  need(norm == Prenorm::layernorm || norm == Prenorm::rmsnorm, "norm", "must be layernorm or rmsnorm");
+  // RMSNorm has no β (rmsnorm ignores one).
+  auto norm_ok = [this](const NormParameters& p) {
+    return p.gamma.size() == width &&
+           (p.beta.size() == width || (norm == Prenorm::rmsnorm && p.beta.size() == 0));
+  };
+  need(!final_norm.present() || norm_ok(final_norm), "norm", "wrong length");
   need(pooler.W.size() == 0 ||
            (pooler.W.rows() == width && pooler.W.cols() == width && pooler.b.size() == width),
        "pooler", "wrong shape");
@@ -109,6 +117,11 @@ void Model::validate() const {
          name + ".mlp.fc1", "wrong shape");
     need(blk.fc2.W.rows() == mlp_width && blk.fc2.W.cols() == width && blk.fc2.b.size() == width,
          name + ".mlp.fc2", "wrong shape");
+    need(!blk.gated() ||
+             (blk.gate.W.rows() == width && blk.gate.W.cols() == mlp_width && blk.gate.b.size() == mlp_width),
+         name + ".mlp.gate", "wrong shape");
+    need(!blk.norm1.present() || norm_ok(blk.norm1), name + ".norm1", "wrong length");
+    need(!blk.norm2.present() || norm_ok(blk.norm2), name + ".norm2", "wrong length");
   }
 }
 
@@ -217,10 +230,34 @@ interval64 tanh_derivative(const interval64& x) {
   return interval64::hull(std::max(0.0, lower.lower()), std::min(1.0, upper.upper()));
 }
 
+/// SiLU(x) = x/(1 + e⁻ˣ) and s(x) = 1/(1 + e⁻ˣ); for intervals s is enclosed by the interval formula (it is
+/// increasing in x and the formula has one occurrence of x).
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+interval64 sigmoid(const interval64& x) { return interval64(1.0) / (interval64(1.0) + exp(-x)); }
+double silu(double x) { return x * sigmoid(x); }
+interval64 silu(const interval64& x) {
+  // Decreasing on (−∞, x*], increasing on [x*, ∞): SiLU′ = s(1 + x(1 − s)) has the sign of
+  // 1 + x(1 − s(x)), increasing in x for x < 0 (its derivative 1 − s − x·s(1 − s) is positive there) and
+  // positive for x ≥ 0; it is negative at −1.2785 and positive at −1.2784. At x*, 1 − s = −1/x*, so
+  // SiLU(x*) = x*·s(x*) = x* + 1 > −0.2785.
+  constexpr double left = -1.2785, right = -1.2784, floor = -0.2785;
+  const double a = x.lower(), b = x.upper();
+  if (!std::isfinite(a) || !std::isfinite(b)) return x * sigmoid(x);
+  const interval64 fa = interval64(a) * sigmoid(interval64(a)), fb = interval64(b) * sigmoid(interval64(b));
+  if (b <= left) return interval64::hull(fb.lower(), fa.upper());
+  if (a >= right) return interval64::hull(fa.lower(), fb.upper());
+  return interval64::hull(std::min({floor, fa.lower(), fb.lower()}), std::max(fa.upper(), fb.upper()));
+}
 template <class S>
-Matrix<S> layer_norm(const Matrix<S>& X, const NormParameters& p, double eps) {
-  return normalize_rows(Prenorm::layernorm, X, Vector<S>(p.gamma.cast<S>()), Vector<S>(p.beta.cast<S>()),
-                        S(eps));
+S silu_derivative(const S& x) {
+  const S s = sigmoid(x);
+  return s * (S(1.0) + x * (S(1.0) - s));
+}
+
+/// The model's norm (LayerNorm or RMSNorm) with parameters p.
+template <class S>
+Matrix<S> apply_norm(const Model& m, const Matrix<S>& X, const NormParameters& p) {
+  return normalize_rows(m.norm, X, Vector<S>(p.gamma.cast<S>()), Vector<S>(p.beta.cast<S>()), S(m.eps));
 }
 
 }  // namespace
@@ -237,6 +274,8 @@ Matrix<S> activate(Activation activation, const Matrix<S>& H) {
         return relu(x);
       case Activation::tanh:
         return tanh_of(x);
+      case Activation::silu:
+        return silu(x);
     }
     return x;
   });
@@ -254,6 +293,8 @@ Matrix<S> activation_derivative(Activation activation, const Matrix<S>& H) {
         return relu_derivative(x);
       case Activation::tanh:
         return tanh_derivative(x);
+      case Activation::silu:
+        return silu_derivative(x);
     }
     return x;
   });
@@ -268,7 +309,7 @@ Matrix<S> embed(const Model& m, const Vector<S>& x) {
     const Eigen::Index n = x.size() / m.width;
     Matrix<S> X = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
         x.data(), n, m.width);
-    X += m.pos_embed.topRows(n).cast<S>();
+    if (m.pos_embed.size() != 0) X += m.pos_embed.topRows(n).cast<S>();
     if (m.token_type.size() != 0) X.rowwise() += m.token_type.cast<S>().transpose();
     return X;
   }
@@ -302,21 +343,29 @@ Matrix<S> pool(const Model& m, const Matrix<S>& X) {
 template <class S>
 Vector<S> forward(const Model& m, const Vector<S>& x) {
   Matrix<S> X = embed(m, x);
-  if (m.embed_norm.present()) X = layer_norm(X, m.embed_norm, m.eps);
+  if (m.embed_norm.present()) X = apply_norm(m, X, m.embed_norm);
   const AttentionOptions options = m.attention_options();
   for (const TransformerBlock& blk : m.blocks) {
     X = Block<S>(blk.attention, options).forward(X);
-    if (!m.prenorm) X = layer_norm(X, blk.norm1, m.eps);
-    const Matrix<S> Y = m.prenorm ? layer_norm(X, blk.norm2, m.eps) : X;
+    if (!m.prenorm) X = apply_norm(m, X, blk.norm1);
+    const Matrix<S> Y = m.prenorm ? apply_norm(m, X, blk.norm2) : X;
     Matrix<S> H = Y * blk.fc1.W.cast<S>();
     H.rowwise() += blk.fc1.b.cast<S>().transpose();
-    Matrix<S> O = activate(m.activation, H) * blk.fc2.W.cast<S>();
+    Matrix<S> A;
+    if (blk.gated()) {  // SwiGLU: σ(Y·W_g + b_g) ⊙ (Y·W₁ + b₁)
+      Matrix<S> G = Y * blk.gate.W.cast<S>();
+      G.rowwise() += blk.gate.b.cast<S>().transpose();
+      A = activate(m.activation, G).cwiseProduct(H);
+    } else {
+      A = activate(m.activation, H);
+    }
+    Matrix<S> O = A * blk.fc2.W.cast<S>();
     O.rowwise() += blk.fc2.b.cast<S>().transpose();
     X += O;
-    if (!m.prenorm) X = layer_norm(X, blk.norm2, m.eps);
+    if (!m.prenorm) X = apply_norm(m, X, blk.norm2);
   }
   Matrix<S> pooled = pool(m, X);
-  if (m.final_norm.present()) pooled = layer_norm(pooled, m.final_norm, m.eps);
+  if (m.final_norm.present()) pooled = apply_norm(m, pooled, m.final_norm);
   if (m.pooler.W.size() != 0) {
     Matrix<S> P = pooled * m.pooler.W.cast<S>();
     P.rowwise() += m.pooler.b.cast<S>().transpose();

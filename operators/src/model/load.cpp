@@ -274,7 +274,7 @@ Model timm_model(const Tensors& t, const nlohmann::json& config, const std::stri
 Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::string& file,
                          const std::function<nlohmann::json()>& read_config, const std::string& cfg) {
   const Tensors t(std::move(tensors), file);
-  enum class Layout { timm, gpt2, bert } layout;
+  enum class Layout { timm, gpt2, bert, llama } layout;
   std::string prefix;
   const auto has_under = [&t](const std::string& p, const std::string& a, const std::string& b) {
     return t.has(p + a) && t.has(p + b);
@@ -291,17 +291,22 @@ Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::st
                        "encoder.layer.0.attention.self.query.weight")) {
     layout = Layout::bert;
     prefix = t.has("embeddings.word_embeddings.weight") ? "" : "bert.";
-  } else if (t.has("model.embed_tokens.weight") || t.has("tok_embeddings.weight") ||
-             t.has("model.layers.0.self_attn.q_proj.weight") || t.has("layers.0.attention.wq.weight")) {
+  } else if (has_under("", "embed_tokens.weight", "layers.0.self_attn.q_proj.weight") ||
+             has_under("model.", "embed_tokens.weight", "layers.0.self_attn.q_proj.weight")) {
+    layout = Layout::llama;
+    prefix = t.has("embed_tokens.weight") ? "" : "model.";
+  } else if (t.has("tok_embeddings.weight") || t.has("layers.0.attention.wq.weight")) {
     throw InputError(file,
-                     "a LLaMA-style model: whole LLaMA models (RMSNorm, SwiGLU MLP, rotary position "
-                     "embeddings) are not supported; expected a timm ViT, GPT-2 or BERT layout");
+                     "a LLaMA model in Meta's original naming (tok_embeddings, layers.N.attention.wq): "
+                     "not read; convert it to the Hugging Face naming ([model.]embed_tokens.weight, "
+                     "layers.N.self_attn.q_proj.weight, ...)");
   } else {
     throw InputError(file,
-                     "not a timm ViT layout, nor GPT-2 or BERT (expected patch_embed.proj.weight and "
-                     "blocks.0.attn.qkv.weight; [transformer.]wte.weight and h.0.attn.c_attn.weight; or "
+                     "not a timm ViT layout, nor GPT-2, BERT or LLaMA (expected patch_embed.proj.weight "
+                     "and blocks.0.attn.qkv.weight; [transformer.]wte.weight and h.0.attn.c_attn.weight; "
                      "[bert.]embeddings.word_embeddings.weight and "
-                     "encoder.layer.0.attention.self.query.weight); found: " +
+                     "encoder.layer.0.attention.self.query.weight; or [model.]embed_tokens.weight and "
+                     "layers.0.self_attn.q_proj.weight); found: " +
                          t.first_names());
   }
   const nlohmann::json config = read_config();
@@ -313,6 +318,8 @@ Model model_from_tensors(std::map<std::string, io::Array> tensors, const std::st
       return gpt2_model(t, prefix, config, cfg);
     case Layout::bert:
       return bert_model(t, prefix, config, cfg);
+    case Layout::llama:
+      return llama_model(t, prefix, config, cfg);
   }
   return timm_model(t, config, cfg);
 }

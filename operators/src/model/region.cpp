@@ -50,19 +50,41 @@ Matrix<interval64> tighten(const Matrix<interval64>& A, const Matrix<interval64>
   return C;
 }
 
+/// The model's norm (LayerNorm or RMSNorm, Model::norm) with parameters p.
 template <class S>
-Matrix<S> layer_norm(const Matrix<S>& X, const NormParameters& p, double eps) {
-  return normalize_rows(Prenorm::layernorm, X, Vector<S>(p.gamma.cast<S>()), Vector<S>(p.beta.cast<S>()),
-                        S(eps));
+Matrix<S> layer_norm(const Model& m, const Matrix<S>& X, const NormParameters& p) {
+  return normalize_rows(m.norm, X, Vector<S>(p.gamma.cast<S>()), Vector<S>(p.beta.cast<S>()), S(m.eps));
 }
 
 template <class S>
-void layer_norm_stage(Matrix<S>& X, std::vector<Matrix<S>>& T, const NormParameters& p, double eps,
+void layer_norm_stage(const Model& m, Matrix<S>& X, std::vector<Matrix<S>>& T, const NormParameters& p,
                       double r) {
   const Matrix<S> R = centred_region(X, T, r);
   const Vector<S> gamma = p.gamma.cast<S>();
-  T = detail::normalize_rows_jvp_all(Prenorm::layernorm, R, gamma, S(eps), T);
-  X = layer_norm(X, p, eps);
+  T = detail::normalize_rows_jvp_all(m.norm, R, gamma, S(m.eps), T);
+  X = layer_norm(m, X, p);
+}
+
+/// Y·W + 1bᵀ at the point, its tangents Ẏ·W, and its region: the centred form intersected with the direct
+/// evaluation on the input region Y_R.
+template <class S>
+struct ProjectionOverRegion {
+  Matrix<S> value, region;
+  std::vector<Matrix<S>> tangents;
+};
+template <class S>
+ProjectionOverRegion<S> project(const Matrix<S>& Y, const Matrix<S>& Y_region,
+                                const std::vector<Matrix<S>>& Ydot, const Affine& W, double r) {
+  ProjectionOverRegion<S> out;
+  const Matrix<S> WS = W.W.cast<S>();
+  const Vector<S> b = W.b.cast<S>();
+  out.tangents = detail::tangents_times(Ydot, W.W);
+  out.value = Y * WS;
+  out.value.rowwise() += b.transpose();
+  Matrix<S> direct = Y_region * WS;
+  direct.rowwise() += b.transpose();
+  out.region = tighten(centred_region(out.value, out.tangents, r), direct);
+  return out;
 }
 
 /// X ← X + MLP(N(X)) with N = LN₂ (pre-norm) or the identity (post-norm), with its tangents.
@@ -71,21 +93,33 @@ void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::v
                const std::function<void()>& tick) {
   const Matrix<S> R = centred_region(X, T, r);
   const Vector<S> gamma = blk.norm2.gamma.cast<S>();
-  const Matrix<S> W1 = blk.fc1.W.cast<S>(), W2 = blk.fc2.W.cast<S>();
-  const Vector<S> b1 = blk.fc1.b.cast<S>();
+  const Matrix<S> W2 = blk.fc2.W.cast<S>();
   tick();
-  const std::vector<Matrix<S>> Hdot = detail::tangents_times(
-      m.prenorm ? detail::normalize_rows_jvp_all(Prenorm::layernorm, R, gamma, S(m.eps), T) : T, blk.fc1.W);
-  Matrix<S> H = (m.prenorm ? layer_norm(X, blk.norm2, m.eps) : X) * W1;
-  H.rowwise() += b1.transpose();
-  Matrix<S> H_direct = (m.prenorm ? layer_norm(R, blk.norm2, m.eps) : R) * W1;
-  H_direct.rowwise() += b1.transpose();
-  const Matrix<S> H_region = tighten(centred_region(H, Hdot, r), H_direct);
-  const Matrix<S> D = activation_derivative(m.activation, H_region);
-  tick();
-  const std::vector<Matrix<S>> step = detail::masked_tangents_times(D, Hdot, blk.fc2.W);
-  for (std::size_t j = 0; j < T.size(); ++j) T[j] += step[j];
-  Matrix<S> O = activate(m.activation, H) * W2;
+  const std::vector<Matrix<S>> Ydot =
+      m.prenorm ? detail::normalize_rows_jvp_all(m.norm, R, gamma, S(m.eps), T) : T;
+  const Matrix<S> Y = m.prenorm ? layer_norm(m, X, blk.norm2) : X;
+  const Matrix<S> Y_region = m.prenorm ? layer_norm(m, R, blk.norm2) : R;
+  const ProjectionOverRegion<S> H = project(Y, Y_region, Ydot, blk.fc1, r);
+  Matrix<S> A;
+  if (blk.gated()) {
+    // A = σ(G) ⊙ H: Ȧ = (σ′(G) ⊙ H)⊙Ġ + σ(G)⊙Ḣ with G and H anywhere in their regions (the product rule on
+    // the segment of the mean-value form).
+    const ProjectionOverRegion<S> G = project(Y, Y_region, Ydot, blk.gate, r);
+    const Matrix<S> DG = activation_derivative(m.activation, G.region).cwiseProduct(H.region);
+    const Matrix<S> DH = activate(m.activation, G.region);
+    tick();
+    const std::vector<Matrix<S>> from_gate = detail::masked_tangents_times(DG, G.tangents, blk.fc2.W);
+    const std::vector<Matrix<S>> from_up = detail::masked_tangents_times(DH, H.tangents, blk.fc2.W);
+    for (std::size_t j = 0; j < T.size(); ++j) T[j] += from_gate[j] + from_up[j];
+    A = activate(m.activation, G.value).cwiseProduct(H.value);
+  } else {
+    const Matrix<S> D = activation_derivative(m.activation, H.region);
+    tick();
+    const std::vector<Matrix<S>> step = detail::masked_tangents_times(D, H.tangents, blk.fc2.W);
+    for (std::size_t j = 0; j < T.size(); ++j) T[j] += step[j];
+    A = activate(m.activation, H.value);
+  }
+  Matrix<S> O = A * W2;
   O.rowwise() += blk.fc2.b.cast<S>().transpose();
   X += O;
 }
@@ -156,7 +190,7 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
   if (m.text()) {  // x is the token-embedding matrix itself: ∂X₀/∂x_{i·d+a} = e_i e_aᵀ
     for (Eigen::Index i = 0; i < X.rows(); ++i)
       for (int a = 0; a < m.width; ++a) T[std::size_t(i * m.width + a)](i, a) = S(1.0);
-    if (m.embed_norm.present()) layer_norm_stage(X, T, m.embed_norm, m.eps, r);
+    if (m.embed_norm.present()) layer_norm_stage(m, X, T, m.embed_norm, r);
   } else {
     const int first = m.class_token ? 1 : 0, K = m.channels * m.patch_size * m.patch_size;
     for (int q = 0; q < m.patch_count(); ++q)
@@ -180,14 +214,14 @@ ModelPass<S> propagate(const ConvertedModel<S>& cm, const Vector<double>& x, dou
       X = pool(m, X);
       for (auto& t : T) t = pool(m, t);
     }
-    if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm1, m.eps, r);
+    if (!m.prenorm) layer_norm_stage(m, X, T, m.blocks[b].norm1, r);
     mlp_stage(m, m.blocks[b], X, T, r, tick);
     if (!bounded(T)) return {};
-    if (!m.prenorm) layer_norm_stage(X, T, m.blocks[b].norm2, m.eps, r);
+    if (!m.prenorm) layer_norm_stage(m, X, T, m.blocks[b].norm2, r);
   }
   X = pool(m, X);
   for (auto& t : T) t = pool(m, t);
-  if (m.final_norm.present()) layer_norm_stage(X, T, m.final_norm, m.eps, r);
+  if (m.final_norm.present()) layer_norm_stage(m, X, T, m.final_norm, r);
   if (m.pooler.W.size() != 0) pooler_stage(m, X, T, r);
   const Matrix<S> WH = m.head.W.cast<S>();
   ModelPass<S> out;

@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the model loaders (load.cpp: timm ViT and the dispatch; load_text.cpp: GPT-2 and BERT): named
-// tensors with shape-checked access, and the JSON config keys every layout shares.
+// Internal to the model loaders (load.cpp: timm ViT and the dispatch; load_text.cpp: GPT-2, BERT, LLaMA):
+// named tensors with shape-checked access, and the JSON config keys every layout shares.
 #include <cstddef>
 #include <map>
 #include <string>
@@ -64,10 +64,13 @@ Activation config_activation(const nlohmann::json& config, Activation fallback, 
 void check_layout(const nlohmann::json& config, const std::string& layout, const std::string& hf_type,
                   const std::string& source);
 
-/// The text-model loaders (load_text.cpp); `prefix` is "" or the wrapper's ("transformer.", "bert.").
+/// The text-model loaders (load_text.cpp); `prefix` is "" or the wrapper's ("transformer.", "bert.",
+/// "model.").
 Model gpt2_model(const Tensors& t, const std::string& prefix, const nlohmann::json& config,
                  const std::string& cfg);
 Model bert_model(const Tensors& t, const std::string& prefix, const nlohmann::json& config,
                  const std::string& cfg);
+Model llama_model(const Tensors& t, const std::string& prefix, const nlohmann::json& config,
+                  const std::string& cfg);
 
 }  // namespace regatta::operators::detail

@@ -1,20 +1,22 @@
 #!/usr/bin/python3
-"""Tiny random text models for load_model's GPT-2 and BERT layouts and `regatta certify` on text.
+"""Tiny random text models for load_model's GPT-2, BERT and LLaMA layouts and `regatta certify` on text.
 
 Made with:  /usr/bin/python3 tests/data/text_models/generate.py    (Debian's python3-torch, python3-numpy)
 
-Writes, under gpt2/ and bert/ next to this file, model.safetensors (float64, Hugging Face naming), config.json
+Writes, under gpt2/, bert/ and llama/ next to this file, model.safetensors (float64, Hugging Face naming), config.json
 (Hugging Face's keys) and test_set.npz with
     tokens  (B, n) int64 token ids,      labels  (B,) int64,
     logits  (B, classes) float64: the reference forward below on the model as stored,
-and for GPT-2 also
-    lm_logits (B, vocab) float64: the same network with the language-model head tied to wte (the model
-              without score.weight: next-token logits at the last position).
+and for GPT-2 and LLaMA also
+    lm_logits (B, vocab) float64: the same network with the language-model head tied to the token
+              embedding (the model without score.weight: next-token logits at the last position).
 Labels are torch's argmax except for the last two inputs, whose labels are moved to the next class (so that
 certify also sees misclassified inputs).
 
 The reference forward passes are written here in torch from the structure of Hugging Face's published model
-code (transformers' modeling_gpt2.py and modeling_bert.py; the package itself is not installed):
+code (transformers' modeling_gpt2.py and modeling_bert.py) and, for LLaMA, from the published formulas
+(Touvron et al. 2023; RMSNorm, Zhang & Sennrich 2019; RoPE, Su et al. 2021, in Hugging Face's rotate_half
+form; SwiGLU, Shazeer 2020); the transformers package itself is not installed:
 
   gpt2   GPT2ForSequenceClassification: transformer.wte, transformer.wpe (inputs_embeds + position_embeds),
          blocks h.N: x + attn(ln_1(x)), x + mlp(ln_2(x)); attn: c_attn (Conv1D, x @ W + b) split into q|k|v,
@@ -25,11 +27,19 @@ code (transformers' modeling_gpt2.py and modeling_bert.py; the package itself is
          encoder.layer.N: attention.self.{query,key,value} (Linear), q k^T / sqrt(head_dim), softmax, @ v,
          attention.output.LayerNorm(dense(context) + x); output.LayerNorm(output.dense(gelu(intermediate.
          dense(y))) + y) with the exact (erf) GELU; pooler: tanh(dense(first token)); classifier (Linear).
+  llama  LlamaForSequenceClassification: model.embed_tokens (no position table), layers N:
+         x + attn(rms(x)), x + mlp(rms(x)) with rms(x) = w * x / sqrt(mean(x^2) + eps), eps 1e-6; attn:
+         q_proj (4 heads), k_proj and v_proj (2 key/value heads, each repeated over its 2 query heads:
+         repeat_kv), q and k rotated by position i with angles i * theta^(-2a/head_dim), theta = 100 (config
+         rope_theta), as q*cos + rotate_half(q)*sin with cos = cat(cos, cos), rotate_half([x1, x2]) =
+         [-x2, x1]; q k^T / sqrt(head_dim), causal mask, softmax, @ v, o_proj; mlp: down_proj(silu(gate_proj
+         (y)) * up_proj(y)), no biases; model.norm; score (Linear, no bias) at the last token.
 
 Also bad/: inputs `regatta certify` must refuse (exit 2, one line, nothing written) with the GPT-2 model:
 token_out_of_range.npz, nan_token.npz (float ids with a NaN), too_long.npz (more tokens than positions),
 empty_batch.npz, label_out_of_range.npz; and models: mismatched.safetensors (h.0.attn.c_attn.weight of
-shape (16, 47), with bad/config.json) and llama.safetensors (LLaMA names, refused as a whole model).
+shape (16, 47), with bad/config.json) and llama_mismatched.safetensors (the LLaMA model with
+model.layers.1.self_attn.k_proj.weight of shape (7, 16), to be read with llama/config.json).
 
 Every weight is drawn from numpy's PCG64 with a fixed seed, so re-running rewrites the same values.
 """
@@ -210,6 +220,100 @@ def bert(rng):
     return w, config, tokens, logits, {}
 
 
+# ---------------------------------------------------------------------------------------------------- LLaMA
+
+LLAMA = dict(vocab_size=40, max_position_embeddings=16, hidden_size=16, intermediate_size=24,
+             num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2, rms_norm_eps=1e-6,
+             rope_theta=100.0, num_labels=3)
+
+
+def llama_weights(rng):
+    c = LLAMA
+    d, m = c["hidden_size"], c["intermediate_size"]
+    kv = c["num_key_value_heads"] * d // c["num_attention_heads"]
+
+    def linear(t, name, out, inp, scale=1.0):  # torch Linear: out x in, no bias
+        t[name + ".weight"] = scale * rng.standard_normal((out, inp)) / np.sqrt(inp)
+
+    t = {"model.embed_tokens.weight": rng.standard_normal((c["vocab_size"], d))}
+    for b in range(c["num_hidden_layers"]):
+        p = f"model.layers.{b}."
+        t[p + "input_layernorm.weight"] = 1 + 0.2 * rng.standard_normal(d)
+        linear(t, p + "self_attn.q_proj", d, d, scale=2.0)  # sizeable scores, so attention is not uniform
+        linear(t, p + "self_attn.k_proj", kv, d, scale=2.0)
+        linear(t, p + "self_attn.v_proj", kv, d)
+        linear(t, p + "self_attn.o_proj", d, d)
+        t[p + "post_attention_layernorm.weight"] = 1 + 0.2 * rng.standard_normal(d)
+        linear(t, p + "mlp.gate_proj", m, d, scale=2.0)  # gate values over the curved part of SiLU
+        linear(t, p + "mlp.up_proj", m, d)
+        linear(t, p + "mlp.down_proj", d, m)
+    t["model.norm.weight"] = 1 + 0.2 * rng.standard_normal(d)
+    linear(t, "score", c["num_labels"], d, scale=2.0)
+    return t
+
+
+def rms_norm(x, w, eps):
+    return w * (x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotary(x, theta):
+    """x (heads, n, head_dim): row i rotated by the angles i * theta^(-2a/head_dim), a < head_dim/2."""
+    hd, n = x.shape[-1], x.shape[-2]
+    inv_freq = theta ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    angles = torch.outer(torch.arange(n, dtype=torch.float64), inv_freq)
+    full = torch.cat((angles, angles), dim=-1)
+    return x * torch.cos(full) + rotate_half(x) * torch.sin(full)
+
+
+def llama_hidden(w, ids):
+    """LlamaModel: the final hidden states (n, d) of one sequence, after model.norm."""
+    c = LLAMA
+    eps, heads, kv_heads = c["rms_norm_eps"], c["num_attention_heads"], c["num_key_value_heads"]
+    W = {k: torch.tensor(v) for k, v in w.items()}
+
+    def lin(name, x):
+        return x @ W[name + ".weight"].T
+
+    n = ids.shape[0]
+    x = W["model.embed_tokens.weight"][ids]
+    causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    for b in range(c["num_hidden_layers"]):
+        p = f"model.layers.{b}."
+        h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+        q = rotary(split_heads(lin(p + "self_attn.q_proj", h), heads), c["rope_theta"])
+        k = rotary(split_heads(lin(p + "self_attn.k_proj", h), kv_heads), c["rope_theta"])
+        v = split_heads(lin(p + "self_attn.v_proj", h), kv_heads)
+        k = k.repeat_interleave(heads // kv_heads, dim=0)  # repeat_kv: query head j reads kv head j // 2
+        v = v.repeat_interleave(heads // kv_heads, dim=0)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))
+        scores = torch.where(causal, scores, torch.tensor(-math.inf))
+        x = x + lin(p + "self_attn.o_proj", merge_heads(torch.softmax(scores, dim=-1) @ v))
+        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
+        gate = lin(p + "mlp.gate_proj", h)
+        x = x + lin(p + "mlp.down_proj", gate * torch.sigmoid(gate) * lin(p + "mlp.up_proj", h))
+    return rms_norm(x, W["model.norm.weight"], eps)
+
+
+def llama(rng):
+    c = LLAMA
+    w = llama_weights(rng)
+    tokens = rng.integers(0, c["vocab_size"], size=(BATCH, LENGTH))
+    logits, lm_logits = [], []
+    for ids in tokens:
+        hidden = llama_hidden(w, torch.tensor(ids))
+        logits.append((hidden @ torch.tensor(w["score.weight"]).T)[-1])
+        lm_logits.append((hidden @ torch.tensor(w["model.embed_tokens.weight"]).T)[-1])
+    config = {k: v for k, v in c.items() if k != "num_labels"}
+    config.update({"model_type": "llama", "hidden_act": "silu", "tie_word_embeddings": False,
+                   "rope_scaling": None})
+    return w, config, tokens, torch.stack(logits).numpy(), {"lm_logits": torch.stack(lm_logits).numpy()}
+
+
 def bad_inputs(rng):
     out = os.path.join(HERE, "bad")
     os.makedirs(out, exist_ok=True)
@@ -233,18 +337,24 @@ def bad_inputs(rng):
         "h.0.ln_1.weight": np.ones(d), "h.0.ln_1.bias": np.zeros(d),
         "h.0.ln_2.weight": np.ones(d), "h.0.ln_2.bias": np.zeros(d),
         "h.0.attn.c_attn.weight": rng.standard_normal((d, 3 * d - 1))})
-    write_safetensors(os.path.join(out, "llama.safetensors"), {
-        "model.embed_tokens.weight": rng.standard_normal((4, 4)),
-        "model.layers.0.self_attn.q_proj.weight": rng.standard_normal((4, 4))})
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump({"model_type": "gpt2", "n_head": 2}, f, indent=2)
         f.write("\n")
 
 
+def bad_llama(weights):
+    """The LLaMA model with one key projection of the wrong shape (7 rows instead of 2 heads x 4)."""
+    w = dict(weights)
+    w["model.layers.1.self_attn.k_proj.weight"] = w["model.layers.1.self_attn.k_proj.weight"][:7]
+    write_safetensors(os.path.join(HERE, "bad", "llama_mismatched.safetensors"), w)
+
+
 def main():
-    for name, make, seed in (("gpt2", gpt2, 16), ("bert", bert, 17)):
+    made = {}
+    for name, make, seed in (("gpt2", gpt2, 16), ("bert", bert, 17), ("llama", llama, 19)):
         rng = np.random.Generator(np.random.PCG64(seed))
         weights, config, tokens, logits, extra = make(rng)
+        made[name] = weights
         labels = logits.argmax(axis=1)
         labels[-2:] = (labels[-2:] + 1) % logits.shape[1]
         out = os.path.join(HERE, name)
@@ -257,6 +367,7 @@ def main():
                   {"tokens": tokens.astype(np.int64), "labels": labels.astype(np.int64), "logits": logits, **extra})
         print(name, "parameters", sum(v.size for v in weights.values()), "labels", labels.tolist())
     bad_inputs(np.random.Generator(np.random.PCG64(18)))
+    bad_llama(made["llama"])
 
 
 if __name__ == "__main__":

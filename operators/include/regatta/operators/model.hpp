@@ -1,28 +1,34 @@
 #pragma once
 // Whole transformers as one map input ↦ logits, generic over the scalar type (double: the estimate;
 // interval64: an enclosure of the exact forward pass of the binary64 weights on a binary64 or interval
-// input). Three layouts (load_model): timm ViT (images), GPT-2 and BERT (text).
+// input). Four layouts (load_model): timm ViT (images), GPT-2, BERT and LLaMA (text).
 //
 //   input    images (InputStage::patches): X₀ = [cls; patches(x)·W_E + 1·b_Eᵀ] + P (the patch convolution,
 //            kernel = stride = p, is the linear map W_E on each flattened patch (c, ky, kx); without a class
 //            token X₀ has no first row); x is the flattened (C, H, W) image.
 //            text (InputStage::tokens): x is the flattened n×d token-embedding matrix E (row i = the row of
 //            the token embedding table for token i; embed_tokens looks it up), 1 ≤ n ≤ context, and
-//            X₀ = N_E(E + P[0:n] + 1·tᵀ) with t the token-type-0 embedding (BERT; else 0) and N_E the
-//            embedding LayerNorm (BERT; else the identity). The robustness question is posed in this
-//            embedding space: perturbations of E, positions and token type added after.
+//            X₀ = N_E(E + P[0:n] + 1·tᵀ) with t the token-type-0 embedding (BERT; else 0), P the learned
+//            position embedding (GPT-2, BERT; LLaMA has none: its positions enter through the rotary
+//            embeddings of queries and keys) and N_E the embedding LayerNorm (BERT; else the identity). The
+//            robustness question is posed in this embedding space: perturbations of E, positions and token
+//            type added after.
 //   blocks   pre-norm:  X ← X + MHA(LN₁(X)),  X ← X + MLP(LN₂(X))
 //            post-norm: X ← LN₁(X + MHA(X)),  X ← LN₂(X + MLP(X))
-//            MHA: multi-head dot-product softmax attention (causal for GPT-2) with the biases of the q, k, v
-//            and output projections (AttentionLayer); MLP(Y) = σ(Y·W₁ + 1b₁ᵀ)·W₂ + 1b₂ᵀ with σ the exact
-//            (erf) GELU, the tanh GELU or ReLU
+//            MHA: multi-head dot-product softmax attention (causal for GPT-2 and LLaMA) with the biases of
+//            the q, k, v and output projections and the layer's rotary embeddings (AttentionLayer; LLaMA:
+//            grouped-query heads repeated over their groups, queries and keys rotated by their row index);
+//            MLP(Y) = σ(Y·W₁ + 1b₁ᵀ)·W₂ + 1b₂ᵀ with σ the exact (erf) GELU, the tanh GELU or ReLU, or gated
+//            (SwiGLU, LLaMA): MLP(Y) = (σ(Y·W_g + 1b_gᵀ) ⊙ (Y·W₁ + 1b₁ᵀ))·W₂ + 1b₂ᵀ with σ = SiLU,
+//            SiLU(x) = x/(1 + e⁻ˣ), W_g = gate_proj, W₁ = up_proj, W₂ = down_proj
 //   pooling  one row of the final tokens: cls: row 0; last: row n−1; mean: the mean of the patch tokens
 //            (images) or of all tokens (text); then the final LayerNorm when the model has one (LN_f(X)₀ for
 //            cls and last, LN_f of the mean for mean: LayerNorm is row-wise, so for cls and last it does not
 //            matter whether it acts before or after pooling)
 //   pooler   (BERT) pooled ← tanh(pooled·W_P + b_P), when the model has one
 //   head     z = pooled·W_H + b_H (b_H = 0 for heads without bias: GPT-2's score and tied LM head)
-// LayerNorm is row-wise with the learned γ, β and one ε (normalization.hpp). Vectors are rows, weights act
+// Every norm is row-wise with the learned γ and one ε (normalization.hpp): LayerNorm with β, or RMSNorm
+// (LLaMA) y = γ ⊙ x/√(‖x‖²/d + ε), of the kind Model::norm. Vectors are rows, weights act
 // from the right (torch's out×in Linear weights transposed; GPT-2's Conv1D weights are already in×out), as
 // in layer.hpp.
 #include <filesystem>
@@ -36,8 +42,8 @@
 
 namespace regatta::operators {
 
-/// σ of the MLP (gelu_erf, gelu_tanh, relu) or of BERT's pooler (tanh).
-enum class Activation { gelu_erf, gelu_tanh, relu, tanh };
+/// σ of the MLP (gelu_erf, gelu_tanh, relu; silu for the gate of a SwiGLU MLP) or of BERT's pooler (tanh).
+enum class Activation { gelu_erf, gelu_tanh, relu, tanh, silu };
 enum class Pooling { cls, mean, last };
 /// What the input x is: a flattened image (patch embedding) or a flattened token-embedding matrix.
 enum class InputStage { patches, tokens };
@@ -52,7 +58,7 @@ struct Affine {
   Vector<double> b;
 };
 
-/// LayerNorm parameters (γ, β of length width; ε is the model's). Empty γ: no LayerNorm at that place.
+/// Norm parameters (γ, β of length width; ε is the model's; RMSNorm: β empty). Empty γ: no norm there.
 struct NormParameters {
   Vector<double> gamma, beta;
   bool present() const { return gamma.size() != 0; }
@@ -61,19 +67,22 @@ struct NormParameters {
 struct TransformerBlock {
   AttentionLayer attention;  ///< its norm_gamma/beta/eps are norm1 (used as the pre-norm when prenorm)
   NormParameters norm1, norm2;
-  Affine fc1, fc2;  ///< width×mlp_width, mlp_width×width
+  Affine fc1, fc2;  ///< width×mlp_width, mlp_width×width (SwiGLU: up_proj, down_proj)
+  Affine gate;      ///< SwiGLU's gate_proj (width×mlp_width) or empty W: the MLP is not gated
+  bool gated() const { return gate.W.size() != 0; }
 };
 
 struct Model {
-  std::string layout = "timm-vit";  ///< timm-vit | gpt2 | bert (the naming it was read from)
+  std::string layout = "timm-vit";  ///< timm-vit | gpt2 | bert | llama (the naming it was read from)
   InputStage input = InputStage::patches;
   int image_size = 0, patch_size = 0, channels = 0;  ///< images: square images, square patches
   int vocab = 0, context = 0;  ///< text: rows of the token embedding table and of pos_embed
   int width = 0, heads = 0, mlp_width = 0, classes = 0;
   bool prenorm = true;
-  bool causal = false;  ///< causal attention mask (GPT-2)
+  bool causal = false;                ///< causal attention mask (GPT-2, LLaMA)
+  Prenorm norm = Prenorm::layernorm;  ///< the kind of every norm of the model: layernorm or rmsnorm (LLaMA)
   bool class_token = true;
-  double eps = 1e-6;  ///< LayerNorm ε (every norm of the model)
+  double eps = 1e-6;  ///< the norms' ε (every norm of the model)
   Activation activation = Activation::gelu_erf;
   Pooling pooling = Pooling::cls;
   Affine patch;                ///< images: (channels·p²)×width
@@ -81,9 +90,9 @@ struct Model {
   Matrix<double> token_embed;  ///< text: vocab×width, the table embed_tokens reads
   Vector<double> token_type;   ///< text: width (BERT's token type 0) or empty
   NormParameters embed_norm;   ///< text: the embedding LayerNorm (BERT) or absent
-  Matrix<double> pos_embed;    ///< images: tokens()×width; text: context×width
+  Matrix<double> pos_embed;    ///< images: tokens()×width; text: context×width, or empty: none (LLaMA)
   std::vector<TransformerBlock> blocks;
-  NormParameters final_norm;  ///< absent for BERT (its blocks end in a LayerNorm)
+  NormParameters final_norm;  ///< absent for BERT (its blocks end in a LayerNorm); LLaMA's model.norm
   Affine pooler;              ///< width×width, followed by tanh (BERT), or empty W: none
   Affine head;                ///< width×classes
 
@@ -102,7 +111,8 @@ struct Model {
   /// Text: the flattened n×width matrix of the rows of token_embed for `ids` (each in [0, vocab), 1 ≤ n ≤
   /// context; asserted: callers check ids against the model first).
   Vector<double> embed_tokens(const std::vector<int>& ids) const;
-  /// The options of every attention sub-block: residual, causal, and the LayerNorm pre-norm when prenorm.
+  /// The options of every attention sub-block: residual, causal, and the pre-norm of kind `norm` when
+  /// prenorm.
   AttentionOptions attention_options() const;
   /// Throws InputError naming the member for every inconsistent size or non-finite entry.
   void validate() const;
@@ -119,6 +129,13 @@ struct Model {
 ///     token_type_embeddings (row 0), LayerNorm}, encoder.layer.N.{attention.self.{query,key,value},
 ///     attention.output.dense, attention.output.LayerNorm, intermediate.dense, output.dense,
 ///     output.LayerNorm}, pooler.dense (+ tanh; optional), classifier (required); post-norm, CLS pooling.
+///   LLaMA (Hugging Face LlamaForCausalLM / LlamaForSequenceClassification, optionally under "model."):
+///     embed_tokens, layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm,
+///     mlp.{gate,up,down}_proj}.weight (biases read when present), norm.weight; RMSNorm pre-norm, SwiGLU,
+///     grouped-query attention (k_proj, v_proj of num_key_value_heads heads), rotary embeddings with
+///     θ = "rope_theta" (default 10000), causal, the head on the last token: score.weight (classes×width,
+///     no bias) or lm_head.weight, or the embedding tied when "tie_word_embeddings" is true; no position
+///     table (context = "max_position_embeddings", default 2048).
 /// The JSON config says what names cannot: "heads" (required; also read as Hugging Face's "n_head" or
 /// "num_attention_heads"), "layernorm_eps" ("layer_norm_epsilon", "layer_norm_eps"; default 1e-6 for ViT,
 /// 1e-5 for GPT-2, 1e-12 for BERT), "mlp_activation" ("activation_function", "hidden_act": gelu_erf =
@@ -126,10 +143,14 @@ struct Model {
 /// "norm" (pre | post; default pre) and "pooling" (cls | mean; default cls with a class token), and
 /// optionally "layout" (timm-vit | gpt2 | bert; "model_type" likewise) and sizes checked against the tensors
 /// ("image_size", "patch_size", "channels", "classes", "depth"). `config` empty means config.json next to
-/// the model. A file in no known layout throws InputError saying what was found and what was expected (a
-/// LLaMA file: that RMSNorm, SwiGLU and rotary embeddings are not supported for whole models). A tensor of
-/// the wrong shape throws InputError naming the tensor, its shape and the shape expected; missing tensors
-/// and files, non-finite weights and a bad config also throw InputError (one line).
+/// the model. LLaMA's config keys are Hugging Face's LlamaConfig: "num_attention_heads",
+/// "num_key_value_heads" (default: the heads), "rms_norm_eps" (default 1e-6), "rope_theta", "hidden_act"
+/// (silu; the only one accepted), "tie_word_embeddings"; "rope_scaling" other than null and "head_dim" other
+/// than width/heads are refused (not modelled). A file in no known layout throws InputError saying what was
+/// found and what was expected (Meta's original LLaMA naming, tok_embeddings and layers.N.attention.wq: that
+/// it is not read, convert to the Hugging Face naming). A tensor of the wrong shape throws InputError naming
+/// the tensor, its shape and the shape expected; missing tensors and files, non-finite weights and a bad
+/// config also throw InputError (one line).
 Model load_model(const std::filesystem::path& path, const std::filesystem::path& config = {});
 
 /// The affine input stage (tokens × width) of a flattened input x with model.accepts(x.size()) (asserted):
@@ -150,7 +171,10 @@ Vector<S> forward(const Model& model, const Vector<S>& x);
 /// double). For interval64, enclosures: erf and exp endpoints from MPFR with directed rounding; GELU′ is
 /// evaluated at the endpoints on its monotone pieces (−∞, −√2], [−√2, √2], [√2, ∞) and by the naive interval
 /// formula on a piece boundary; tanh′ = 1 − tanh², for intervals from the enclosure of |tanh| (tanh is odd
-/// and increasing) and intersected with [0, 1].
+/// and increasing) and intersected with [0, 1]. SiLU(x) = x·s(x), s = 1/(1 + e⁻ˣ): for intervals from its
+/// monotone pieces (decreasing on (−∞, x*], increasing on [x*, ∞), x* ∈ (−1.2785, −1.2784) the root of
+/// 1 + x(1 − s(x)), where SiLU(x*) = x* + 1 > −0.2785); SiLU′ = s·(1 + x(1 − s)) by the naive interval
+/// formula.
 template <class S>
 Matrix<S> activate(Activation activation, const Matrix<S>& H);
 template <class S>

@@ -20,11 +20,13 @@
 // entrywise magnitudes.
 //
 // Supported: patch (timm ViT) and token inputs, the embedding LayerNorm, pre- and post-norm blocks with
-// dot-product multi-head attention (biases, causal mask), MLPs with the exact or tanh GELU, tanh or ReLU,
-// cls / mean / last pooling, the final LayerNorm, BERT's tanh pooler, the linear head. The remainders use
-// interval enclosures of f″ over each entry's range (intersected with the global bounds |GELU″| ≤ 2φ(0)
-// and |tanh″| ≤ 4/(3√3) where proved). Not supported (affine_unsupported says why; callers fall back to
-// region.cpp): rotary embeddings and L2 attention.
+// dot-product multi-head attention (biases, causal mask, rotary embeddings: a fixed linear map per position,
+// applied to the forms exactly), LayerNorm or RMSNorm, MLPs with the exact or tanh GELU, tanh or ReLU, or
+// gated by SiLU (SwiGLU: the gate's SiLU times the up projection, a product of two forms), cls / mean /
+// last pooling, the final norm, BERT's tanh pooler, the linear head. The remainders use interval
+// enclosures of f″ over each entry's range (intersected with the global bounds |GELU″| ≤ 2φ(0),
+// |tanh″| ≤ 4/(3√3) and |SiLU″| ≤ 1/2 where proved). Not supported (affine_unsupported says why; callers
+// fall back to region.cpp): L2 attention.
 #include <functional>
 #include <string>
 
