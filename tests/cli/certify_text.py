@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`regatta certify` end to end on the tiny text models of tests/data/text_models (GPT-2: pre-norm, causal,
-last-token head; BERT: post-norm, CLS pooler): it runs, labels the kinds, says why the naive certificate is
+last-token head; BERT: post-norm, CLS pooler; LLaMA: RMSNorm, rotary grouped-query attention, SwiGLU): it runs, labels the kinds, says why the naive certificate is
 not available, and per input no certified radius exceeds the attack radius (an upper bound on the true
 radius), every correctly classified input with a positive certified margin gets a positive certified radius
 and a misclassified one gets 0. Needs only the Python standard library.
@@ -18,8 +18,9 @@ shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 failures = []
 
-# GPT-2's last two inputs carry a label moved off torch's prediction (generate.py): keep one of them.
-for name, limit, why in (("gpt2", "7", "causal attention"), ("bert", "2", "post-norm")):
+# GPT-2's and LLaMA's last two inputs carry a label moved off torch's prediction (generate.py): keep one.
+for name, limit, why in (("gpt2", "7", "causal attention"), ("bert", "2", "post-norm"),
+                         ("llama", "7", "causal attention")):
     out = os.path.join(WORK, name + ".json")
     p = subprocess.run([REGATTA, "certify", "--model", os.path.join(DATA, name, "model.safetensors"),
                         "--data", os.path.join(DATA, name, "test_set.npz"), "--limit", limit,
@@ -46,8 +47,10 @@ for name, limit, why in (("gpt2", "7", "causal attention"), ("bert", "2", "post-
         if not right and (r["certified_radius"] != 0 or r["attack_radius"] != 0):
             failures.append(f"{name} input {r['index']}: misclassified but radii {r['certified_radius']}, "
                             f"{r['attack_radius']}")
-    if name == "gpt2" and correct == len(rows):
-        failures.append("gpt2: expected a misclassified input among the first 7")
+    if name in ("gpt2", "llama") and correct == len(rows):
+        failures.append(f"{name}: expected a misclassified input among the first 7")
+    if name == "llama" and any(r.get("method") != "affine" for r in rows if r["certified_radius"] > 0):
+        failures.append("llama: expected every certified radius from affine forms")
 
 if failures:
     sys.exit("\n".join(failures))
