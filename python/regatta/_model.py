@@ -34,9 +34,9 @@ class RobustnessRow:
 
 
 class Model:
-    """A whole transformer: a vision transformer in timm's layout, or GPT-2 / BERT in Hugging Face naming
-    (docs/models.md). A text model's input is its token-embedding matrix (n x width; embed_tokens gives it
-    for token ids), and robustness is asked in that space."""
+    """A whole transformer: a vision transformer in timm's layout, or GPT-2 / BERT / LLaMA in Hugging Face
+    naming (docs/models.md). A text model's input is its token-embedding matrix (n x width; embed_tokens gives
+    it for token ids), and robustness is asked in that space."""
 
     __slots__ = ("_core",)
 

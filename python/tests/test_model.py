@@ -174,7 +174,7 @@ def test_ctrl_c_interrupts_robustness_within_a_second_and_progress_is_reported(m
 TEXT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "text_models")
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "llama"])
 def test_text_models_embed_tokens_match_torch_and_certify_below_the_attack(name):
     """tests/data/text_models (generate.py there: torch float64 reference forwards written from Hugging Face's
     model code): the logits of embed_tokens(ids) equal the saved ones, and one row of robustness (affine
