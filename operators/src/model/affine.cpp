@@ -444,24 +444,35 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
   return out;
 }
 
-/// Row-wise LayerNorm of n rows × d features with γ, β (empty: 1, 0) and ε.
-Form layer_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
+/// The entries of each of n rows of d features (rows[i]) and the row of each entry (row_of[e]).
+struct RowIndex {
+  std::vector<std::vector<Index>> rows;
+  std::vector<Index> row_of;
+  RowIndex(Index n, Index d) : rows(static_cast<std::size_t>(n)), row_of(static_cast<std::size_t>(n * d)) {
+    for (Index i = 0; i < n; ++i)
+      for (Index f = 0; f < d; ++f) {
+        rows[std::size_t(i)].push_back(i * d + f);
+        row_of[std::size_t(i * d + f)] = i;
+      }
+  }
+};
+
+/// X minus the mean of its row (n rows × d features), linear in the symbols.
+Form centred_rows(const Form& X, Index n, Index d, const Pass& p) {
+  const RowIndex index(n, d);
+  const Form mean = affine_entries(sum_groups(X, index.rows), I(1.0) / I(double(d)),
+                                   std::vector<I>(std::size_t(n), I(0.0)), p);
+  return combine(X, gather(mean, index.row_of), -1);
+}
+
+/// γ ⊙ Z/√(mean of Z² per row + ε) + β for n rows × d features (γ, β empty: 1, 0): the squares, their mean
+/// plus ε, 1/√ on [ε, ∞) (the mean of squares is ≥ 0), the product by Z, then γ and β.
+Form scale_rows(const Form& Z, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
                 double eps, const Pass& p) {
-  std::vector<std::vector<Index>> rows(static_cast<std::size_t>(n));
-  std::vector<Index> row_of(static_cast<std::size_t>(n * d));
-  for (Index i = 0; i < n; ++i)
-    for (Index f = 0; f < d; ++f) {
-      rows[std::size_t(i)].push_back(i * d + f);
-      row_of[std::size_t(i * d + f)] = i;
-    }
-  const I inv_d = I(1.0) / I(double(d));
-  const std::vector<I> zero(std::size_t(n), I(0.0));
-  const Form mean = affine_entries(sum_groups(X, rows), inv_d, zero, p);
-  const Form centred = combine(X, gather(mean, row_of), -1);
-  const Form var =
-      affine_entries(sum_groups(square(centred, p), rows), inv_d, std::vector<I>(std::size_t(n), I(eps)), p);
-  const Form inv_std = nonlinear(var, Function::rsqrt, p, eps);
-  const Form y = product(centred, gather(inv_std, row_of), p);
+  const RowIndex index(n, d);
+  const Form mean_square = affine_entries(sum_groups(square(Z, p), index.rows), I(1.0) / I(double(d)),
+                                          std::vector<I>(std::size_t(n), I(eps)), p);
+  const Form y = product(Z, gather(nonlinear(mean_square, Function::rsqrt, p, eps), index.row_of), p);
   std::vector<I> g(static_cast<std::size_t>(n * d)), b(static_cast<std::size_t>(n * d));
   for (Index e = 0; e < n * d; ++e) {
     g[std::size_t(e)] = I(gamma.size() != 0 ? gamma(e % d) : 1.0);
@@ -470,23 +481,15 @@ Form layer_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, co
   return affine_entries(y, g, b, p);
 }
 
-/// Row-wise RMSNorm of n rows × d features: γ ⊙ x/√(‖x‖²/d + ε) (γ empty: 1), by the steps of layer_norm
-/// without the centring: the squares, their mean plus ε, 1/√ on [ε, ∞) (the mean of squares is ≥ 0), the
-/// product by x, then γ.
+/// Row-wise LayerNorm of n rows × d features with γ, β (empty: 1, 0) and ε.
+Form layer_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
+                double eps, const Pass& p) {
+  return scale_rows(centred_rows(X, n, d, p), n, d, gamma, beta, eps, p);
+}
+
+/// Row-wise RMSNorm of n rows × d features: γ ⊙ x/√(‖x‖²/d + ε) (γ empty: 1).
 Form rms_norm(const Form& X, Index n, Index d, const Vector<double>& gamma, double eps, const Pass& p) {
-  std::vector<std::vector<Index>> rows(static_cast<std::size_t>(n));
-  std::vector<Index> row_of(static_cast<std::size_t>(n * d));
-  for (Index i = 0; i < n; ++i)
-    for (Index f = 0; f < d; ++f) {
-      rows[std::size_t(i)].push_back(i * d + f);
-      row_of[std::size_t(i * d + f)] = i;
-    }
-  const Form mean_square = affine_entries(sum_groups(square(X, p), rows), I(1.0) / I(double(d)),
-                                          std::vector<I>(std::size_t(n), I(eps)), p);
-  const Form y = product(X, gather(nonlinear(mean_square, Function::rsqrt, p, eps), row_of), p);
-  std::vector<I> g(static_cast<std::size_t>(n * d)), zero(static_cast<std::size_t>(n * d), I(0.0));
-  for (Index e = 0; e < n * d; ++e) g[std::size_t(e)] = I(gamma.size() != 0 ? gamma(e % d) : 1.0);
-  return affine_entries(y, g, zero, p);
+  return scale_rows(X, n, d, gamma, Vector<double>(), eps, p);
 }
 
 /// The norm of kind `kind` (LayerNorm with β, or RMSNorm) of n rows × d features.
@@ -668,8 +671,8 @@ Form input_form(const Model& m, const Vector<double>& x, double r, const Pass& p
   return F;
 }
 
-/// The logits' forms over the ball.
-Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& p) {
+/// The pooled row's form over the ball (what the final norm, the pooler and the head read).
+Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& p) {
   Index n = m.text() ? x.size() / m.width : m.tokens();
   const Index d = m.width;
   Form X = input_form(m, x, r, p);
@@ -701,9 +704,85 @@ Form logits_form(const Model& m, const Vector<double>& x, double r, const Pass& 
       X = keep_tokens(X, {m.pooling == Pooling::cls ? 0 : n - 1}, d);
     }
   }
+  return X;
+}
+
+/// The logits' forms from the pooled row's.
+Form logits_form(const Model& m, Form X, const Pass& p) {
+  const Index d = m.width;
   if (m.final_norm.present()) X = norm_rows(X, 1, d, m.norm, m.final_norm.gamma, m.final_norm.beta, m.eps, p);
   if (m.pooler.W.size() != 0) X = nonlinear(linear_rows(X, 1, m.pooler.W, m.pooler.b), Function::tanh, p);
   return linear_rows(X, 1, m.head.W, m.head.b);
+}
+
+/// The lower end of min_{c≠y} (z_y − z_c) when the head reads the final norm of the pooled row X.
+/// With z the centred row (LayerNorm; RMSNorm: the row itself), s(z) = √(‖z‖²/d + ε), w = γ ⊙ (W_y − W_c)
+/// and κ = βᵀ(W_y − W_c) + b_y − b_c, the margin is N(z)/s(z) with N(z) = wᵀz + κ·s(z). s is convex, with
+/// s(z) ≥ s₀ + Gᵀu (its tangent at the centre z₀, G = z₀/(d·s₀), u = z − z₀) and, by the tangent of √ at s₀²,
+/// s(z) ≤ s₀ + Gᵀu + ‖u‖²/(2d·s₀). So N is bounded below by one linear functional of the row's form, plus
+/// −|κ|·‖u‖²/(2d·s₀) when κ < 0: the norm adds no remainder symbol, and its curvature enters only through
+/// that one scalar. Then z_y − z_c ≥ N_lo / max s when N_lo > 0, and ≥ N_lo / min s otherwise.
+double normed_margin(const Form& X, const Model& m, int y, const Pass& p) {
+  const Index d = m.width;
+  const bool centre = m.norm == Prenorm::layernorm;
+  const Form z = centre ? centred_rows(X, 1, d, p) : X;
+  const Index K = z.A.cols(), q = std::min(p.q, K);
+  const Vector<double> rad = radius(z, p);
+  // ‖u‖₂ ≤ ‖A_ε‖_F + ‖(Σ_{j≥q} |A_fj| + s_f)_f‖₂ (the input symbols in an ℓ₂ ball, the others in [−1, 1]).
+  I fresh2(0.0);
+  for (Index f = 0; f < d; ++f)
+    fresh2 += square(I(sum_up(z.A.row(f).tail(K - q).cwiseAbs().sum(), double(K - q))) + I(z.s(f)));
+  const I rho = sqrt(I(sum_up(z.A.leftCols(q).squaredNorm(), double(d * q)))) + sqrt(fresh2);
+  I norm2(0.0);
+  for (Index f = 0; f < d; ++f) norm2 += square(I(z.c(f)));
+  const I s0 = sqrt(norm2 / I(double(d)) + I(m.eps));
+  if (!isfinite(rho) || !isfinite(s0) || !(s0.lower() > 0)) throw Vacuous{};
+  const I spread = rho / sqrt(I(double(d)));  // |s(z) − s₀| ≤ ‖u‖/√d (the triangle inequality)
+  const double s_max = hi(s0 + spread);
+  const double s_min = std::max(sqrt(I(m.eps)).lower(), (s0 - spread).lower());
+  const I quad = square(rho) / (I(2.0 * double(d)) * I(s0.lower()));
+  std::vector<I> G(static_cast<std::size_t>(d));
+  for (Index f = 0; f < d; ++f) G[std::size_t(f)] = I(z.c(f)) / (I(double(d)) * s0);
+  const Vector<double> rs = abs_rowsum(z.A);
+  const bool has_bias = m.head.b.size() != 0, has_gamma = m.final_norm.gamma.size() != 0,
+             has_beta = m.final_norm.beta.size() != 0;
+  double worst = std::numeric_limits<double>::infinity();
+  for (Index c = 0; c < m.classes; ++c) {
+    if (c == y) continue;
+    I kappa = has_bias ? I(m.head.b(y)) - I(m.head.b(c)) : I(0.0), spill(0.0);
+    Vector<double> w(d);
+    for (Index f = 0; f < d; ++f) {
+      const I a = I(m.head.W(f, y)) - I(m.head.W(f, c));
+      const I wf = has_gamma ? a * I(m.final_norm.gamma(f)) : a;
+      if (has_beta) kappa += a * I(m.final_norm.beta(f));
+      w(f) = mid(wf);
+      spill += I(halfwidth(wf, w(f)));
+    }
+    // Σ_f (w_f − ŵ_f)·g_f(z) with |g_f| = |z_f|/s ≤ √d.
+    const double k = (kappa - spill * sqrt(I(double(d)))).lower();
+    if (!std::isfinite(k)) throw Vacuous{};
+    // N ≥ Σ_f ŵ_f z₀_f + k·s₀ + Σ_f λ_f u_f − [k < 0]·|k|·‖u‖²/(2d·s₀), λ_f = ŵ_f + k·G_f.
+    I constant = I(k) * s0, loss(0.0), scaled(0.0);
+    Vector<double> lambda(d);
+    for (Index f = 0; f < d; ++f) {
+      constant += I(w(f)) * I(z.c(f));
+      const I l = I(w(f)) + I(k) * G[std::size_t(f)];
+      lambda(f) = mid(l);
+      // the slack, the width of λ_f over the entry's range, and the rounding of Σ_f λ̂_f A_f
+      loss += I(std::fabs(lambda(f))) * I(z.s(f)) + I(halfwidth(l, lambda(f))) * I(rad(f));
+      scaled += I(std::fabs(lambda(f))) * I(rs(f));
+    }
+    const Eigen::Matrix<double, 1, Eigen::Dynamic> a = lambda.transpose() * z.A;
+    const double l2 = hi(sqrt(I(sum_up(a.head(q).squaredNorm(), double(q)))));
+    const double l1 = sum_up(a.tail(K - q).cwiseAbs().sum(), double(K - q));
+    loss += I(l2) + I(l1) + I(gamma_of(double(d))) * scaled + I(double(K * d)) * I(underflow_unit);
+    if (k < 0) loss += I(-k) * quad;
+    const double n_low = (constant - loss).lower();
+    if (!std::isfinite(n_low)) throw Vacuous{};
+    if (!(n_low > 0) && !(s_min > 0)) return -std::numeric_limits<double>::infinity();  // ε = 0
+    worst = std::min(worst, (I(n_low) / I(n_low > 0 ? s_max : s_min)).lower());
+  }
+  return worst;
 }
 
 }  // namespace
@@ -725,7 +804,9 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
   p.q = p.next = x.size();
   p.poll = poll;
   try {
-    const Form z = logits_form(m, x, r, p);
+    const Form pooled = pooled_form(m, x, r, p);
+    if (m.final_norm.present() && m.pooler.W.size() == 0) return normed_margin(pooled, m, y, p);
+    const Form z = logits_form(m, pooled, p);
     const Index K = z.A.cols(), q = std::min(p.q, K);
     double worst = std::numeric_limits<double>::infinity();
     for (Index c = 0; c < m.classes; ++c) {
