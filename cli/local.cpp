@@ -201,6 +201,20 @@ nlohmann::json region_json(const RegionResults& g, const lip::LocalNormReport& l
     out["sup_jacobian_norm_2_certified_lower"] =
         local.has_two_lower ? number_or_null(local.two_lower) : nlohmann::json(nullptr);
     out["sup_jacobian_norm_2_method"] = n.two_upper_method;
+    out["sup_jacobian_norm_2_form"] = n.two_upper_form;
+    out["sup_jacobian_norm_inf_form"] = n.inf_upper_form;
+    if (n.second_order) {
+      const lip::SecondOrderSummary& so = *n.second_order;
+      out["second_order"] = {{"centre_jacobian_norm_2_certified_upper", number_or_null(so.centre_two)},
+                             {"centre_jacobian_norm_inf_certified_upper", number_or_null(so.centre_inf)},
+                             {"slope_2_certified_upper", number_or_null(so.slope_two)},
+                             {"slope_inf_certified_upper", number_or_null(so.slope_inf)},
+                             {"sup_jacobian_norm_2_certified_upper", number_or_null(so.two_upper)},
+                             {"sup_jacobian_norm_inf_certified_upper", number_or_null(so.inf_upper)},
+                             {"frobenius_radius", so.radius}};
+    } else {
+      out["second_order"] = nullptr;
+    }
     out["sup_jacobian_norm_inf_certified_upper"] =
         n.certified ? number_or_null(n.inf_upper) : nlohmann::json(nullptr);
     out["enclosure_relative_width"] = number_or_null(n.relative_width);
@@ -325,8 +339,14 @@ void print_region(const RegionResults& g, const lip::LocalNormReport& local) {
       line("sup ||J||_2 certified",
            "[" + (local.has_two_lower ? lower_number(local.two_lower) : std::string("0")) + ", " +
                upper_number(n.two_upper) + "] ",
-           "(lower: the centre; upper: " + n.two_upper_method + " of the interval64 enclosure)");
-      line("sup ||J||_inf certified", upper_number(n.inf_upper), "(upper: max row sum of the enclosure)");
+           "(lower: the centre; upper: " + n.two_upper_method + ")");
+      line("sup ||J||_inf certified", upper_number(n.inf_upper), "(upper: " + n.inf_upper_form + ")");
+    }
+    if (n.second_order && std::isfinite(n.second_order->two_upper)) {
+      line("second-order slope (2)", upper_number(n.second_order->slope_two),
+           "(certified: ||J(X') - J(X)||_2 <= ||X' - X||_F * slope on the region)");
+      line("second-order sup ||J||_2", upper_number(n.second_order->two_upper),
+           "(certified: ||J(X)||_2 upper + " + number(n.second_order->radius) + " * slope)");
     }
     for (const auto* b : {&n.closed_form_two, &n.closed_form_inf})
       if (*b)

@@ -10,6 +10,8 @@
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 
+#include "second_order.hpp"
+
 namespace regatta::lip {
 
 namespace {
@@ -92,8 +94,9 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
     out.closed_form_two = best_closed_form(layer, options, X, region, Norm::two);
     out.closed_form_inf = best_closed_form(layer, options, X, region, Norm::inf);
   }
-  const Matrix<interval64> J = block_dense_jacobian_on_box<interval64>(
-      layer, options, region_box(X, region.radius), options_region.progress);
+  const Matrix<interval64> box = region_box(X, region.radius);
+  const Matrix<interval64> J =
+      block_dense_jacobian_on_box<interval64>(layer, options, box, options_region.progress);
 
   bool finite = true;
   double scale = 0, width = 0;
@@ -110,20 +113,47 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
     if (row.upper() > inf_norm.upper()) inf_norm = row;
   }
   out.relative_width = scale > 0 ? width / scale : (width > 0 ? infinity : 0.0);
-  if (!finite) {
+  out.two_upper = out.inf_upper = infinity;
+  if (finite) {
+    out.inf_upper = inf_norm.upper();
+    // ‖mid‖₂ + ‖rad‖₂ in binary64 (core/spectral_norm.hpp), falling back to the MPFI certificate on the same
+    // enclosure when the fast one only reaches its norm-product fallback.
+    CertifiedNormBound two = spectral_norm_upper_fast(J);
+    if (two.method != "binary64-cholesky") {
+      const CertifiedNormBound slow = spectral_norm_upper_certified<interval64>(J);
+      if (slow.upper < two.upper) two = slow;
+    }
+    out.two_upper = two.upper;
+    out.two_upper_method = two.method + " of the interval64 Jacobian enclosure over the box";
+    out.two_upper_form = out.inf_upper_form = "first-order enclosure";
+  }
+  // The second-order form (second_order.hpp): the centre plus the radius times the second derivative.
+  if (options_region.second_order && !detail::second_order_refusal(layer, options)) {
+    // Every X' of the region has ‖X' − X‖_F ≤ ε (ball) or ≤ r·√(n·d) (box).
+    const double l2_radius = region.shape == RegionShape::ball
+                                 ? region.radius
+                                 : (interval64(region.radius) * sqrt(interval64(double(nd)))).upper();
+    detail::SecondOrderOptions so;
+    so.progress = options_region.progress;
+    so.spectral_limit = options_region.second_order_spectral_limit;
+    const detail::SecondOrderBound b = detail::second_order_bound(layer, options, X, box, l2_radius, so);
+    out.second_order = SecondOrderSummary{b.centre_two, b.centre_inf, b.slope_two, b.slope_inf,
+                                          b.two_upper,  b.inf_upper,  l2_radius};
+    if (b.finite && b.two_upper < out.two_upper) {
+      out.two_upper = b.two_upper;
+      out.two_upper_method = "second-order form: " + b.centre_two_method +
+                             " at the centre + radius x certified second-derivative bound";
+      out.two_upper_form = "second-order form";
+    }
+    if (b.finite && b.inf_upper < out.inf_upper) {
+      out.inf_upper = b.inf_upper;
+      out.inf_upper_form = "second-order form";
+    }
+  }
+  if (!std::isfinite(out.two_upper) || !std::isfinite(out.inf_upper)) {
     out.status = "not certified: enclosure too wide (an entry of the Jacobian enclosure is not finite)";
     return out;
   }
-  out.inf_upper = inf_norm.upper();
-  // ‖mid‖₂ + ‖rad‖₂ in binary64 (core/spectral_norm.hpp), falling back to the MPFI certificate on the same
-  // enclosure when the fast one only reaches its norm-product fallback.
-  CertifiedNormBound two = spectral_norm_upper_fast(J);
-  if (two.method != "binary64-cholesky") {
-    const CertifiedNormBound slow = spectral_norm_upper_certified<interval64>(J);
-    if (slow.upper < two.upper) two = slow;
-  }
-  out.two_upper = two.upper;
-  out.two_upper_method = two.method;
 
   std::string wider;
   if (out.closed_form_two && out.two_upper >= out.closed_form_two->upper)

@@ -7,7 +7,12 @@
 //   first-order tightness              the excess (sup − ‖J(X)‖₂)/‖J(X)‖₂ shrinks linearly with the radius;
 //   robustness radius                  a linear readout's argmax never changes at sampled points of the
 //                                      certified ball (forward passes of the streamed attention in double);
-//   honest outcomes                    a vast box is "not certified: enclosure too wide"; bad radii throw.
+//   honest outcomes                    a vast box is "not certified: enclosure too wide"; bad radii throw;
+//   second-order form                  its closed-form Jacobian against the generic engine (pre-norm
+//                                      included); its sup against the double Jacobian's ‖·‖₂ on the sphere
+//                                      along the steepest direction of ‖J‖₂ (finite differences) and at
+//                                      sampled points; its slope against the finite-difference rate of
+//                                      ‖J‖₂; below the first-order enclosure and → ‖J(X)‖₂ as ε → 0.
 #include <gtest/gtest.h>
 
 #include <Eigen/SVD>
@@ -25,6 +30,7 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/region.hpp>
+#include "../../../operators/src/lipschitz/second_order.hpp"
 #include "../../support/random_layers.hpp"
 #include "../../support/tolerance.hpp"
 
@@ -163,9 +169,10 @@ TEST(RegionNorms, SupBoundsEverySampledNormInTheBallAndTheBox) {
       EXPECT_LE(sigma_max(Jx), box.two_upper * (1 + sampled_norm_slack));
       EXPECT_LE(Jx.cwiseAbs().rowwise().sum().maxCoeff(), box.inf_upper * (1 + sampled_norm_slack));
     }
-    // The box of half-width ε contains the ball of radius ε, so the ball's enclosure is that box's.
+    // The box of half-width ε contains the ball of radius ε: the ball's first-order enclosure is that box's,
+    // and its second-order radius (ε) is below the box's (ε·√(n·d)).
     const RegionNormReport same = region_jacobian_norms(L, o, X, Region{RegionShape::box, eps}, options);
-    EXPECT_EQ(same.two_upper, ball.two_upper);
+    EXPECT_LE(ball.two_upper, same.two_upper);
   }
 }
 
@@ -249,6 +256,124 @@ TEST(RegionNorms, AVastBoxIsNotCertifiedAndBadRadiiAreRefused) {
   MarginSetting setting;
   setting.margin = -1;
   EXPECT_THROW(region_certified_radius(L, o, X, setting, 1.0), InputError);
+}
+
+// ---- the second-order form (second_order.hpp) ----
+
+/// The closed form and the generic engine evaluate the same Jacobian in different orders: entries differ by
+/// rounding of a few dozen accumulated terms of size up to max|J| (n·d ≤ 16, heads ≤ 2 here); 64·(n·d)·u
+/// relative to the largest entry covers it.
+const double closed_form_slack = testing::rounding_bound<double>(64, 16);
+/// Central differences of σ_max(J) with step h have error ~h²·|∂³σ| (a few units at these scales) plus
+/// rounding ~u·σ/h; with h = 1e-4·‖X‖ both stay below a relative 1e-3 of the slope.
+const double difference_slack = 1e-3;
+
+bool second_order_applies(const Case& c) { return c.rope_theta == 0; }
+
+/// The direction of steepest increase of ‖J‖₂ at X: g_k = vᵀ(∂J/∂x_k)w for the top singular pair (v, w),
+/// ∂J/∂x_k by central differences of the double Jacobian (only the direction; the check uses exact norms).
+Matrix<double> steepest_direction(const AttentionLayer& L, const AttentionOptions& o,
+                                  const Matrix<double>& X) {
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(double_jacobian(L, o, X),
+                                              Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Vector<double> v = svd.matrixU().col(0), w = svd.matrixV().col(0);
+  const double h = 1e-6 * X.norm();
+  Matrix<double> G(X.rows(), X.cols());
+  for (Index k = 0; k < X.size(); ++k) {
+    Matrix<double> P = X, M = X;
+    P.data()[k] += h;
+    M.data()[k] -= h;
+    G.data()[k] = v.dot((double_jacobian(L, o, P) - double_jacobian(L, o, M)) * w) / (2 * h);
+  }
+  return G / G.norm();
+}
+
+TEST(RegionSecondOrder, ClosedFormJacobianMatchesTheGenericEngine) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const AttentionLayer L = layer_for(c, 53);
+    const AttentionOptions o = options_for(c);
+    const Matrix<double> X = gaussian(c.n, c.d, 59);
+    if (!second_order_applies(c)) {
+      EXPECT_TRUE(detail::second_order_refusal(L, o).has_value());
+      continue;
+    }
+    const Matrix<double> ref = double_jacobian(L, o, X);
+    const Matrix<double> J = detail::closed_form_block_jacobian(L, o, X);
+    EXPECT_LE((J - ref).cwiseAbs().maxCoeff(), closed_form_slack * ref.cwiseAbs().maxCoeff());
+  }
+}
+
+TEST(RegionSecondOrder, SupBoundsTheNormOnTheSphereAlongTheSteepestDirectionAndAtSampledPoints) {
+  std::mt19937_64 gen(61);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const AttentionLayer L = layer_for(c, 67);
+    const AttentionOptions o = options_for(c);
+    const Matrix<double> X = gaussian(c.n, c.d, 71);
+    const Matrix<double> G = steepest_direction(L, o, X);
+    RegionOptions options;
+    options.closed_form = false;
+    for (double rho : {1e-3, 1e-2}) {
+      const double eps = rho * X.norm();
+      const RegionNormReport r = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
+      ASSERT_TRUE(r.certified) << r.status;
+      EXPECT_EQ(r.second_order.has_value(), second_order_applies(c));
+      for (double t : {-1.0, -0.5, 0.5, 1.0}) {  // the steepest line, both ends on the sphere
+        const Matrix<double> J = double_jacobian(L, o, X + (t * eps) * G);
+        EXPECT_LE(sigma_max(J), r.two_upper * (1 + sampled_norm_slack)) << "t = " << t;
+        EXPECT_LE(J.cwiseAbs().rowwise().sum().maxCoeff(), r.inf_upper * (1 + sampled_norm_slack));
+      }
+      for (int sample = 0; sample < 16; ++sample) {  // the sphere, and the interior
+        const double radius = sample % 2 == 0 ? eps : eps * unit(gen);
+        const Matrix<double> J = double_jacobian(L, o, sphere_point(X, radius, 300 + sample));
+        EXPECT_LE(sigma_max(J), r.two_upper * (1 + sampled_norm_slack));
+        EXPECT_LE(J.cwiseAbs().rowwise().sum().maxCoeff(), r.inf_upper * (1 + sampled_norm_slack));
+      }
+      if (!r.second_order) continue;
+      // The second-order form's own bounds, whatever the kept minimum, hold on the steepest line too.
+      const Matrix<double> Jw = double_jacobian(L, o, X + eps * G);
+      EXPECT_LE(sigma_max(Jw), r.second_order->two_upper * (1 + sampled_norm_slack));
+      EXPECT_LE(Jw.cwiseAbs().rowwise().sum().maxCoeff(),
+                r.second_order->inf_upper * (1 + sampled_norm_slack));
+      // It is the tighter form at ρ = 1e-3 on these layers (the first-order box enclosure loses √(n·d)).
+      if (rho == 1e-3) {
+        EXPECT_LT(r.second_order->two_upper, [&] {
+          RegionOptions first = options;
+          first.second_order = false;
+          return region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, first).two_upper;
+        }());
+        EXPECT_EQ(r.two_upper_form, "second-order form");
+      }
+    }
+  }
+}
+
+TEST(RegionSecondOrder, SlopeBoundsTheRateOfTheNormAndTheSupTendsToTheCentre) {
+  for (const Case& c : cases()) {
+    if (!second_order_applies(c)) continue;
+    SCOPED_TRACE(c.name);
+    const AttentionLayer L = layer_for(c, 73);
+    const AttentionOptions o = options_for(c);
+    const Matrix<double> X = gaussian(c.n, c.d, 79);
+    const Matrix<double> G = steepest_direction(L, o, X);
+    const double centre = sigma_max(double_jacobian(L, o, X));
+    const double h = 1e-4 * X.norm();
+    const double rate =
+        (sigma_max(double_jacobian(L, o, X + h * G)) - sigma_max(double_jacobian(L, o, X - h * G))) / (2 * h);
+    RegionOptions options;
+    options.closed_form = false;
+    const double eps = 1e-7 * X.norm();
+    const RegionNormReport r = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
+    ASSERT_TRUE(r.second_order.has_value());
+    // ‖J‖₂ is Lipschitz with constant slope_two on the ball, so its rate along a unit direction is below it.
+    EXPECT_LE(std::fabs(rate), r.second_order->slope_two * (1 + difference_slack));
+    // As ε → 0 the bound tends to ‖J(X)‖₂: the excess is ε·slope plus the centre certificate's margin.
+    EXPECT_EQ(r.two_upper_form, "second-order form");
+    EXPECT_GE(r.two_upper, centre * (1 - sampled_norm_slack));
+    EXPECT_LE(r.two_upper - centre, 2 * eps * r.second_order->slope_two + 1e-8 * centre);
+  }
 }
 
 }  // namespace

@@ -50,17 +50,36 @@ struct ClosedFormBound {
   double radius = 0;  ///< R used (every token of every X' in the region lies in B_R)
 };
 
+/// The second-order form (docs/local.md, "Second-order form"): for X' in the region, ‖X' − X‖_F ≤ radius and
+///   ‖J(X')‖ ≤ ‖J(X)‖ + ‖X' − X‖_F · slope,
+/// slope a certified bound on the second derivative over the box that contains the region (the mean-value
+/// theorem applied to each entry of J along the segment [X, X'], and Cauchy–Schwarz over the coordinates).
+/// Every number is CERTIFIED and rounded up.
+struct SecondOrderSummary {
+  double centre_two = 0;  ///< ‖J(X)‖₂ ≤ centre_two
+  double centre_inf = 0;  ///< ‖J(X)‖∞ ≤ centre_inf
+  double slope_two = 0;  ///< ‖J(X') − J(X)‖₂ ≤ ‖X' − X‖_F · slope_two (+inf: enclosure not finite)
+  double slope_inf = 0;  ///< ‖J(X') − J(X)‖∞ ≤ ‖X' − X‖_F · slope_inf
+  double two_upper = 0;  ///< centre_two + radius · slope_two
+  double inf_upper = 0;  ///< centre_inf + radius · slope_inf
+  double radius = 0;     ///< ε for the ball, r·√(n·d) for the box
+};
+
 struct RegionNormReport {
   Region region;
   /// "certified", or "not certified: enclosure too wide (...)" with the reason.
   std::string status;
   bool certified = false;
   double two_upper = 0;  ///< CERTIFIED (when certified): sup over the region of ‖J(X')‖₂ ≤ two_upper
-  std::string two_upper_method;  ///< the spectral-norm certificate used on [J]
+  std::string two_upper_method;  ///< how two_upper was obtained (the form and the spectral-norm certificate)
+  /// Which bound gave two_upper / inf_upper: "first-order enclosure" (the interval Jacobian over the box) or
+  /// "second-order form" (the smaller of the two is kept).
+  std::string two_upper_form, inf_upper_form;
   double inf_upper = 0;  ///< CERTIFIED (when certified): sup over the region of ‖J(X')‖∞ ≤ inf_upper
   /// Largest entry width of [J] relative to the largest entry magnitude (a diagnostic of the enclosure).
   double relative_width = 0;
   std::optional<ClosedFormBound> closed_form_two, closed_form_inf;  ///< best certified bound, if any applies
+  std::optional<SecondOrderSummary> second_order;  ///< when the second-order form applies and was run
 };
 
 struct RegionOptions {
@@ -69,6 +88,12 @@ struct RegionOptions {
   /// Compare with the closed-form bounds of bounds.hpp (their certified evaluation costs a few spectral
   /// norms per head); false skips them (the bisection of region_certified_radius does not need them).
   bool closed_form = true;
+  /// Also run the second-order form (it needs the closed-form Jacobian: softmax attention without rotary
+  /// embeddings) and keep the smaller bound. Its cost is about n·d/8 interval evaluations of the Jacobian.
+  bool second_order = true;
+  /// Largest n·d at which the second-order form also certifies ‖∂_k J‖₂ by the binary64 spectral certificate
+  /// for each coordinate k (else the norm products of second_order.hpp).
+  Eigen::Index second_order_spectral_limit = 256;
   Progress progress{};
 };
 

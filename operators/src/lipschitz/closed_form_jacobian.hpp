@@ -1,0 +1,280 @@
+#pragma once
+// The closed-form Jacobian of one softmax self-attention block, generic over a value type T, and a
+// forward-mode number over interval64 that carries its partial derivatives along a few input coordinates.
+// Internal header (centred_jacobian.cpp, second_order.cpp).
+//
+// Closed form (attention.md §4; shared/math notation): with Xn = N(X) the row-wise pre-normalisation (X when
+// there is none), for head h with q_i = xn_i W^Q + b_Q, k_j = xn_j W^K + b_K, u_j = xn_j M_h W^O_h + b_V
+// W^O_h (M_h = W^V, or W^Q W^Qᵀ W^V/√d_h for L2), scores s_ij (dot: q_i·k_j/√d_h; l2: −‖q_i − k_j‖²/√d_h), P
+// = softmax_row(S + mask), F_i = Σ_j P_ij u_j, the Jacobian with respect to Xn is
+//   ∂F_i/∂xn_k = P_ik (M_h W^O_h)ᵀ + Σ_j P_ij (u_j − F_i)ᵀ ∂s_ij/∂xn_k,
+//   dot: ∂s_ij/∂xn_k = (δ_ik k_j W^Qᵀ + δ_jk q_i W^Kᵀ)/√d_h,
+//   l2:  ∂s_ij/∂xn_k = −2 (q_i − k_j)(δ_ik W^Q − δ_jk W^K)ᵀ/√d_h,
+// and the chain rule through N multiplies block (i, k) on the right by N'(x_k) = diag(γ) s_k⁻¹(I − [11ᵀ/d] −
+// w_k w_kᵀ/d) (normalization.hpp: w_k the normalised row, s_k its scale; the bracket is symmetric, so the
+// block's row vector g becomes s_k⁻¹(g⊙γ − mean(g⊙γ) − w_k (w_k·(g⊙γ))/d)); a residual adds I.
+//
+// With T = Dual<N> whose values are intervals of a box and whose partials are seeded with unit vectors, every
+// operation below is the interval extension of the forward-mode rules, so the value of entry (r, c) encloses
+// J_rc over the box and partial t encloses ∂J_rc/∂x_{k_t} over the box (inclusion isotonicity). The softmax
+// uses a point shift, exp(s − c)/Σ exp(s − c), exact for every constant c.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/core/interval64.hpp>
+#include <regatta/operators/attention.hpp>
+#include <regatta/operators/layer.hpp>
+#include <regatta/operators/normalization.hpp>
+
+namespace regatta::lip::detail {
+
+/// Forward-mode number: an enclosure of a value and of its partials along N input coordinates.
+template <int N>
+struct Dual {
+  static constexpr int size = N;
+  interval64 v{0.0};
+  std::array<interval64, N> g{};
+
+  Dual() { g.fill(interval64(0.0)); }
+  Dual(double c) : v(c) { g.fill(interval64(0.0)); }      // NOLINT: implicit, a constant
+  Dual(interval64 c) : v(c) { g.fill(interval64(0.0)); }  // NOLINT: implicit, a constant
+};
+
+template <int N>
+Dual<N> operator+(const Dual<N>& a, const Dual<N>& b) {
+  Dual<N> r(a.v + b.v);
+  for (int k = 0; k < N; ++k) r.g[k] = a.g[k] + b.g[k];
+  return r;
+}
+template <int N>
+Dual<N> operator-(const Dual<N>& a, const Dual<N>& b) {
+  Dual<N> r(a.v - b.v);
+  for (int k = 0; k < N; ++k) r.g[k] = a.g[k] - b.g[k];
+  return r;
+}
+template <int N>
+Dual<N> operator*(const Dual<N>& a, const Dual<N>& b) {
+  Dual<N> r(a.v * b.v);
+  for (int k = 0; k < N; ++k) r.g[k] = a.g[k] * b.v + a.v * b.g[k];
+  return r;
+}
+/// A Dual times a constant (no partials): N + 1 products instead of 2N + 1.
+template <int N>
+Dual<N> operator*(const Dual<N>& a, const interval64& c) {
+  Dual<N> r(a.v * c);
+  for (int k = 0; k < N; ++k) r.g[k] = a.g[k] * c;
+  return r;
+}
+template <int N>
+Dual<N> operator*(const interval64& c, const Dual<N>& a) {
+  return a * c;
+}
+template <int N>
+Dual<N> operator/(const Dual<N>& a, const Dual<N>& b) {
+  Dual<N> r(a.v / b.v);
+  for (int k = 0; k < N; ++k) r.g[k] = (a.g[k] - r.v * b.g[k]) / b.v;
+  return r;
+}
+template <int N>
+Dual<N> exp(const Dual<N>& a) {
+  Dual<N> r(exp(a.v));
+  for (int k = 0; k < N; ++k) r.g[k] = r.v * a.g[k];
+  return r;
+}
+/// √a with (√a)' = a'/(2√a); the caller's argument is bounded away from 0 (a variance plus ε_LN > 0).
+template <int N>
+Dual<N> sqrt(const Dual<N>& a) {
+  Dual<N> r(sqrt(a.v));
+  const interval64 twice = interval64(2.0) * r.v;
+  for (int k = 0; k < N; ++k) r.g[k] = a.g[k] / twice;
+  return r;
+}
+
+/// The constants of the layer: double for the point estimate, interval64 (exact products enclosed) otherwise.
+template <class T>
+struct Constant {
+  using type = interval64;
+};
+template <>
+struct Constant<double> {
+  using type = double;
+};
+
+inline double centre_of(double x) { return x; }
+inline double centre_of(const interval64& x) {
+  const double m = x.lower() / 2 + x.upper() / 2;
+  return std::isfinite(m) ? m : 0.0;
+}
+template <int N>
+double centre_of(const Dual<N>& x) {
+  return centre_of(x.v);
+}
+
+/// A row-major matrix of any element type (Eigen would ask Dual for NumTraits).
+template <class T>
+struct Grid {
+  Eigen::Index rows = 0, cols = 0;
+  std::vector<T> data;
+  Grid(Eigen::Index r, Eigen::Index c, const T& fill = T(0.0))
+      : rows(r), cols(c), data(std::size_t(r * c), fill) {}
+  T& operator()(Eigen::Index r, Eigen::Index c) { return data[std::size_t(r * cols + c)]; }
+  const T& operator()(Eigen::Index r, Eigen::Index c) const { return data[std::size_t(r * cols + c)]; }
+};
+
+/// The n·d × n·d Jacobian of the block at X (or over the box X) by the closed form above. The caller checks
+/// the configuration (softmax attention, no rotary embedding, tied L2 unless allowed).
+template <class T>
+Grid<T> closed_form(const operators::AttentionLayer& L, const operators::AttentionOptions& o,
+                    const Grid<T>& X) {
+  using C = typename Constant<T>::type;
+  using Eigen::Index;
+  using std::exp;
+  using std::sqrt;
+  const Index n = X.rows, d = L.d, dh = L.head_dim;
+  const auto cast = [](const Matrix<double>& m) { return Matrix<C>(m.template cast<C>()); };
+  const bool l2 = L.kind == operators::AttentionKind::l2;
+  const operators::Prenorm norm = o.prenorm;
+  const C dd = C(double(d));
+
+  // Pre-normalisation: Xn = γ ⊙ w + β row-wise, w = (x − [x̄]) / s, s = √(σ² + ε).
+  Grid<T> Xn = X, W(norm == operators::Prenorm::none ? 0 : n, d);
+  std::vector<T> inv_scale;
+  if (norm != operators::Prenorm::none) {
+    inv_scale.assign(std::size_t(n), T(0.0));
+    for (Index i = 0; i < n; ++i) {
+      T mean(0.0);
+      if (norm == operators::Prenorm::layernorm) {
+        for (Index a = 0; a < d; ++a) mean = mean + X(i, a);
+        mean = mean / T(dd);
+      }
+      T second(0.0);
+      for (Index a = 0; a < d; ++a) {
+        const T c = X(i, a) - mean;
+        second = second + c * c;
+      }
+      const T inv = T(1.0) / sqrt(second / T(dd) + T(C(L.norm_eps)));
+      inv_scale[std::size_t(i)] = inv;
+      for (Index a = 0; a < d; ++a) {
+        W(i, a) = (X(i, a) - mean) * inv;
+        T y = W(i, a);
+        if (L.norm_gamma.size() != 0) y = y * C(L.norm_gamma(a));
+        if (L.norm_beta.size() != 0 && norm == operators::Prenorm::layernorm) y = y + T(C(L.norm_beta(a)));
+        Xn(i, a) = y;
+      }
+    }
+  }
+
+  Grid<T> J(n * d, n * d);
+  const C inv = C(1.0) / sqrt(C(double(dh)));
+  for (int h = 0; h < L.heads; ++h) {
+    const Matrix<C> WQ = cast(L.WQ[std::size_t(h)]), WK = cast(L.WK[std::size_t(h)]);
+    const Matrix<C> WV = cast(L.WV[std::size_t(h)]);
+    const Matrix<C> WO = cast(L.WO.middleRows(Index(h) * L.value_dim, L.value_dim));
+    const Matrix<C> M = l2 ? Matrix<C>(WQ * ((WQ.transpose() * WV) * inv)) : WV;
+    const Matrix<C> MW = M * WO;  // d×d: u_j = xn_j MW + b_V W^O
+    Matrix<C> bVW = Matrix<C>::Zero(1, d);
+    if (!L.bV.empty()) bVW = cast(Matrix<double>(L.bV[std::size_t(h)].transpose())) * WO;
+    Grid<T> Q(n, dh), K(n, dh), U(n, d);
+    for (Index i = 0; i < n; ++i) {
+      for (Index c = 0; c < dh; ++c) {
+        T q(L.bQ.empty() ? 0.0 : L.bQ[std::size_t(h)](c)), k(L.bK.empty() ? 0.0 : L.bK[std::size_t(h)](c));
+        for (Index b = 0; b < d; ++b) {
+          q = q + Xn(i, b) * WQ(b, c);
+          k = k + Xn(i, b) * WK(b, c);
+        }
+        Q(i, c) = q;
+        K(i, c) = k;
+      }
+      for (Index a = 0; a < d; ++a) {
+        T u(bVW(0, a));
+        for (Index b = 0; b < d; ++b) u = u + Xn(i, b) * MW(b, a);
+        U(i, a) = u;
+      }
+    }
+    for (Index i = 0; i < n; ++i) {
+      const Index last = o.causal ? i : n - 1;  // keys j ≤ last are visible
+      std::vector<T> s(std::size_t(last + 1));
+      for (Index j = 0; j <= last; ++j) {
+        T acc(0.0);
+        for (Index c = 0; c < dh; ++c) {
+          if (l2) {
+            const T diff = Q(i, c) - K(j, c);
+            acc = acc - diff * diff;
+          } else {
+            acc = acc + Q(i, c) * K(j, c);
+          }
+        }
+        s[std::size_t(j)] = acc * inv;
+      }
+      double shift = centre_of(s[0]);
+      for (const T& x : s) shift = std::max(shift, centre_of(x));
+      std::vector<T> p(s.size());
+      T z(0.0);
+      for (std::size_t j = 0; j < s.size(); ++j) {
+        p[j] = exp(s[j] - T(shift));
+        z = z + p[j];
+      }
+      for (T& x : p) x = x / z;
+      std::vector<T> F(std::size_t(d), T(0.0));
+      for (Index a = 0; a < d; ++a)
+        for (Index j = 0; j <= last; ++j) F[std::size_t(a)] = F[std::size_t(a)] + p[std::size_t(j)] * U(j, a);
+      // D_j(a) = P_ij (u_ja − F_ia)
+      Grid<T> D(last + 1, d);
+      for (Index j = 0; j <= last; ++j)
+        for (Index a = 0; a < d; ++a) D(j, a) = p[std::size_t(j)] * (U(j, a) - F[std::size_t(a)]);
+      // gq(j, b) = ∂s_ij/∂xn_ib (the δ_ik part), gk(j, b) = ∂s_ij/∂xn_jb (the δ_jk part).
+      Grid<T> gq(last + 1, d), gk(last + 1, d);
+      for (Index j = 0; j <= last; ++j)
+        for (Index b = 0; b < d; ++b) {
+          T tq(0.0), tk(0.0);
+          for (Index c = 0; c < dh; ++c) {
+            if (l2) {
+              const T diff = Q(i, c) - K(j, c);
+              tq = tq + diff * WQ(b, c);
+              tk = tk + diff * WK(b, c);
+            } else {
+              tq = tq + K(j, c) * WQ(b, c);
+              tk = tk + Q(i, c) * WK(b, c);
+            }
+          }
+          gq(j, b) = l2 ? tq * C(-2.0) * inv : tq * inv;
+          gk(j, b) = l2 ? tk * C(2.0) * inv : tk * inv;
+        }
+      for (Index a = 0; a < d; ++a)
+        for (Index b = 0; b < d; ++b) {
+          T own(0.0);  // k = i: Σ_j D_j(a) gq(j, b)
+          for (Index j = 0; j <= last; ++j) own = own + D(j, a) * gq(j, b);
+          J(i * d + a, i * d + b) = J(i * d + a, i * d + b) + own;
+          for (Index k = 0; k <= last; ++k)
+            J(i * d + a, k * d + b) =
+                J(i * d + a, k * d + b) + p[std::size_t(k)] * MW(b, a) + D(k, a) * gk(k, b);
+        }
+    }
+  }
+  if (norm != operators::Prenorm::none) {
+    std::vector<T> g(static_cast<std::size_t>(d), T(0.0));
+    for (Index r = 0; r < n * d; ++r)
+      for (Index k = 0; k < n; ++k) {
+        T mean(0.0), proj(0.0);
+        for (Index c = 0; c < d; ++c) {
+          T x = J(r, k * d + c);
+          if (L.norm_gamma.size() != 0) x = x * C(L.norm_gamma(c));
+          g[std::size_t(c)] = x;
+          if (norm == operators::Prenorm::layernorm) mean = mean + x;
+          proj = proj + W(k, c) * x;
+        }
+        mean = mean / T(dd);
+        proj = proj / T(dd);
+        for (Index b = 0; b < d; ++b)
+          J(r, k * d + b) = inv_scale[std::size_t(k)] * (g[std::size_t(b)] - mean - W(k, b) * proj);
+      }
+  }
+  if (o.residual)
+    for (Index r = 0; r < n * d; ++r) J(r, r) = J(r, r) + T(1.0);
+  return J;
+}
+
+}  // namespace regatta::lip::detail

@@ -1,0 +1,69 @@
+#pragma once
+// The second-order (mean-value on the Jacobian) bound on the sup of ‖J‖ over a region: the certified norm at
+// the centre plus the radius times a certified bound on the second derivative over the region, so that the
+// enclosure widths enter only at second order. Internal header (region.cpp). Derivation: docs/local.md,
+// "Second-order form".
+//
+// For X' = X + δ in a convex region R ∋ X with ‖δ‖_F ≤ ρ, contained in the box B:
+//   J_rc(X') − J_rc(X) = Σ_k δ_k ∂_k J_rc(X + θ_rc δ)          (mean-value theorem on t ↦ J_rc(X + tδ))
+// with X + θ_rc δ ∈ R ⊆ B, so J(X') − J(X) = Σ_k δ_k T'_k with every T'_k in the interval matrix [T_k] that
+// encloses ∂_k J over B (forward-mode closed form, closed_form_jacobian.hpp). Then for A = Σ_k δ_k T'_k:
+//   ‖A‖₂ ≤ Σ_k |δ_k| ‖T'_k‖₂ ≤ ρ (Σ_k u_k²)^{1/2},   u_k ≥ ‖T'_k‖₂ for every T'_k ∈ [T_k] (Cauchy–Schwarz)
+//   ‖A‖∞ ≤ max_r Σ_k |δ_k| ρ_k(r) ≤ ρ max_r (Σ_k ρ_k(r)²)^{1/2},   ρ_k(r) = Σ_c mag([T_k]_rc)
+//   ‖A‖₁ ≤ ρ max_c (Σ_k γ_k(c)²)^{1/2},                           γ_k(c) = Σ_r mag([T_k]_rc)
+//   ‖A‖₂ ≤ (‖A‖₁ ‖A‖∞)^{1/2}
+//   ‖A‖₂ = ‖M'(δ ⊗ I)‖₂ ≤ ρ ‖M'‖₂ ≤ ρ (‖mid M‖₂ + ‖rad M‖₂),  M' = [T'_1 ⋯ T'_K] ∈ [M] = [[T_1] ⋯ [T_K]]
+//                                                      (the flattening, n·d × (n·d)², when it is stored)
+// and sup over R of ‖J(X')‖ ≤ ‖J(X)‖ (certified upper end at the centre) + ρ·slope, every step rounded up.
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <regatta/core/eigen.hpp>
+#include <regatta/core/interval64.hpp>
+#include <regatta/operators/attention.hpp>
+#include <regatta/operators/layer.hpp>
+#include <regatta/operators/lipschitz/progress.hpp>
+
+namespace regatta::lip::detail {
+
+/// Why the second-order bound does not apply (Sinkhorn with t ≥ 2, rotary position embeddings, untied L2
+/// without allow_untied_l2), or nullopt.
+std::optional<std::string> second_order_refusal(const operators::AttentionLayer& layer,
+                                                const operators::AttentionOptions& options);
+
+/// The closed-form Jacobian (pre-normalisation included) at a point, in double: an ESTIMATE, for tests
+/// against the generic engine.
+Matrix<double> closed_form_block_jacobian(const operators::AttentionLayer& layer,
+                                          const operators::AttentionOptions& options,
+                                          const Matrix<double>& X);
+
+struct SecondOrderOptions {
+  /// Largest n·d at which each ‖[T_k]‖₂ is also bounded by the binary64 spectral certificate (one per input
+  /// coordinate, O((n·d)³) each); above it u_k = min(‖mag T_k‖_F, (‖T_k‖₁‖T_k‖∞)^{1/2}).
+  Eigen::Index spectral_limit = 256;
+  /// Largest n·d at which the flattening [T_1 ⋯ T_K] is stored (16·(n·d)³ bytes) and its ‖·‖₂ certified.
+  Eigen::Index flatten_limit = 128;
+  Progress progress{};
+};
+
+struct SecondOrderBound {
+  double centre_two = 0;          ///< CERTIFIED: ‖J(X)‖₂ ≤ centre_two
+  std::string centre_two_method;  ///< the spectral-norm certificate used at the centre
+  double centre_inf = 0;          ///< CERTIFIED: ‖J(X)‖∞ ≤ centre_inf
+  double slope_two = 0;  ///< CERTIFIED: ‖J(X') − J(X)‖₂ ≤ ‖X' − X‖_F · slope_two on the region
+  double slope_inf = 0;  ///< CERTIFIED: ‖J(X') − J(X)‖∞ ≤ ‖X' − X‖_F · slope_inf on the region
+  double slope_flat = 0;  ///< CERTIFIED: the flattening's bound alone (+inf when not stored)
+  double two_upper = std::numeric_limits<double>::infinity();  ///< CERTIFIED: centre_two + ρ·slope_two
+  double inf_upper = std::numeric_limits<double>::infinity();  ///< CERTIFIED: centre_inf + ρ·slope_inf
+  bool finite = false;  ///< false: an enclosure of the second derivative was not finite (bounds are +inf)
+};
+
+/// The bound above for a convex region that contains X, lies in `box` and has ‖X' − X‖_F ≤ l2_radius for
+/// all its points. Throws InputError when second_order_refusal gives a reason.
+SecondOrderBound second_order_bound(const operators::AttentionLayer& layer,
+                                    const operators::AttentionOptions& options, const Matrix<double>& X,
+                                    const Matrix<interval64>& box, double l2_radius,
+                                    const SecondOrderOptions& so_options = {});
+
+}  // namespace regatta::lip::detail
