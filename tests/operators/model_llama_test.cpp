@@ -197,6 +197,28 @@ TEST(LlamaModel, SiluEnclosuresHoldThePointValues) {
   EXPECT_LT(activate(Activation::silu, minimum)(0, 0), -0.2784);
 }
 
+TEST(LlamaModel, SiluCurvatureBoundOfTheAffineRemainderHolds) {
+  // affine.cpp encloses SiLU″ = s(1 − s)(2 + x(1 − 2s)) and intersects it with |SiLU″| ≤ 1/2 (argued there):
+  // recomputed here as central differences of SiLU′ (an independent evaluation of the derivative the
+  // formula differentiates) on a grid over [−40, 40]. Their error is at most h²/6·max|SiLU⁗| + 8 eps/h
+  // (max|SiLU⁗| = 1/2 by mpmath on a grid; 1 is taken). The bound is also attained at 0 within that error,
+  // so it is the maximum and not a loose constant.
+  const double h = 1e-4;
+  const double error = h * h / 6 + testing::rounding_bound<double>(8) / h;
+  double worst = 0;
+  Matrix<double> x(1, 3);
+  for (int k = -400000; k <= 400000; k += 7) {
+    const double v = k * 1e-4;
+    x << v - h, v, v + h;
+    const Matrix<double> d = activation_derivative(Activation::silu, x);
+    worst = std::max(worst, std::fabs(d(0, 2) - d(0, 0)) / (2 * h));
+  }
+  EXPECT_LE(worst, 0.5 + error);
+  x << -h, 0, h;
+  const Matrix<double> d = activation_derivative(Activation::silu, x);
+  EXPECT_GE((d(0, 2) - d(0, 0)) / (2 * h), 0.5 - error);
+}
+
 /// Central differences with step h: h²/6·|z‴| (bounded by kThirdDerivativeRatio times the Jacobian's scale)
 /// plus the logits' rounding kTorchTolerance·|z| divided by h.
 constexpr double kFiniteDifferenceStep = 1e-5;
