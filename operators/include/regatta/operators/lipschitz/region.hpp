@@ -19,6 +19,11 @@
 //                                     (core/spectral_norm.hpp on the interval64 matrix)
 // and the centre gives the lower ends: sup ≥ ‖J(X)‖ (certified lower bounds from local_jacobian_norms).
 //
+// Second-order form (docs/local.md; softmax attention without rotary embeddings): for X' in the region,
+// ‖J(X')‖ ≤ ‖J(X)‖ (certified at the centre) + ρ·slope, ρ ≥ ‖X' − X‖_F, slope a certified bound on the second
+// derivative over the box (forward-mode interval64 enclosures of ∂J/∂x_k, the mean-value theorem per entry,
+// Cauchy–Schwarz over k). The report keeps the smaller of the two upper ends and says which form gave it.
+//
 // Honest outcomes: an enclosure with a non-finite entry, or an upper end no smaller than the best certified
 // closed-form bound that applies on the region (bounds.hpp; tokens in B_R with R = max‖x_i‖ + ε for the
 // ball, + r√d for the box), is reported as "not certified: enclosure too wide" with that closed-form bound
