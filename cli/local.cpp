@@ -165,6 +165,9 @@ RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, co
   lip::RegionOptions options;
   options.dense_limit = args.region_limit;
   options.progress = progress;
+  // The second-order form for --ball/--box (docs/local.md); in the bisection of the radius only where one
+  // evaluation is cheap (n·d ≤ 128: at most 16 forward-mode passes per step).
+  options.second_order = true;
   if (args.ball || args.box) {
     const lip::Region region{args.ball ? lip::RegionShape::ball : lip::RegionShape::box,
                              args.ball ? *args.ball : *args.box};
@@ -177,6 +180,7 @@ RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, co
     lip::RegionRadiusOptions radius;
     radius.region = options;
     radius.region.progress = {};
+    radius.region.second_order = X.size() <= 128;
     progress("region robustness radius (bisection)", 0, 1);
     out.radius = lip::region_certified_radius(r.layer, r.options, X, margin, local.two.estimate, radius);
     progress("region robustness radius (bisection)", 1, 1);

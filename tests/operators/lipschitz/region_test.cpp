@@ -156,6 +156,7 @@ TEST(RegionNorms, SupBoundsEverySampledNormInTheBallAndTheBox) {
     // may call it too wide; tested below), so that the sampled norms are checked against it.
     RegionOptions options;
     options.closed_form = false;
+    options.second_order = true;
     const RegionNormReport ball = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
     const RegionNormReport box = region_jacobian_norms(L, o, X, Region{RegionShape::box, eps / 4}, options);
     ASSERT_TRUE(ball.certified) << ball.status;
@@ -185,6 +186,7 @@ TEST(RegionNorms, ExcessOverTheCentreShrinksLinearlyWithTheRadius) {
     const double centre = sigma_max(double_jacobian(L, o, X));
     RegionOptions options;
     options.closed_form = false;
+    options.second_order = true;
     std::vector<double> excess;
     for (double eps : {1e-3, 1e-4, 1e-5}) {
       const RegionNormReport r = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
@@ -315,6 +317,7 @@ TEST(RegionSecondOrder, SupBoundsTheNormOnTheSphereAlongTheSteepestDirectionAndA
     const Matrix<double> G = steepest_direction(L, o, X);
     RegionOptions options;
     options.closed_form = false;
+    options.second_order = true;
     for (double rho : {1e-3, 1e-2}) {
       const double eps = rho * X.norm();
       const RegionNormReport r = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
@@ -364,6 +367,7 @@ TEST(RegionSecondOrder, SlopeBoundsTheRateOfTheNormAndTheSupTendsToTheCentre) {
         (sigma_max(double_jacobian(L, o, X + h * G)) - sigma_max(double_jacobian(L, o, X - h * G))) / (2 * h);
     RegionOptions options;
     options.closed_form = false;
+    options.second_order = true;
     const double eps = 1e-7 * X.norm();
     const RegionNormReport r = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
     ASSERT_TRUE(r.second_order.has_value());
