@@ -74,9 +74,17 @@ MidRad point(const Matrix<double>& A) {
   return s;
 }
 
+/// Inner lengths up to this take Eigen's coefficient-wise (lazy) product: one short vectorised dot product
+/// per entry, without the blocking, packing and OpenMP threads of the GEMM kernel, whose start-up dominates
+/// thin products (a sum over heads) and whose idle threads spin on a shared machine.
+constexpr Index lazy_inner_limit = 16;
+
 Matrix<double> gemm(const Matrix<double>& a, const Matrix<double>& b) {
   Matrix<double> c(a.rows(), b.cols());
-  c.noalias() = a * b;
+  if (a.cols() <= lazy_inner_limit)
+    c.noalias() = a.lazyProduct(b);  // the same error bound: any order of summation, with or without fma
+  else
+    c.noalias() = a * b;
   return c;
 }
 
@@ -87,10 +95,18 @@ bool may_underflow(const Matrix<double>& M) {
   return small;
 }
 
+/// A step e ≥ 0 with fl(h + e) ≥ succ(h) and fl(h − e) ≤ pred(h): 2^-52·|h| + η bounds the gap from h to
+/// either neighbour. For |h| ≥ 2^-969 the product 2^-52·|h| is exact, normal and already at least ulp(h),
+/// so η is left out there: a subnormal operand costs a microcode assist per instruction on x86.
+inline double successor_gap(double h) {
+  const double a = std::fabs(h);
+  return a >= 0x1p-969 ? 0x1p-52 * a : 0x1p-52 * a + underflow_unit;
+}
+
 /// The fast path (docs/numerics.md, step 8): every elementwise step in round-to-nearest, their relative
 /// errors (at most u each, all values normal or exact) folded into one constant c ≥ 1/((1 − γ_k)(1 − u)^5)
-/// on the radius; endpoints widened by one successor step. False (nothing written) when a GEMM factor may
-/// underflow or a value overflows: the caller then takes the directed path.
+/// on the radius; endpoints widened by one successor step. False when a GEMM factor may
+/// underflow or a value overflows (C may then be partly written): the caller then takes the directed path.
 bool product_nearest(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
   const double k = static_cast<double>(a.mid.cols());
   const double gamma = gamma_up(k);
@@ -117,17 +133,18 @@ bool product_nearest(const MidRad& a, const MidRad& b, Matrix<interval64>& C) {
       S += gemm(a.rad, V);
     }
   }
-  // t = fl(c·s), endpoints h = fl(M̃ ± t) and one successor step: e = fl(2^-52·|h| + η) is at least the
-  // gap from h to its neighbour, so fl(h + e) ≥ succ(h) and fl(h − e) ≤ pred(h) (monotone rounding).
-  // Vectorised array expressions; every operand is row-major, so the linear indices below agree.
-  const Matrix<double> t = c * S.array(), up = M + t, down = M - t;
-  if (!up.allFinite() || !down.allFinite()) return false;
-  const Matrix<double> hi = up.array() + (0x1p-52 * up.array().abs() + underflow_unit),
-                       lo = down.array() - (0x1p-52 * down.array().abs() + underflow_unit);
+  // t = fl(c·s), endpoints h = fl(M̃ ± t) and one successor step e = successor_gap(h) (at least the gap from
+  // h to its neighbour), so fl(h + e) ≥ succ(h) and fl(h − e) ≤ pred(h) (monotone rounding). One fused pass
+  // over row-major operands; a non-finite endpoint anywhere sends the caller to the directed path.
   C.resize(M.rows(), M.cols());
-  for (Index i = 0; i < M.size(); ++i)
-    C(i) = t(i) == 0 ? interval64(M(i)) : interval64::hull(lo(i), hi(i));  // t = 0: every product is 0
-  return true;
+  bool finite = true;
+  for (Index i = 0; i < M.size(); ++i) {
+    const double t = c * S(i), up = M(i) + t, down = M(i) - t;
+    const double hi = up + successor_gap(up), lo = down - successor_gap(down);
+    finite &= std::isfinite(up) & std::isfinite(down);
+    C(i) = t == 0 ? interval64(M(i)) : interval64::hull(lo, hi);  // t = 0: every product is 0
+  }
+  return finite;
 }
 
 /// An upper bound on the exact non-negative product behind fl(s) = `computed` (inner length k):

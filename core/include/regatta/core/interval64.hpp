@@ -125,6 +125,38 @@ inline double mul(double a, double b) {
   return outward<up>(p, (a > 0) == (b > 0));
 }
 
+// ---- the branch-free product of common operands (interval64's operator*) ----
+
+/// Whether x is 0 or has magnitude in [2^-450, 2^450]: the product of two such numbers is 0 (exactly) or
+/// has magnitude in [2^-900, 2^900] = [tiny, huge], so it neither overflows nor underflows and fma recovers
+/// its rounding error exactly. The range check costs a few vector-friendly comparisons, no branch per case.
+inline bool plain_factor(double x) {
+  const double a = std::fabs(x);
+  return a == 0 || (a >= 0x1p-450 && a <= 0x1p450);
+}
+
+/// x·y rounded toward −∞ (up = false) or +∞ (up = true), for plain factors (plain_factor): the nearest
+/// product p and its exact error e = x·y − p (one fma); p moves one ulp outward, by a step of its bit
+/// pattern, only when e points outward. Then e ≠ 0, so the exact product is nonzero, at least 2^-900 in
+/// magnitude, and so is p; p ± 1 ulp stays finite and on p's side of zero. The same result as mul<up>,
+/// computed with selects instead of branches.
+template <bool up>
+inline double plain_mul(double x, double y) {
+  const double p = x * y;
+  const double e = std::fma(x, y, -p);
+  const auto bits = std::bit_cast<std::int64_t>(p);
+  // Toward +∞: a positive p's pattern grows, a negative one's shrinks; toward −∞ the opposite.
+  const std::int64_t step = (p > 0) == up ? 1 : -1;
+  const double moved = std::bit_cast<double>(bits + step);
+  if constexpr (up)
+    return e > 0 ? moved : p;
+  else
+    return e < 0 ? moved : p;
+}
+
+inline double min2(double a, double b) { return b < a ? b : a; }  // no NaN here: a plain minsd
+inline double max2(double a, double b) { return a < b ? b : a; }
+
 template <bool up>
 inline double div(double a, double b) {  // b ≠ 0
   if (a == 0) return 0;
@@ -221,7 +253,30 @@ class interval64 {
     if (a.is_nan() || b.is_nan()) return nan();
     return hull(detail::i64::add<false>(a.lo_, -b.hi_), detail::i64::add<true>(a.hi_, -b.lo_));
   }
-  friend interval64 operator*(const interval64& a, const interval64& b) { return multiply(a, b); }
+  /// With a hardware fma and four plain endpoints (detail::i64::plain_factor; never NaN or ±∞) the hull of
+  /// the four corner products, each rounded outward by its exact error term, branch-free: the corners of a
+  /// box hold the extremes of the bilinear x·y, and rounding toward ∓∞ is monotone, so the minimum of the
+  /// rounded-down corners is the rounded-down minimum (the result equals the case analysis of multiply()).
+  /// Everything else (zeros against ±∞, huge or tiny endpoints, no fma) takes multiply().
+#if defined(__GNUC__)
+  [[gnu::always_inline]]
+#endif
+  friend inline interval64
+  operator*(const interval64& a, const interval64& b) {
+    using namespace detail::i64;
+    if constexpr (tight) {
+      const double al = a.lo_, ah = a.hi_, bl = b.lo_, bh = b.hi_;
+      if (plain_factor(al) & plain_factor(ah) & plain_factor(bl) & plain_factor(bh)) {
+        interval64 r;
+        r.lo_ = min2(min2(plain_mul<false>(al, bl), plain_mul<false>(al, bh)),
+                     min2(plain_mul<false>(ah, bl), plain_mul<false>(ah, bh)));
+        r.hi_ = max2(max2(plain_mul<true>(al, bl), plain_mul<true>(al, bh)),
+                     max2(plain_mul<true>(ah, bl), plain_mul<true>(ah, bh)));
+        return r;
+      }
+    }
+    return multiply(a, b);
+  }
   friend interval64 operator/(const interval64& a, const interval64& b) { return divide(a, b); }
 
   // Boost.Multiprecision's MPFI semantics (see the header comment).
