@@ -124,11 +124,21 @@ struct Grid {
   const T& operator()(Eigen::Index r, Eigen::Index c) const { return data[std::size_t(r * cols + c)]; }
 };
 
+/// The default hook: nothing.
+struct NoHook {
+  template <class T>
+  void operator()(T&) const {}
+};
+
 /// The n·d × n·d Jacobian of the block at X (or over the box X) by the closed form above. The caller checks
-/// the configuration (softmax attention, no rotary embedding, tied L2 unless allowed).
-template <class T>
+/// the configuration (softmax attention, no rotary embedding, tied L2 unless allowed). `hook(v)` is called on
+/// every intermediate value right after it is formed (normalised rows and scales, projections, scores,
+/// attention weights, head outputs, the row factors D, gq, gk), always in the same order for a given layer,
+/// options and n, so that a hook can number them (second_order.cpp tightens them over a ball). With
+/// assemble = false only the intermediates are formed and the returned grid is empty.
+template <class T, class Hook = NoHook>
 Grid<T> closed_form(const operators::AttentionLayer& L, const operators::AttentionOptions& o,
-                    const Grid<T>& X) {
+                    const Grid<T>& X, Hook&& hook = {}, bool assemble = true) {
   using C = typename Constant<T>::type;
   using Eigen::Index;
   using std::exp;
@@ -149,25 +159,33 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
       if (norm == operators::Prenorm::layernorm) {
         for (Index a = 0; a < d; ++a) mean = mean + X(i, a);
         mean = mean / T(dd);
+        hook(mean);
       }
+      std::vector<T> centred(static_cast<std::size_t>(d), T(0.0));
       T second(0.0);
       for (Index a = 0; a < d; ++a) {
-        const T c = X(i, a) - mean;
+        T& c = centred[std::size_t(a)];
+        c = X(i, a) - mean;
+        hook(c);
         second = second + c * c;
       }
-      const T inv = T(1.0) / sqrt(second / T(dd) + T(C(L.norm_eps)));
+      hook(second);
+      T inv = T(1.0) / sqrt(second / T(dd) + T(C(L.norm_eps)));
+      hook(inv);
       inv_scale[std::size_t(i)] = inv;
       for (Index a = 0; a < d; ++a) {
-        W(i, a) = (X(i, a) - mean) * inv;
+        W(i, a) = centred[std::size_t(a)] * inv;
+        hook(W(i, a));
         T y = W(i, a);
         if (L.norm_gamma.size() != 0) y = y * C(L.norm_gamma(a));
         if (L.norm_beta.size() != 0 && norm == operators::Prenorm::layernorm) y = y + T(C(L.norm_beta(a)));
+        hook(y);
         Xn(i, a) = y;
       }
     }
   }
 
-  Grid<T> J(n * d, n * d);
+  Grid<T> J(assemble ? n * d : 0, assemble ? n * d : 0);
   const C inv = C(1.0) / sqrt(C(double(dh)));
   for (int h = 0; h < L.heads; ++h) {
     const Matrix<C> WQ = cast(L.WQ[std::size_t(h)]), WK = cast(L.WK[std::size_t(h)]);
@@ -185,12 +203,15 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
           q = q + Xn(i, b) * WQ(b, c);
           k = k + Xn(i, b) * WK(b, c);
         }
+        hook(q);
+        hook(k);
         Q(i, c) = q;
         K(i, c) = k;
       }
       for (Index a = 0; a < d; ++a) {
         T u(bVW(0, a));
         for (Index b = 0; b < d; ++b) u = u + Xn(i, b) * MW(b, a);
+        hook(u);
         U(i, a) = u;
       }
     }
@@ -208,6 +229,7 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
           }
         }
         s[std::size_t(j)] = acc * inv;
+        hook(s[std::size_t(j)]);
       }
       double shift = centre_of(s[0]);
       for (const T& x : s) shift = std::max(shift, centre_of(x));
@@ -217,14 +239,21 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
         p[j] = exp(s[j] - T(shift));
         z = z + p[j];
       }
-      for (T& x : p) x = x / z;
+      for (T& x : p) {
+        x = x / z;
+        hook(x);
+      }
       std::vector<T> F(std::size_t(d), T(0.0));
       for (Index a = 0; a < d; ++a)
         for (Index j = 0; j <= last; ++j) F[std::size_t(a)] = F[std::size_t(a)] + p[std::size_t(j)] * U(j, a);
+      for (T& x : F) hook(x);
       // D_j(a) = P_ij (u_ja − F_ia)
       Grid<T> D(last + 1, d);
       for (Index j = 0; j <= last; ++j)
-        for (Index a = 0; a < d; ++a) D(j, a) = p[std::size_t(j)] * (U(j, a) - F[std::size_t(a)]);
+        for (Index a = 0; a < d; ++a) {
+          D(j, a) = p[std::size_t(j)] * (U(j, a) - F[std::size_t(a)]);
+          hook(D(j, a));
+        }
       // gq(j, b) = ∂s_ij/∂xn_ib (the δ_ik part), gk(j, b) = ∂s_ij/∂xn_jb (the δ_jk part).
       Grid<T> gq(last + 1, d), gk(last + 1, d);
       for (Index j = 0; j <= last; ++j)
@@ -242,7 +271,10 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
           }
           gq(j, b) = l2 ? tq * C(-2.0) * inv : tq * inv;
           gk(j, b) = l2 ? tk * C(2.0) * inv : tk * inv;
+          hook(gq(j, b));
+          hook(gk(j, b));
         }
+      if (!assemble) continue;
       for (Index a = 0; a < d; ++a)
         for (Index b = 0; b < d; ++b) {
           T own(0.0);  // k = i: Σ_j D_j(a) gq(j, b)
@@ -254,6 +286,7 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
         }
     }
   }
+  if (!assemble) return Grid<T>(0, 0);
   if (norm != operators::Prenorm::none) {
     std::vector<T> g(static_cast<std::size_t>(d), T(0.0));
     for (Index r = 0; r < n * d; ++r)

@@ -41,6 +41,72 @@ CertifiedNormBound two_norm_upper(const Matrix<interval64>& M) {
   return two;
 }
 
+/// Tightens the intermediate values of the closed form over the region (‖X' − X‖_F ≤ ρ): for an
+/// intermediate v (a smooth function of the input), v(X') − v(X) = ∇v(ξ)·δ with ξ on the segment [X, X'], so
+///   v(X') ∈ v(X) + [−1, 1]·ρ·G_v,   G_v = (Σ_k sup_B |∂_k v|²)^{1/2} ≥ sup_B ‖∇v‖₂
+/// (the ℓ₂ geometry of the ball, where the box's interval evaluation pays ‖∇v‖₁ and every dependency).
+/// Passes number the intermediates in the order closed_form forms them:
+///   centre    records the interval64 enclosure of v(X) (a pass at the point X);
+///   gradient  accumulates Σ_k mag(∂_k v)² over the chunk passes (after applying the current bounds);
+///   apply     intersects each value with its bound (valid over the region, which is all the mean-value
+///             argument needs: the points ξ of second_order.hpp lie on segments inside it).
+struct BallTightening {
+  enum class Mode { centre, gradient, apply } mode = Mode::centre;
+  double rho = 0;
+  std::size_t next = 0;
+  std::vector<interval64> at_centre, bound;
+  std::vector<interval64> gradient2;  // Σ_k mag(∂_k v)², accumulated in interval64 (upper ends used)
+
+  void begin_pass() { next = 0; }
+
+  void operator()(Tangent& v) {
+    const std::size_t i = next++;
+    if (mode == Mode::centre) {
+      at_centre.push_back(v.v);
+      return;
+    }
+    if (i < bound.size()) {
+      const double lo = std::max(v.v.lower(), bound[i].lower()), hi = std::min(v.v.upper(), bound[i].upper());
+      if (lo <= hi) v.v = interval64::hull(lo, hi);  // disjoint only by a rounding accident: keep v
+    }
+    if (mode == Mode::gradient) {
+      if (gradient2.size() <= i) gradient2.resize(i + 1, interval64(0.0));
+      interval64 sum = gradient2[i];
+      for (const interval64& g : v.g) {
+        const interval64 m(magnitude(g));
+        sum = sum + m * m;
+      }
+      gradient2[i] = sum;
+    }
+  }
+
+  /// bound = (v(X) + [−ρG, ρG]) ∩ bound, after a gradient sweep.
+  void update_bounds() {
+    const std::size_t count = std::min(at_centre.size(), gradient2.size());
+    bound.resize(count, interval64::hull(-infinity, infinity));
+    for (std::size_t i = 0; i < count; ++i) {
+      const double reach = (interval64(rho) * sqrt(interval64(gradient2[i].upper()))).upper();
+      const interval64 ball = at_centre[i] + interval64::hull(-reach, reach);
+      const double lo = std::max(ball.lower(), bound[i].lower()),
+                   hi = std::min(ball.upper(), bound[i].upper());
+      if (lo <= hi) bound[i] = interval64::hull(lo, hi);
+    }
+  }
+};
+
+/// The box's intervals with the unit partials of coordinates [k0, k0 + chunk).
+Grid<Tangent> seeded(const Matrix<interval64>& box, Index k0) {
+  const Index n = box.rows(), d = box.cols();
+  Grid<Tangent> Xb(n, d);
+  for (Index i = 0; i < n; ++i)
+    for (Index a = 0; a < d; ++a) {
+      Xb(i, a) = Tangent(box(i, a));
+      const Index k = i * d + a;
+      if (k >= k0 && k < k0 + chunk) Xb(i, a).g[std::size_t(k - k0)] = interval64(1.0);
+    }
+  return Xb;
+}
+
 }  // namespace
 
 std::optional<std::string> second_order_refusal(const AttentionLayer& layer,
@@ -95,17 +161,32 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   const bool flatten = nd <= so_options.flatten_limit;
   Matrix<interval64> M(flatten ? nd : 0, flatten ? nd * nd : 0);
   std::vector<interval64> col(static_cast<std::size_t>(nd), interval64(0.0));
+  // Tighten the intermediates over the region first (BallTightening): a pass at the centre, then sweeps of
+  // gradient bounds.
+  BallTightening tight;
+  tight.rho = l2_radius;
+  if (so_options.tightening_sweeps > 0) {
+    Grid<Tangent> Xc(n, d);
+    for (Index i = 0; i < n; ++i)
+      for (Index a = 0; a < d; ++a) Xc(i, a) = Tangent(interval64(X(i, a)));
+    closed_form<Tangent>(layer, options, Xc, tight, false);
+    tight.mode = BallTightening::Mode::gradient;
+    for (int sweep = 0; sweep < so_options.tightening_sweeps; ++sweep) {
+      tight.gradient2.clear();
+      for (Index k0 = 0; k0 < nd; k0 += chunk) {
+        if (so_options.progress) so_options.progress("tightening the intermediates over the ball", k0, nd);
+        tight.begin_pass();
+        closed_form<Tangent>(layer, options, seeded(box, k0), tight, false);
+      }
+      tight.update_bounds();
+    }
+  }
+  tight.mode = BallTightening::Mode::apply;
   const std::string stage = "second derivative over the region (interval64)";
   for (Index k0 = 0; k0 < nd && finite; k0 += chunk) {
     if (so_options.progress) so_options.progress(stage, k0, nd);
-    Grid<Tangent> Xb(n, d);
-    for (Index i = 0; i < n; ++i)
-      for (Index a = 0; a < d; ++a) {
-        Xb(i, a) = Tangent(box(i, a));
-        const Index k = i * d + a;
-        if (k >= k0 && k < k0 + chunk) Xb(i, a).g[std::size_t(k - k0)] = interval64(1.0);
-      }
-    const Grid<Tangent> J = closed_form<Tangent>(layer, options, Xb);
+    tight.begin_pass();
+    const Grid<Tangent> J = closed_form<Tangent>(layer, options, seeded(box, k0), tight);
     for (Index t = 0; t < chunk && k0 + t < nd; ++t) {
       // [T_k]: entry (r, c) encloses ∂J_rc/∂x_k over the box, k = k0 + t.
       interval64 frob2(0.0), norm_inf(0.0), norm_one(0.0);

@@ -44,6 +44,10 @@ struct SecondOrderOptions {
   Eigen::Index spectral_limit = 256;
   /// Largest n·d at which the flattening [T_1 ⋯ T_K] is stored (16·(n·d)³ bytes) and its ‖·‖₂ certified.
   Eigen::Index flatten_limit = 128;
+  /// Sweeps that tighten the closed form's intermediate values over the region before [T_k] is formed
+  /// (second_order.cpp, BallTightening; each costs about a third of the [T_k] passes). 0: the box's naive
+  /// interval values.
+  int tightening_sweeps = 2;
   Progress progress{};
 };
 
