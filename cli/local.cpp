@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
@@ -43,6 +44,7 @@ struct LocalArgs {
   bool certify = false;
   bool estimate_only = false;
   bool norms_only = false;
+  bool lower_bound_only = false;
   unsigned precision = 128;
   std::string method = "lanczos";
   double tolerance = 1e-10;
@@ -113,8 +115,8 @@ struct Sensitivity {
 Sensitivity sensitivity(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
                         const lip::SpectralOptions& spectral, const lip::Progress& progress) {
   Sensitivity s;
-  if (args.norms_only) {
-    s.refusal = "not computed (--norms-only)";
+  if (args.norms_only || args.lower_bound_only) {
+    s.refusal = args.lower_bound_only ? "not computed (--lower-bound-only)" : "not computed (--norms-only)";
     return s;
   }
   s.refusal = lip::havens_refusal(r.layer, r.options);
@@ -273,7 +275,9 @@ nlohmann::json local_json(const ResolvedLayer& r, const Matrix<double>& X, const
       {"jacobian_norm_2_certified_upper_method",
        norms.has_two_upper ? norms.two_upper_method : norms.two_upper_note},
       {"jacobian_certified_scalar", norms.has_two_upper ? nlohmann::json(norms.jacobian_scalar) : nullptr},
-      {"jacobian_norm_inf", number_or_null(norms.inf.value)},
+      {"jacobian_norm_2_certified_lower_jvp",
+       norms.has_two_lower ? nlohmann::json(norms.two_lower_jvp) : nlohmann::json(nullptr)},
+      {"jacobian_norm_inf", norms.has_inf ? number_or_null(norms.inf.value) : nlohmann::json(nullptr)},
       {"jacobian_norm_inf_kind", "exact maximum row sum evaluated in double (estimate)"},
       {"jacobian_norm_inf_method", norms.inf_structured ? "structured rows" : "one VJP per row"},
       {"jacobian_norm_inf_row", {norms.inf.index / d, norms.inf.index % d}},
@@ -378,21 +382,26 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
             << "Jacobian J = DF(X)\n";
   line("||J||_2 estimate", number(norms.two.estimate), steps.str());
   line("||J||_2 certified lower", norms.has_two_lower ? lower_number(norms.two_lower) : "-",
-       norms.has_two_lower ? "(interval JVP at the witness)" : "(not computed: --estimate-only)");
+       norms.has_two_lower
+           ? "(CERTIFIED lower bound, rounded down: interval JVP at the witness, " + norms.two_lower_jvp + ")"
+           : "(not computed: --estimate-only)");
   line("||J||_2 certified upper", norms.has_two_upper ? upper_number(norms.two_upper) : "-",
        norms.has_two_upper ? "(" + norms.two_upper_method + " of the dense Jacobian enclosed in " +
                                  norms.jacobian_scalar + ")"
                            : "(" + norms.two_upper_note + ")");
-  line("||J||_inf", number(norms.inf.value),
-       "(exact max row sum evaluated in double, an estimate; row i = " + std::to_string(norms.inf.index / d) +
-           ", a = " + std::to_string(norms.inf.index % d) + ")");
+  if (norms.has_inf)
+    line("||J||_inf", number(norms.inf.value),
+         "(exact max row sum evaluated in double, an estimate; row i = " +
+             std::to_string(norms.inf.index / d) + ", a = " + std::to_string(norms.inf.index % d) + ")");
+  else
+    line("||J||_inf", "-", "(not computed: --lower-bound-only)");
   if (norms.has_inf_enclosure)
     line("||J||_inf certified",
          "[" + lower_number(norms.inf_lower) + ", " + upper_number(norms.inf_upper) + "]", "");
   std::cout << "\nlocal sensitivity at eps = " << number(args.epsilon)
             << " (havens.*: derived reconstruction of Havens et al. 2024, bounds.md §6)\n";
   if (s.refusal) {
-    std::cout << (args.norms_only ? "  " : "  refused: ") << *s.refusal << "\n";
+    std::cout << (args.norms_only || args.lower_bound_only ? "  " : "  refused: ") << *s.refusal << "\n";
     return;
   }
   const auto& q = s.estimates;
@@ -432,6 +441,15 @@ void run(const LocalArgs& args, int& result) {
   if (args.box) check_positive("--box", *args.box);
   if (args.estimate_only && args.certify)
     throw InputError("--estimate-only", "cannot be combined with --certify");
+  if (args.lower_bound_only) {
+    const std::pair<bool, const char*> conflicts[] = {{args.certify, "--certify"},
+                                                      {args.estimate_only, "--estimate-only"},
+                                                      {args.ball.has_value(), "--ball"},
+                                                      {args.box.has_value(), "--box"},
+                                                      {args.margin.has_value(), "--margin"}};
+    for (const auto& [given, name] : conflicts)
+      if (given) throw InputError("--lower-bound-only", std::string("cannot be combined with ") + name);
+  }
   if (args.norms_only && args.margin && !args.ball && !args.box)
     throw InputError("--margin",
                      "needs --ball or --box with --norms-only (its radius comes from delta otherwise)");
@@ -455,6 +473,7 @@ void run(const LocalArgs& args, int& result) {
   options.precision_bits = args.precision;
   options.certify = args.certify;
   options.certified_lower = !args.estimate_only;
+  options.inf_norm = !args.lower_bound_only;
   options.dense_limit = args.dense_limit;
   nlohmann::json batch_json = nlohmann::json::array();
   const std::size_t count = inputs.inputs.size();
@@ -469,7 +488,7 @@ void run(const LocalArgs& args, int& result) {
     options.progress = progress;
     const lip::LocalNormReport norms =
         lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
-    if (!std::isfinite(norms.two.estimate) || !std::isfinite(norms.inf.value))
+    if (!std::isfinite(norms.two.estimate) || (norms.has_inf && !std::isfinite(norms.inf.value)))
       throw InputError(name,
                        "the Jacobian norms of the layer at these tokens are not finite doubles "
                        "(the scores leave the double range): rescale the tokens or the layer");
@@ -517,6 +536,10 @@ void add_local_command(CLI::App& app, int& result) {
   cmd->add_flag("--norms-only", args->norms_only,
                 "Only the Jacobian norms (and --ball/--box regions): skip the local sensitivity delta, whose "
                 "certification dominates at large n*d");
+  cmd->add_flag(
+      "--lower-bound-only", args->lower_bound_only,
+      "Only ||J||_2: the Lanczos estimate and its CERTIFIED lower bound (interval JVP at the witness, "
+      "rounded down); skips ||J||_inf and delta, whose costs dominate at large n*d");
   cmd->add_option("--precision", args->precision, "Bits of every interval evaluation (>= 64, default 128)");
   cmd->add_option("--method", args->method, "Spectral method: lanczos (default) or power");
   cmd->add_option("--tolerance", args->tolerance,

@@ -10,6 +10,8 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
 
+#include <regatta/operators/lipschitz/fast_jvp.hpp>
+
 #include "local_support.hpp"
 
 namespace regatta::lip {
@@ -39,6 +41,8 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   check_spectral_options(local.spectral);
   if (local.certify && !local.certified_lower)
     throw InputError("certified_lower", "cannot be switched off when certifying");
+  if (local.certify && !local.inf_norm)
+    throw InputError("inf_norm", "cannot be switched off when certifying");
   LocalNormReport out;
   const Block<double> block(layer, options);
   const Linearization<double> lin = block.linearize(X);
@@ -50,9 +54,12 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   report(local.progress, two_stage, 1, 1);
 
   const bool structured = !structured_rows_refusal(layer, options).has_value();
-  out.inf_structured = structured;
-  out.inf = structured ? block_jacobian_norm_inf<double>(layer, options, X, local.progress)
-                       : jacobian_norm_inf<double>(lin, local.progress);
+  if (local.inf_norm) {
+    out.inf_structured = structured;
+    out.inf = structured ? block_jacobian_norm_inf<double>(layer, options, X, local.progress)
+                         : jacobian_norm_inf<double>(lin, local.progress);
+    out.has_inf = true;
+  }
 
   if (!local.certified_lower) {
     out.two_upper_note = "not computed (needs --certify)";
@@ -73,14 +80,27 @@ LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const Attentio
   };
   {
     // ‖J w‖_F/‖w‖_F enclosed in interval64 (outward rounded, so its lower end is certified as well).
+    // Products by midpoint–radius GEMMs where they apply (fast_jvp.hpp: nothing d×d is formed, seconds at
+    // BERT size), the generic Block<interval64> otherwise (it forms W^V_h W^O_h and the values by scalar
+    // loops).
     const Matrix<double>& w = out.two.witness;
-    const Linearization<interval64> flin = Block<interval64>(layer, options).linearize(cast<interval64>(X));
-    const Matrix<interval64> wi = cast<interval64>(w);
-    const interval64 ratio = frobenius<interval64>(flin.jvp(wi)) / frobenius<interval64>(wi);
-    if (isfinite(ratio) && ratio.lower() >= 0 && w.cwiseAbs().maxCoeff() > 0)
+    const bool nonzero = w.cwiseAbs().maxCoeff() > 0;
+    interval64 ratio = interval64::nan();
+    if (nonzero && !fast_jvp_refusal(layer, options)) {
+      ratio = jacobian_ratio_fast(layer, options, X, w);
+      out.two_lower_jvp = "midpoint-radius products";
+    } else {
+      const Linearization<interval64> flin = Block<interval64>(layer, options).linearize(cast<interval64>(X));
+      const Matrix<interval64> wi = cast<interval64>(w);
+      ratio = frobenius<interval64>(flin.jvp(wi)) / frobenius<interval64>(wi);
+      out.two_lower_jvp = "generic block";
+    }
+    if (isfinite(ratio) && ratio.lower() >= 0 && nonzero) {
       out.two_lower = std::max(0.0, ratio.lower());
-    else
+    } else {
       out.two_lower = std::max(0.0, lower_double(jacobian_ratio_enclosure(ilin_get(), w)));
+      out.two_lower_jvp = "MPFI block";
+    }
   }
   out.has_two_lower = true;
   report(local.progress, "certified lower bound (interval JVP)", 1, 1);
