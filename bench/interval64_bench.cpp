@@ -1,7 +1,8 @@
 // The fast certified scalar: interval64 (binary64 endpoints, outward rounding) against MPFI at 128 bits on
 // the same work, side by side — the dense Jacobian enclosure of one attention block (the structured rows
 // of operators/lipschitz/local.hpp, what `regatta local --certify` encloses), a dot product, and a
-// log-sum-exp. Figures and the command are in bench/RESULTS.md.
+// log-sum-exp; and the certified lower bound on ‖J‖₂ at BERT size by the interval64 JVP. Figures and the
+// command are in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
 #include <regatta/core/convert.hpp>
@@ -9,6 +10,7 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/operators/layer.hpp>
+#include <regatta/operators/lipschitz/fast_jvp.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
 #include <string>
 #include <vector>
@@ -74,6 +76,29 @@ void BM_local_certify_512(benchmark::State& state) {
   state.SetLabel("Jacobian enclosed in " + scalar);
 }
 BENCHMARK(BM_local_certify_512)->Unit(benchmark::kMillisecond);
+
+/// The certified lower bound on ‖J(X)‖₂ at BERT size (d = 768, 12 heads, n = state.range(0)): the
+/// interval64 JVP by midpoint–radius products at one direction w and ‖J w‖/‖w‖ (fast_jvp.hpp), the
+/// certified part of `regatta local --lower-bound-only` (its Lanczos witness costs about as much again in
+/// double). Label: the certified lower end.
+void BM_certified_lower_bert(benchmark::State& state) {
+  regatta::operators::RandomLayerSpec spec;
+  spec.d = 768;
+  spec.heads = 12;
+  spec.seed = 1;
+  const regatta::operators::AttentionLayer layer = regatta::operators::random_layer(spec);
+  regatta::RandomMatrixSpec xs;
+  xs.rows = state.range(0);
+  xs.cols = spec.d;
+  xs.seed = 3;
+  const regatta::Matrix<double> X = regatta::random_matrix(xs);
+  xs.seed = 4;
+  const regatta::Matrix<double> w = regatta::random_matrix(xs);
+  double lower = 0;
+  for (auto _ : state) lower = regatta::lip::jacobian_ratio_fast(layer, {}, X, w).lower();
+  state.SetLabel("certified ||Jw||/||w|| >= " + std::to_string(lower));
+}
+BENCHMARK(BM_certified_lower_bert)->Arg(2)->Arg(128)->Unit(benchmark::kMillisecond);
 
 template <class S>
 void BM_dot(benchmark::State& state) {
