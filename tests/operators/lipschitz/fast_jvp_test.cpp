@@ -164,6 +164,39 @@ TEST(FastJvp, RefusalsAndBadInput) {
   EXPECT_TRUE(fast_jvp_refusal(layer_for(c, 1), options_for(c)).has_value());
 }
 
+/// local_jacobian_norms takes the fast JVP where it applies, and the generic interval64 block elsewhere; the
+/// two enclose the same ratio, and ‖J‖∞ can be left out (not together with certify).
+TEST(FastJvp, LocalNormsTakeTheFastJvpWhereItApplies) {
+  Config c;
+  c.biases = c.residual = true;
+  const AttentionLayer layer = layer_for(c, 31);
+  const AttentionOptions o = options_for(c);
+  const Matrix<double> X = gaussian(4, c.d, 6);
+  LocalNormOptions local;
+  local.inf_norm = false;
+  const LocalNormReport r = local_jacobian_norms(layer, o, X, local);
+  EXPECT_EQ(r.two_lower_jvp, "midpoint-radius products");
+  EXPECT_FALSE(r.has_inf);
+  ASSERT_TRUE(r.has_two_lower);
+  const Matrix<interval64> w = r.two.witness.cast<interval64>();
+  const auto norm = [](const Matrix<interval64>& M) {
+    interval64 sum(0);
+    for (Index k = 0; k < M.size(); ++k) sum += square(M.data()[k]);
+    return sqrt(sum);
+  };
+  const interval64 generic =
+      norm(Block<interval64>(layer, o).linearize(Matrix<interval64>(X.cast<interval64>())).jvp(w)) / norm(w);
+  EXPECT_LE(r.two_lower, generic.upper());  // both enclose ‖J w‖/‖w‖
+  EXPECT_GE(r.two_lower, generic.lower() - kWidthLimit * generic.upper());
+  EXPECT_LE(r.two_lower, r.two.estimate * (1 + kWidthLimit));
+  local.certify = true;
+  EXPECT_THROW(local_jacobian_norms(layer, o, X, local), InputError);
+  c.kind = AttentionKind::l2;
+  const LocalNormReport l2 = local_jacobian_norms(layer_for(c, 31), options_for(c), X, LocalNormOptions{});
+  EXPECT_EQ(l2.two_lower_jvp, "generic block");
+  EXPECT_TRUE(l2.has_inf);
+}
+
 // ---- the certified lower bound against PyTorch autograd and MPFI ----
 
 struct TorchCase {
