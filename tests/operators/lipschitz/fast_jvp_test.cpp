@@ -5,7 +5,8 @@
 //                                     contain the MPFI-256 enclosure (both enclose the exact value, MPFI's is
 //                                     ~2^-200 narrow), on random layers with biases, masks, residual,
 //                                     pre-norm and d_v ≠ d_h;
-//   block_dense_jacobian<interval64> the structured rows evaluated in MPFI at 256 bits, the same containment;
+//   block_dense_jacobian<interval64> the structured rows evaluated in MPFI at 256 bits, the same containment
+//                                     (also l2 and RoPE, which keep the scalar rows or the generic block);
 //   certified lower bound            PyTorch: σ_max of torch.autograd.functional.jacobian's float64 Jacobian
 //                                     (tests/data/torch, generate.py) must lie above the certified lower end
 //                                     at the Lanczos witness and close to it; and ‖J w‖/‖w‖ recomputed in
@@ -144,6 +145,21 @@ TEST(FastJvp, DenseJacobianByProductsEnclosesTheMpfi256Rows) {
     expect_encloses(block_dense_jacobian<interval64>(layer, o, X),
                     block_dense_jacobian<interval>(layer, o, X), c.name + " dense Jacobian");
   }
+}
+
+/// With RoPE the point path keeps the scalar rows (products_apply is false) on top of midpoint–radius
+/// precomputations: the same containment, and the fast JVP refuses the layer.
+TEST(FastJvp, DenseJacobianWithRotaryEnclosesTheMpfi256Rows) {
+  const PrecisionGuard guard(256);
+  Config c;
+  c.biases = c.causal = true;
+  AttentionLayer layer = layer_for(c, 41);
+  layer.rotary = operators::Rotary{5.0};
+  const AttentionOptions o = options_for(c);
+  const Matrix<double> X = gaussian(c.n, c.d, 7, 1.5);
+  expect_encloses(block_dense_jacobian<interval64>(layer, o, X), block_dense_jacobian<interval>(layer, o, X),
+                  "rotary dense Jacobian");
+  EXPECT_TRUE(fast_jvp_refusal(layer, o).has_value());
 }
 
 TEST(FastJvp, RefusalsAndBadInput) {
