@@ -1,16 +1,13 @@
 // The interval64 paths by midpoint–radius products (operators/lipschitz/fast_jvp.hpp, and the dense
 // Jacobian of structured_rows.hpp at a point), each against an independent computation:
-//   jacobian_jvp_fast                the JVP of the generic Block<interval> at 256 bits (MPFI): every entry
-//   must
-//                                     contain the MPFI-256 enclosure (both enclose the exact value, MPFI's is
-//                                     ~2^-200 narrow), on random layers with biases, masks, residual,
-//                                     pre-norm and d_v ≠ d_h;
-//   block_dense_jacobian<interval64> the structured rows evaluated in MPFI at 256 bits, the same containment
-//                                     (also l2 and RoPE, which keep the scalar rows or the generic block);
-//   certified lower bound            PyTorch: σ_max of torch.autograd.functional.jacobian's float64 Jacobian
-//                                     (tests/data/torch, generate.py) must lie above the certified lower end
-//                                     at the Lanczos witness and close to it; and ‖J w‖/‖w‖ recomputed in
-//                                     MPFI-256 (jacobian_ratio_enclosure) for the same w must lie inside it.
+// * jacobian_jvp_fast: the JVP of the generic Block<interval> at 256 bits (MPFI). Every entry must contain
+//   the MPFI-256 enclosure (both enclose the exact value, MPFI's is ~2^-200 narrow), on random layers with
+//   biases, masks, residual, pre-norm and d_v ≠ d_h.
+// * block_dense_jacobian<interval64>: the structured rows evaluated in MPFI at 256 bits, the same
+//   containment (also l2 and RoPE, which keep the scalar rows or the generic block).
+// * the certified lower bound: σ_max of torch.autograd.functional.jacobian's float64 Jacobian
+//   (tests/data/torch, generate.py) must lie above the certified lower end at the Lanczos witness and close
+//   to it; ‖J w‖/‖w‖ recomputed in MPFI-256 (jacobian_ratio_enclosure) for the same w must lie inside it.
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
