@@ -200,17 +200,15 @@ class StructuredRows {
 
   /// Every row at once (S = interval64, products_apply()): the sums of products in row() regrouped so that
   /// each is one midpoint–radius product of interval64 matrices (midrad_product, binary64 GEMMs with an
-  /// a-priori rounding bound) instead of n·d scalar interval loops:
-  ///   J[(i,a),(j,b)] = Σ_h P_h,ij W^VO_h,ba                 value path:  for each i, (P_h,ij)_jh ·
-  ///   (W^VO_h,ba)_h,ab
-  ///                  + Σ_h s̄_h(i,a,j) QW_h,ib              key part:    for each i, (s̄_h(i,a,j))_(aj),h ·
-  ///                  (QW_h,ib)_hb − Σ_h s̄_h(i,a,j) KW_h,jb              l2 keys:     for each j,
-  ///                  (−s̄_h(i,a,j))_(ia),h · (KW_h,jb)_hb
-  ///                  + δ_ij Σ_h Σ_c Q̄_h(i,a,c) W^Qᵀ_h,cb   query part:  (Q̄_h)_(ia),(hc) · (W^Qᵀ_h,cb)_(hc),b
+  /// a-priori rounding bound) instead of n·d scalar interval loops. Entry (i·d + a, j·d + b) of J is
+  ///   Σ_h P_h,ij W^VO_h,ba + Σ_h s̄_h(i,a,j) QW_h,ib − [l2] Σ_h s̄_h(i,a,j) KW_h,jb
+  ///     + δ_ij Σ_h Σ_c Q̄_h(i,a,c) W^Qᵀ_h,cb,
   /// with s̄_h(i,a,j) = P_h,ij (V_h,ja − F_h,ia) and Q̄_h(i,a,·) = Σ_j s̄_h(i,a,j) K_h,j· (minus Σ_j s̄_h(i,a,j)
-  /// times Q_h,i· for l2) — one product per head. Each product encloses its exact value and interval sums
-  /// enclose sums, so every entry encloses the same real number as row() does; the pre-norm and residual
-  /// steps are those of row().
+  /// times Q_h,i· for l2). The products: value path, per query row i, (P_h,ij)_(j,h) · (W^VO_h,ba)_(h,ab);
+  /// key part, per i, (s̄_h(i,a,j))_(aj,h) · (QW_h,ib)_(h,b); l2 keys, per key row j,
+  /// (−s̄_h(i,a,j))_(ia,h) · (KW_h,jb)_(h,b); query part, Q̄_h = s̄_h K_h per head, then the heads side by side
+  /// times the stacked W^Qᵀ_h. Each product encloses its exact value and interval sums enclose sums, so every
+  /// entry encloses the same real number as row() does; the pre-norm and residual steps are those of row().
   Matrix<S> dense_by_products(const Progress& progress) const {
     static_assert(std::is_same_v<S, interval64>);
     const Index H = Index(heads_.size()), n = n_, d = d_, nd = n * d;
