@@ -54,7 +54,18 @@ struct Form {
   Vector<double> c;
   Matrix<double> A;
   Vector<double> s;
+  /// Caches of row_sums() and radius(), filled when first asked for: a step that changes A or s after
+  /// that calls forget().
+  mutable Vector<double> sums, ranges;
+
+  Form() = default;
+  Form(Vector<double> c_, Matrix<double> A_, Vector<double> s_)
+      : c(std::move(c_)), A(std::move(A_)), s(std::move(s_)) {}
   Index size() const { return c.size(); }
+  void forget() const {
+    sums.resize(0);
+    ranges.resize(0);
+  }
 };
 
 struct Pass {
@@ -75,23 +86,39 @@ void widen(Form& F, Index K) {
   F.A.rightCols(K - old).setZero();
 }
 
-/// Upper bounds of the row sums of |A|.
-Vector<double> abs_rowsum(const Matrix<double>& A) {
-  Vector<double> r(A.rows());
-  for (Index i = 0; i < A.rows(); ++i) r(i) = sum_up(A.row(i).cwiseAbs().sum(), double(A.cols()));
-  return r;
+/// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
+/// ‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s (zero columns added later change neither).
+void measure(const Form& F, const Pass& p) {
+  if (F.sums.size() == F.size() && F.ranges.size() == F.size()) return;
+  const Index K = F.A.cols(), q = std::min(p.q, K);
+  F.sums.resize(F.size());
+  F.ranges.resize(F.size());
+  for (Index i = 0; i < F.size(); ++i) {
+    const auto input = F.A.row(i).head(q);
+    const double rest = F.A.row(i).tail(K - q).cwiseAbs().sum();
+    F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, double(K));
+    const double l2 = hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
+    F.ranges(i) = hi(I(l2) + I(sum_up(rest, double(K - q))) + I(F.s(i)));
+  }
+}
+/// Upper bounds of the row sums Σ_j |a_j|.
+const Vector<double>& row_sums(const Form& F, const Pass& p) {
+  measure(F, p);
+  return F.sums;
+}
+/// Upper bounds of the half-widths ‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s of the ranges.
+const Vector<double>& radius(const Form& F, const Pass& p) {
+  measure(F, p);
+  return F.ranges;
 }
 
-/// Upper bounds of the half-widths ‖A_{<q}‖₂ + ‖A_{≥q}‖₁ + s of the ranges.
-Vector<double> radius(const Form& F, const Pass& p) {
-  Vector<double> r(F.size());
-  const Index K = F.A.cols(), q = std::min(p.q, K);
-  for (Index i = 0; i < F.size(); ++i) {
-    const double l2 = hi(sqrt(I(sum_up(F.A.row(i).head(q).squaredNorm(), double(q)))));
-    const double l1 = sum_up(F.A.row(i).tail(K - q).cwiseAbs().sum(), double(K - q));
-    r(i) = hi(I(l2) + I(l1) + I(F.s(i)));
-  }
-  return r;
+/// Coefficients of N entries that read columns [0, K), with zero columns up to p.next + fresh when a step
+/// will add `fresh` symbols (add_fresh then writes them without moving the matrix).
+Matrix<double> coefficients(Index N, Index K, Index fresh, const Pass& p) {
+  const Index width = fresh > 0 ? std::max(K, p.next + fresh) : K;
+  Matrix<double> A(N, width);
+  A.rightCols(width - K).setZero();
+  return A;
 }
 
 /// The rows `idx` of F (in that order).
@@ -114,21 +141,26 @@ void add_fresh(Form& F, const Vector<double>& beta, const Pass& p) {
   widen(F, p.next);
   for (Index i = 0; i < F.size(); ++i)
     if (beta(i) > 0) F.A(i, col++) = beta(i);
+  F.forget();
 }
 
+Index fresh_count(const Vector<double>& beta) { return Index((beta.array() > 0).count()); }
+
 /// y = Λ·x + M entrywise (Λ, M intervals: exact values somewhere inside).
-Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vector<I>& M, const Pass& p) {
+/// `fresh`: room for that many symbols a caller adds next.
+Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vector<I>& M, const Pass& p,
+                    Index fresh = 0) {
   const Index N = F.size(), K = F.A.cols();
-  const Vector<double> rs = abs_rowsum(F.A);
+  const Vector<double>& rs = row_sums(F, p);
   bool wide = false;
   for (const I& l : Lambda) wide = wide || l.lower() != l.upper();
-  const Vector<double> rad = wide ? radius(F, p) : Vector<double>();
-  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
+  const Vector<double>& rad = radius(F, p);
+  Form out{Vector<double>(N), coefficients(N, K, fresh, p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
     const double lambda = mid(Lambda[std::size_t(i)]);
     const I centre = I(lambda) * I(F.c(i)) + M[std::size_t(i)];
     out.c(i) = mid(centre);
-    out.A.row(i) = lambda * F.A.row(i);
+    out.A.row(i).head(K) = lambda * F.A.row(i);
     // |λ|·s, the rounding of λ·A (u per coefficient, η per underflow), the centre's enclosure, and
     // |Λ − λ|·|x| with |x| ≤ |c| + radius.
     I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit_roundoff) * I(rs(i))) +
@@ -143,27 +175,35 @@ Form affine_entries(const Form& F, const I& lambda, const std::vector<I>& M, con
   return affine_entries(F, std::vector<I>(std::size_t(F.size()), lambda), M, p);
 }
 
-/// F + sign·G entrywise (sign ±1).
-Form combine(Form F, Form G, double sign) {
-  const Index K = std::max(F.A.cols(), G.A.cols()), N = F.size();
-  widen(F, K);
-  widen(G, K);
-  const Vector<double> r1 = abs_rowsum(F.A), r2 = abs_rowsum(G.A);
-  Form out{Vector<double>(N), F.A + sign * G.A, Vector<double>(N)};
+/// The row of G that entry i of F meets: G_map[i] (map non-empty), else G_i.
+Index row_of(const std::vector<Index>& map, Index i) { return map.empty() ? i : map[std::size_t(i)]; }
+
+/// F + sign·G entrywise (sign ±1; entry i meets G's row map[i] when map is given).
+Form combine(const Form& F, const Form& G, double sign, const Pass& p, const std::vector<Index>& map = {}) {
+  const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG), N = F.size();
+  const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p);
+  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
-    const I centre = I(F.c(i)) + I(sign) * I(G.c(i));
+    const Index g = row_of(map, i);
+    out.A.row(i).head(KF) = F.A.row(i);
+    out.A.row(i).tail(K - KF).setZero();
+    out.A.row(i).head(KG) += sign * G.A.row(g);
+  }
+  for (Index i = 0; i < N; ++i) {
+    const Index g = row_of(map, i);
+    const I centre = I(F.c(i)) + I(sign) * I(G.c(g));
     out.c(i) = mid(centre);
-    out.s(i) = hi(I(F.s(i)) + I(G.s(i)) + I(unit_roundoff) * (I(r1(i)) + I(r2(i))) +
+    out.s(i) = hi(I(F.s(i)) + I(G.s(g)) + I(unit_roundoff) * (I(r1(i)) + I(r2(g))) +
                   I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
   }
   return out;
 }
 
 /// Rows of n tokens × W.rows() features (entry i·din + f) mapped by y = x·W + b per token.
-Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<double>& b) {
+Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p) {
   const Index din = W.rows(), dout = W.cols(), K = F.A.cols();
   const Matrix<double> Wt = W.transpose(), absWt = Wt.cwiseAbs();
-  const Vector<double> rs = abs_rowsum(F.A);
+  const Vector<double>& rs = row_sums(F, p);
   const double g = gamma_of(double(din + 1));
   Form out{Vector<double>(n * dout), Matrix<double>(n * dout, K), Vector<double>(n * dout)};
   Vector<double> v(din);
@@ -186,9 +226,9 @@ Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<d
 }
 
 /// out_g = Σ_{e ∈ groups[g]} F_e.
-Form sum_groups(const Form& F, const std::vector<std::vector<Index>>& groups) {
+Form sum_groups(const Form& F, const std::vector<std::vector<Index>>& groups, const Pass& p) {
   const Index K = F.A.cols(), N = Index(groups.size());
-  const Vector<double> rs = abs_rowsum(F.A);
+  const Vector<double>& rs = row_sums(F, p);
   Form out{Vector<double>(N), Matrix<double>::Zero(N, K), Vector<double>(N)};
   for (Index g = 0; g < N; ++g) {
     const auto& members = groups[std::size_t(g)];
@@ -207,23 +247,25 @@ Form sum_groups(const Form& F, const std::vector<std::vector<Index>>& groups) {
   return out;
 }
 
-/// F ∘ G entrywise (equal sizes).
-Form product(Form F, Form G, const Pass& p) {
-  const Index K = std::max(F.A.cols(), G.A.cols()), N = F.size();
-  widen(F, K);
-  widen(G, K);
-  const Vector<double> r1 = abs_rowsum(F.A), r2 = abs_rowsum(G.A), rad1 = radius(F, p), rad2 = radius(G, p);
+/// F ∘ G entrywise (entry i meets G's row map[i] when map is given, else G_i).
+Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Index>& map = {}) {
+  const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG), N = F.size();
+  const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p), &rad1 = radius(F, p), &rad2 = radius(G, p);
   const double g2 = gamma_of(2);
-  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
   Vector<double> beta(N);
+  for (Index i = 0; i < N; ++i)  // (x − c_x)(y − c_y) with both deviations in their ranges
+    beta(i) = hi(I(rad1(i)) * I(rad2(row_of(map, i))));
+  Form out{Vector<double>(N), coefficients(N, K, fresh_count(beta), p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
-    const I centre = I(F.c(i)) * I(G.c(i));
+    const Index g = row_of(map, i);
+    const I centre = I(F.c(i)) * I(G.c(g));
     out.c(i) = mid(centre);
-    out.A.row(i) = F.c(i) * G.A.row(i) + G.c(i) * F.A.row(i);
-    const I a1(std::fabs(F.c(i))), a2(std::fabs(G.c(i)));
-    out.s(i) = hi(a1 * I(G.s(i)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(i)) + a2 * I(r1(i))) +
+    out.A.row(i).head(KF) = G.c(g) * F.A.row(i);
+    out.A.row(i).segment(KF, K - KF).setZero();
+    out.A.row(i).head(KG) += F.c(i) * G.A.row(g);
+    const I a1(std::fabs(F.c(i))), a2(std::fabs(G.c(g)));
+    out.s(i) = hi(a1 * I(G.s(g)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(g)) + a2 * I(r1(i))) +
                   I(2.0 * double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
-    beta(i) = hi(I(rad1(i)) * I(rad2(i)));  // (x − c_x)(y − c_y) with both deviations in their ranges
   }
   add_fresh(out, beta, p);
   return out;
@@ -233,18 +275,18 @@ Form product(Form F, Form G, const Pass& p) {
 /// symbol).
 Form square(const Form& F, const Pass& p) {
   const Index N = F.size(), K = F.A.cols();
-  const Vector<double> rs = abs_rowsum(F.A), rad = radius(F, p);
-  Form out{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
+  const Vector<double>&rs = row_sums(F, p), &rad = radius(F, p);
   Vector<double> beta(N);
+  for (Index i = 0; i < N; ++i) beta(i) = hi(I(rad(i)) * I(rad(i)) / I(2.0));
+  Form out{Vector<double>(N), coefficients(N, K, fresh_count(beta), p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
-    const double half = hi(I(rad(i)) * I(rad(i)) / I(2.0));
+    const double half = beta(i);
     const I centre = I(F.c(i)) * I(F.c(i)) + I(half);
     out.c(i) = mid(centre);
-    out.A.row(i) = (2 * F.c(i)) * F.A.row(i);  // 2c is exact
+    out.A.row(i).head(K) = (2 * F.c(i)) * F.A.row(i);  // 2c is exact
     const I a(2 * std::fabs(F.c(i)));
     out.s(i) = hi(a * I(F.s(i)) + I(unit_roundoff) * a * I(rs(i)) + I(double(K)) * I(underflow_unit) +
                   I(halfwidth(centre, out.c(i))));
-    beta(i) = half;
   }
   add_fresh(out, beta, p);
   return out;
@@ -253,35 +295,40 @@ Form square(const Form& F, const Pass& p) {
 /// out_(i,k) = Σ_{j < inner, allowed(i, j)} F_{a(i,j)}·G_{b(j,k)} for i < n, k < m_out (a matrix product of
 /// two forms; `allowed` masks terms of the inner sum).
 template <class Left, class Right, class Allowed>
-Form matmul(Form F, Form G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
+Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
             const Pass& p) {
-  const Index K = std::max(F.A.cols(), G.A.cols());
-  widen(F, K);
-  widen(G, K);
-  const Vector<double> r1 = abs_rowsum(F.A), r2 = abs_rowsum(G.A), rad1 = radius(F, p), rad2 = radius(G, p);
-  Form out{Vector<double>(n * m_out), Matrix<double>::Zero(n * m_out, K), Vector<double>(n * m_out)};
+  const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG);
+  const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p), &rad1 = radius(F, p), &rad2 = radius(G, p);
   Vector<double> beta(n * m_out);
   for (Index i = 0; i < n; ++i)
     for (Index k = 0; k < m_out; ++k) {
+      I quad(0.0);
+      for (Index j = 0; j < inner; ++j)
+        if (allowed(i, j)) quad += I(rad1(a(i, j))) * I(rad2(b(j, k)));
+      beta(i * m_out + k) = hi(quad);
+    }
+  Form out{Vector<double>(n * m_out), coefficients(n * m_out, K, fresh_count(beta), p),
+           Vector<double>(n * m_out)};
+  out.A.leftCols(K).setZero();
+  for (Index i = 0; i < n; ++i)
+    for (Index k = 0; k < m_out; ++k) {
       const Index o = i * m_out + k;
-      I centre(0.0), s(0.0), magnitude(0.0), quad(0.0);
+      I centre(0.0), s(0.0), magnitude(0.0);
       double terms = 0;
       for (Index j = 0; j < inner; ++j) {
         if (!allowed(i, j)) continue;
         const Index e = a(i, j), f = b(j, k);
-        out.A.row(o) += F.c(e) * G.A.row(f);
-        out.A.row(o) += G.c(f) * F.A.row(e);
+        out.A.row(o).head(KG) += F.c(e) * G.A.row(f);
+        out.A.row(o).head(KF) += G.c(f) * F.A.row(e);
         centre += I(F.c(e)) * I(G.c(f));
         const I a1(std::fabs(F.c(e))), a2(std::fabs(G.c(f)));
         s += a1 * I(G.s(f)) + a2 * I(F.s(e));
         magnitude += a1 * I(r2(f)) + a2 * I(r1(e));
-        quad += I(rad1(e)) * I(rad2(f));
         terms += 2;
       }
       out.c(o) = mid(centre);
       out.s(o) = hi(s + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(underflow_unit) +
                     I(halfwidth(centre, out.c(o))));
-      beta(o) = hi(quad);
     }
   add_fresh(out, beta, p);
   return out;
@@ -439,7 +486,7 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
     M[std::size_t(i)] = I(mu) + I(m);
     beta(i) = halfwidth(E, m);
   }
-  Form out = affine_entries(F, lambda, M, p);
+  Form out = affine_entries(F, lambda, M, p, fresh_count(beta));
   add_fresh(out, beta, p);
   return out;
 }
@@ -460,9 +507,9 @@ struct RowIndex {
 /// X minus the mean of its row (n rows × d features), linear in the symbols.
 Form centred_rows(const Form& X, Index n, Index d, const Pass& p) {
   const RowIndex index(n, d);
-  const Form mean = affine_entries(sum_groups(X, index.rows), I(1.0) / I(double(d)),
+  const Form mean = affine_entries(sum_groups(X, index.rows, p), I(1.0) / I(double(d)),
                                    std::vector<I>(std::size_t(n), I(0.0)), p);
-  return combine(X, gather(mean, index.row_of), -1);
+  return combine(X, mean, -1, p, index.row_of);
 }
 
 /// γ ⊙ Z/√(mean of Z² per row + ε) + β for n rows × d features (γ, β empty: 1, 0): the squares, their mean
@@ -470,9 +517,9 @@ Form centred_rows(const Form& X, Index n, Index d, const Pass& p) {
 Form scale_rows(const Form& Z, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
                 double eps, const Pass& p) {
   const RowIndex index(n, d);
-  const Form mean_square = affine_entries(sum_groups(square(Z, p), index.rows), I(1.0) / I(double(d)),
+  const Form mean_square = affine_entries(sum_groups(square(Z, p), index.rows, p), I(1.0) / I(double(d)),
                                           std::vector<I>(std::size_t(n), I(eps)), p);
-  const Form y = product(Z, gather(nonlinear(mean_square, Function::rsqrt, p, eps), index.row_of), p);
+  const Form y = product(Z, nonlinear(mean_square, Function::rsqrt, p, eps), p, index.row_of);
   std::vector<I> g(static_cast<std::size_t>(n * d)), b(static_cast<std::size_t>(n * d));
   for (Index e = 0; e < n * d; ++e) {
     g[std::size_t(e)] = I(gamma.size() != 0 ? gamma(e % d) : 1.0);
@@ -511,7 +558,7 @@ Form rotate_rows(const Form& F, const std::vector<Index>& positions, Index hd, c
   const Index half = hd / 2, K = F.A.cols();
   const Index count = *std::max_element(positions.begin(), positions.end()) + 1;
   const detail::RotaryTables<I> tables = detail::rotary_tables<I>(rotary, count, int(hd));
-  const Vector<double> rs = abs_rowsum(F.A), rad = radius(F, p);
+  const Vector<double>&rs = row_sums(F, p), &rad = radius(F, p);
   const I g2(gamma_of(2));
   Form out{Vector<double>(F.size()), Matrix<double>(F.size(), K), Vector<double>(F.size())};
   for (std::size_t t = 0; t < positions.size(); ++t)
@@ -574,9 +621,9 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
   for (std::size_t h = 0; h < std::size_t(L.heads); ++h) {
     p.tick();
     p.next = shared;
-    const Form Q = rotated(linear_rows(Hq, nq, L.WQ[h], bias_or_empty(L.bQ, h)), queries, L, p);
-    const Form Kf = rotated(linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h)), n, L, p);
-    const Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h));
+    const Form Q = rotated(linear_rows(Hq, nq, L.WQ[h], bias_or_empty(L.bQ, h), p), queries, L, p);
+    const Form Kf = rotated(linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h), p), n, L, p);
+    const Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h), p);
     // Scores of the allowed pairs (a query a, a key j), in row-major order.
     std::vector<Index> kept, row_of;
     std::vector<std::vector<Index>> row_members(static_cast<std::size_t>(nq));
@@ -601,8 +648,8 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
       for (std::size_t e = 0; e < kept.size(); ++e) shift[e] = I(-top[std::size_t(row_of[e])]);
     }
     const Form E = nonlinear(affine_entries(S, scale, shift, p), Function::exp, p);
-    const Form R = nonlinear(sum_groups(E, row_members), Function::reciprocal, p);
-    const Form P = product(E, gather(R, row_of), p);
+    const Form R = nonlinear(sum_groups(E, row_members, p), Function::reciprocal, p);
+    const Form P = product(E, R, p, row_of);
     // O_(a,t) = Σ_j P_aj V_jt over the allowed j (P stored over the kept pairs).
     std::vector<Index> position(std::size_t(nq * n), -1);
     for (std::size_t e = 0; e < kept.size(); ++e) position[std::size_t(kept[e])] = Index(e);
@@ -629,23 +676,23 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
     offset += own;
   }
   p.next = K;
-  return combine(nq == n ? X : keep_tokens(X, queries, d), linear_rows(O, nq, L.WO, L.bO), +1);
+  return combine(nq == n ? X : keep_tokens(X, queries, d), linear_rows(O, nq, L.WO, L.bO, p), +1, p);
 }
 
 /// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm).
 Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p) {
   const Form Y = m.prenorm ? norm_rows(X, n, m.width, m.norm, blk.norm2.gamma, blk.norm2.beta, m.eps, p) : X;
-  const Form H = linear_rows(Y, n, blk.fc1.W, blk.fc1.b);
+  const Form H = linear_rows(Y, n, blk.fc1.W, blk.fc1.b, p);
   const Function f = m.activation == Activation::silu        ? Function::silu
                      : m.activation == Activation::relu      ? Function::relu
                      : m.activation == Activation::tanh      ? Function::tanh
                      : m.activation == Activation::gelu_tanh ? Function::gelu_tanh
                                                              : Function::gelu_erf;
   if (blk.gated()) {  // SwiGLU: σ(Y·W_g + b_g) ⊙ H, the product of two forms
-    const Form G = nonlinear(linear_rows(Y, n, blk.gate.W, blk.gate.b), f, p);
-    return combine(X, linear_rows(product(G, H, p), n, blk.fc2.W, blk.fc2.b), +1);
+    const Form G = nonlinear(linear_rows(Y, n, blk.gate.W, blk.gate.b, p), f, p);
+    return combine(X, linear_rows(product(G, H, p), n, blk.fc2.W, blk.fc2.b, p), +1, p);
   }
-  return combine(X, linear_rows(nonlinear(H, f, p), n, blk.fc2.W, blk.fc2.b), +1);
+  return combine(X, linear_rows(nonlinear(H, f, p), n, blk.fc2.W, blk.fc2.b, p), +1, p);
 }
 
 /// The input stage: embed(x + r·ε), linear in ε.
@@ -668,6 +715,7 @@ Form input_form(const Model& m, const Vector<double>& x, double r, const Pass& p
     F.c(e) = mid(c);
     F.s(e) = hi(I(F.s(e)) + I(halfwidth(c, F.c(e))));
   }
+  F.forget();
   return F;
 }
 
@@ -698,7 +746,7 @@ Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& 
       std::vector<std::vector<Index>> columns(static_cast<std::size_t>(d));
       for (Index i = first; i < n; ++i)
         for (Index f = 0; f < d; ++f) columns[std::size_t(f)].push_back(i * d + f);
-      X = affine_entries(sum_groups(X, columns), I(1.0) / I(double(n - first)),
+      X = affine_entries(sum_groups(X, columns, p), I(1.0) / I(double(n - first)),
                          std::vector<I>(std::size_t(d), I(0.0)), p);
     } else {
       X = keep_tokens(X, {m.pooling == Pooling::cls ? 0 : n - 1}, d);
@@ -711,8 +759,8 @@ Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& 
 Form logits_form(const Model& m, Form X, const Pass& p) {
   const Index d = m.width;
   if (m.final_norm.present()) X = norm_rows(X, 1, d, m.norm, m.final_norm.gamma, m.final_norm.beta, m.eps, p);
-  if (m.pooler.W.size() != 0) X = nonlinear(linear_rows(X, 1, m.pooler.W, m.pooler.b), Function::tanh, p);
-  return linear_rows(X, 1, m.head.W, m.head.b);
+  if (m.pooler.W.size() != 0) X = nonlinear(linear_rows(X, 1, m.pooler.W, m.pooler.b, p), Function::tanh, p);
+  return linear_rows(X, 1, m.head.W, m.head.b, p);
 }
 
 /// The lower end of min_{c≠y} (z_y − z_c) when the head reads the final norm of the pooled row X.
@@ -743,7 +791,7 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p) {
   const I quad = square(rho) / (I(2.0 * double(d)) * I(s0.lower()));
   std::vector<I> G(static_cast<std::size_t>(d));
   for (Index f = 0; f < d; ++f) G[std::size_t(f)] = I(z.c(f)) / (I(double(d)) * s0);
-  const Vector<double> rs = abs_rowsum(z.A);
+  const Vector<double>& rs = row_sums(z, p);
   const bool has_bias = m.head.b.size() != 0, has_gamma = m.final_norm.gamma.size() != 0,
              has_beta = m.final_norm.beta.size() != 0;
   double worst = std::numeric_limits<double>::infinity();
