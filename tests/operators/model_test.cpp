@@ -270,6 +270,22 @@ TEST(ModelRegion, NaiveFactorsAreCertifiedUpperBoundsOfSampledSlopes) {
   EXPECT_GE(product, spectral_norm_upper_certified(pass.jacobian).lower);
 }
 
+TEST(ModelRegion, NaiveFactorsRefuseStagesTheyDoNotBound) {
+  // The factors bound LayerNorm stages and ungated MLPs: the same model with RMSNorm, or with a gate on one
+  // MLP, has no naive certificate, and says why (LLaMA files reach neither case today, being causal).
+  const Model vit = load_model(fixture() / "vit_digits.safetensors");
+  std::string why;
+  Model rms = vit;
+  rms.norm = Prenorm::rmsnorm;
+  EXPECT_FALSE(global_lipschitz_factors(rms, why).has_value());
+  EXPECT_NE(why.find("RMSNorm"), std::string::npos) << why;
+  Model gated = vit;
+  gated.blocks.back().gate = gated.blocks.back().fc1;
+  EXPECT_FALSE(global_lipschitz_factors(gated, why).has_value());
+  EXPECT_NE(why.find("gated"), std::string::npos) << why;
+  EXPECT_TRUE(global_lipschitz_factors(vit, why).has_value()) << why;
+}
+
 class ModelFiles : public ::testing::Test {
  protected:
   std::filesystem::path dir;

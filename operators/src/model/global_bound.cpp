@@ -59,6 +59,15 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
     why_not = "causal attention: castin.sqrt_n bounds full (non-causal) self-attention only";
     return std::nullopt;
   }
+  if (m.norm != Prenorm::layernorm) {
+    why_not = "RMSNorm: the factors below bound LayerNorm stages only";
+    return std::nullopt;
+  }
+  for (const TransformerBlock& blk : m.blocks)
+    if (blk.gated()) {
+      why_not = "gated (SwiGLU) MLP: the MLP factor below bounds sigma(X W1 + b1) W2 only";
+      return std::nullopt;
+    }
   double sigma_max = 0;
   std::string sigma_how;
   if (m.activation == Activation::gelu_erf) {
