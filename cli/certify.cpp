@@ -1,7 +1,8 @@
 // regatta certify: ℓ₂ robustness of a whole trained model (image or text) on a labelled test set
-// (docs/models.md): per input the certified radius from region enclosures, the attack radius (an estimate),
-// the naive product certificate; certified and attack accuracy at a list of radii, and with --plot DIR their
-// curves against the radius.
+// (docs/models.md): per input the certified radius (affine forms or region enclosures), the attack radius (an
+// estimate), the naive product certificate and, with --compare local, the composition of per-stage local
+// bounds; certified and attack accuracy at a list of radii, and with --plot DIR their curves against the
+// radius.
 #include <omp.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_affine.hpp>
+#include <regatta/operators/model_local.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <sstream>
 #include <string>
@@ -44,6 +46,7 @@ struct CertifyArgs {
   long limit = 0;
   double tolerance = 0.01;
   std::string method = "affine";
+  std::vector<std::string> compare;  ///< extra comparison columns: "local"
 };
 
 using Row = operators::InputRobustness;
@@ -81,6 +84,10 @@ void run(const CertifyArgs& args, int& result) {
   std::string why_naive;
   const auto factors = operators::global_lipschitz_factors(m, why_naive);
   const double product = factors ? operators::naive_denominator(*factors) : NAN;  // √2·Π L_k rounded up
+  const bool compare_local =
+      std::find(args.compare.begin(), args.compare.end(), "local") != args.compare.end();
+  const std::string why_local = operators::local_composition_unsupported(m);
+  const bool local = compare_local && why_local.empty();
 
   const operators::ConvertedModel<double> md(m);
   const operators::ConvertedModel<interval64> mi(m);
@@ -95,7 +102,8 @@ void run(const CertifyArgs& args, int& result) {
       try {
         rows[std::size_t(i)] = operators::input_robustness(
             md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
-            args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine);
+            args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine,
+            local);
       } catch (...) {
 #pragma omp critical(regatta_certify_failure)
         if (!failure) failure = std::current_exception();
@@ -126,19 +134,30 @@ void run(const CertifyArgs& args, int& result) {
   } else {
     std::cout << "naive certificate: not available (" << why_naive << ")\n";
   }
-  std::cout << "\n  index label pred  margin(est)  naive(cert)      attack(est)  certified(cert)\n";
+  std::cout << "\n  index label pred  margin(est)  naive(cert)" << (local ? "  local(cert)" : "")
+            << "      attack(est)  certified(cert)\n";
   for (long i = 0; i < count; ++i) {
     const Row& r = rows[std::size_t(i)];
     std::cout << "  " << i << "  " << r.label << "  " << r.prediction << "  " << number(r.margin, 6) << "  "
-              << lower_number(r.naive, 4) << "  " << number(r.attack, 6) << "  "
-              << lower_number(r.certified, 6) << "\n";
+              << lower_number(r.naive, 4) << "  " << (local ? lower_number(r.local, 4) + "  " : "")
+              << number(r.attack, 6) << "  " << lower_number(r.certified, 6) << "\n";
   }
   std::cout << "\nmedian certified radius (certified, rounded down): " << lower_number(med_c, 6) << "\n";
   std::cout << "median attack radius (estimate, upper bound on the true radius): " << number(med_a, 6)
             << "\n";
   std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
+  if (local)
+    std::cout << "median local-composition radius (certified, rounded down): "
+              << lower_number(summary.median_local, 4) << "\n";
+  else
+    std::cout << "local composition of per-stage bounds: "
+              << (compare_local ? "not available (" + why_local + ")"
+                                : std::string("not computed (--compare local)"))
+              << "\n";
   if (med_a > 0) std::cout << "median certified / median attack: " << number(med_c / med_a, 4) << "\n";
   if (med_n > 0) std::cout << "median certified / median naive: " << number(med_c / med_n, 4) << "\n";
+  if (local && summary.median_local > 0)
+    std::cout << "median certified / median local: " << number(med_c / summary.median_local, 4) << "\n";
   std::cout << "bisection: relative tolerance " << number(args.tolerance) << " on the certified radius\n";
   {
     long affine = 0;
@@ -171,6 +190,9 @@ void run(const CertifyArgs& args, int& result) {
                     {"certified_radius", "certified lower bound on the robustness radius"},
                     {"refuted_radius", "smallest radius the test failed at (a limit of the test)"},
                     {"method", "how the certified radius was found: affine (forms) or region (enclosures)"},
+                    {"local_radius",
+                     "certified lower bound on the robustness radius from the composition of per-stage local "
+                     "Lipschitz bounds (null: not computed, see local_unavailable)"},
                     {"certified_accuracy", "certified"},
                     {"attack_accuracy", "estimate (upper bound on the robust accuracy)"}};
       j["bisection_relative_tolerance"] = args.tolerance;
@@ -181,6 +203,8 @@ void run(const CertifyArgs& args, int& result) {
         j["naive_factors"] = nullptr;
         j["naive_unavailable"] = why_naive;
       }
+      if (!local)
+        j["local_unavailable"] = compare_local ? why_local : std::string("not computed (--compare local)");
       for (long i = 0; i < count; ++i) {
         const Row& r = rows[std::size_t(i)];
         j["inputs"].push_back({{"index", i},
@@ -193,12 +217,16 @@ void run(const CertifyArgs& args, int& result) {
                                {"certified_radius", r.certified},
                                {"refuted_radius", r.refuted},
                                {"method", operators::to_string(r.method)},
-                               {"region_checks", r.checks}});
+                               {"region_checks", r.checks},
+                               {"local_radius", r.has_local ? nlohmann::json(r.local) : nlohmann::json()},
+                               {"local_checks", r.local_checks}});
       }
-      j["summary"] = {{"clean_accuracy", summary.clean_accuracy},
-                      {"median_certified_radius", med_c},
-                      {"median_attack_radius", number_or_null(med_a)},
-                      {"median_naive_radius", med_n}};
+      j["summary"] = {
+          {"clean_accuracy", summary.clean_accuracy},
+          {"median_certified_radius", med_c},
+          {"median_attack_radius", number_or_null(med_a)},
+          {"median_naive_radius", med_n},
+          {"median_local_radius", local ? nlohmann::json(summary.median_local) : nlohmann::json()}};
       for (double r : args.radii)
         j["accuracy"].push_back({{"radius", r},
                                  {"certified_accuracy", accuracy_at(r, true)},
@@ -207,13 +235,15 @@ void run(const CertifyArgs& args, int& result) {
     } else {
       std::ostringstream os;
       os << "index,label,prediction,margin_estimate,margin_lower_certified,naive_radius_certified,"
-            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks,method\n";
+            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks,method,"
+            "local_radius_certified\n";
       for (long i = 0; i < count; ++i) {
         const Row& r = rows[std::size_t(i)];
         os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
            << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
            << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
-           << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << "\n";
+           << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << ","
+           << (r.has_local ? csv_number(r.local, "lower") : std::string()) << "\n";
       }
       const std::string text = os.str();
       io::write_file_atomic(args.out, std::as_bytes(std::span(text.data(), text.size())));
@@ -259,6 +289,12 @@ void add_certify_command(CLI::App& app, int& result) {
                   "the default; region where they do not apply) or region (interval enclosures of the "
                   "logits' Jacobian: faster, far looser)")
       ->check(CLI::IsMember({"affine", "region"}));
+  cmd->add_option("--compare", args->compare,
+                  "Extra comparison columns (comma separated): local = the certified radius from the "
+                  "composition of per-stage local Lipschitz bounds (opt-in: about 5 s of one core per input "
+                  "on the digits ViT)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"local"}));
   cmd->add_option("--tolerance", args->tolerance,
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
       ->check(finite_in(0, 1, Ends::open));

@@ -3,7 +3,8 @@
 last-token head; BERT: post-norm, CLS pooler; LLaMA: RMSNorm, rotary grouped-query attention, SwiGLU): it runs, labels the kinds, says why the naive certificate is
 not available, and per input no certified radius exceeds the attack radius (an upper bound on the true
 radius), every correctly classified input with a positive certified margin gets a positive certified radius
-and a misclassified one gets 0. Needs only the Python standard library.
+and a misclassified one gets 0. With --compare local the same holds for the composition of local bounds on
+GPT-2 and BERT, and LLaMA reports it absent with the reason. Needs only the Python standard library.
 
     certify_text.py REGATTA TEXT_MODELS_DIR WORK_DIR
 """
@@ -24,7 +25,7 @@ for name, limit, why in (("gpt2", "7", "causal attention"), ("bert", "2", "post-
     out = os.path.join(WORK, name + ".json")
     p = subprocess.run([REGATTA, "certify", "--model", os.path.join(DATA, name, "model.safetensors"),
                         "--data", os.path.join(DATA, name, "test_set.npz"), "--limit", limit,
-                        "--tolerance", "0.5", "--out", out], capture_output=True, text=True)
+                        "--tolerance", "0.5", "--compare", "local", "--out", out], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"{name}: certify failed ({p.returncode}): {p.stderr}")
     if "median certified radius (certified, rounded down)" not in p.stdout:
@@ -44,11 +45,22 @@ for name, limit, why in (("gpt2", "7", "causal attention"), ("bert", "2", "post-
         correct += right
         if right and r["margin_lower"] > 0 and not r["certified_radius"] > 0:
             failures.append(f"{name} input {r['index']}: correct with a certified margin but radius 0")
+        local = r["local_radius"]
+        if name == "llama":
+            if local is not None:
+                failures.append(f"llama input {r['index']}: a local radius {local} for an uncovered model")
+        elif local is None or local > attack or (right and r["margin_lower"] > 0 and not local > 0) or (
+                not right and local != 0):
+            failures.append(f"{name} input {r['index']}: local radius {local} (attack {attack}, right {right})")
         if not right and (r["certified_radius"] != 0 or r["attack_radius"] != 0):
             failures.append(f"{name} input {r['index']}: misclassified but radii {r['certified_radius']}, "
                             f"{r['attack_radius']}")
     if name in ("gpt2", "llama") and correct == len(rows):
         failures.append(f"{name}: expected a misclassified input among the first 7")
+    if name == "llama" and "layout llama" not in (result.get("local_unavailable") or ""):
+        failures.append(f"llama: expected the local column absent with its reason, got {result.get('local_unavailable')}")
+    if name != "llama" and result["summary"]["median_local_radius"] is None:
+        failures.append(f"{name}: no median local radius")
     if name == "llama" and any(r.get("method") != "affine" for r in rows if r["certified_radius"] > 0):
         failures.append("llama: expected every certified radius from affine forms")
 

@@ -1,12 +1,13 @@
 // The per-input robustness record of `regatta certify` and the report (model_robustness.hpp): the margin in
-// double and its certified lower end, the naive product certificate, the attack radius and the certified
-// radius from region enclosures.
+// double and its certified lower end, the naive product certificate, the attack radius, the certified
+// radius (affine forms or region enclosures) and, when asked, the composition of local bounds.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <regatta/core/interval64.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_affine.hpp>
+#include <regatta/operators/model_local.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
 namespace regatta::operators {
@@ -21,7 +22,8 @@ std::string to_string(RadiusMethod method) { return method == RadiusMethod::affi
 
 InputRobustness input_robustness(const ConvertedModel<double>& model_double,
                                  const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
-                                 int y, double naive_denominator, double tolerance, RadiusMethod method) {
+                                 int y, double naive_denominator, double tolerance, RadiusMethod method,
+                                 bool compare_local) {
   const Model& m = model_double.model;
   InputRobustness r;
   r.label = y;
@@ -55,6 +57,15 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
     r.refuted = c.refuted;
     r.checks = c.checks;
   }
+  if (compare_local && local_composition_unsupported(m).empty()) {
+    r.has_local = true;
+    if (r.prediction == y && r.margin_lower > 0) {
+      const CertifiedRadius c =
+          local_composition_radius(model_interval, x, y, a.found ? a.radius : 100.0, tolerance);
+      r.local = c.radius;
+      r.local_checks = c.checks;
+    }
+  }
   return r;
 }
 
@@ -72,12 +83,13 @@ double median(std::vector<double> v, bool down) {
 }  // namespace
 
 RobustnessSummary summarize(const std::vector<InputRobustness>& rows) {
-  std::vector<double> certified, attack, naive;
+  std::vector<double> certified, attack, naive, local;
   long correct = 0;
   for (const InputRobustness& r : rows) {
     certified.push_back(r.certified);
     attack.push_back(r.attack);
     naive.push_back(r.naive);
+    if (r.has_local) local.push_back(r.local);
     correct += r.prediction == r.label;
   }
   RobustnessSummary s;
@@ -85,6 +97,7 @@ RobustnessSummary summarize(const std::vector<InputRobustness>& rows) {
   s.median_certified = median(certified, true);
   s.median_attack = median(attack, false);
   s.median_naive = median(naive, true);
+  if (!local.empty()) s.median_local = median(local, true);
   return s;
 }
 

@@ -142,15 +142,22 @@ struct InputRobustness {
   double refuted = 0;       ///< the region test's own limit (CertifiedRadius::refuted)
   int checks = 0;           ///< region (or affine) passes run
   RadiusMethod method = RadiusMethod::affine;  ///< the method the certified radius came from
+  /// CERTIFIED: the composition of per-stage local Lipschitz bounds (model_local.hpp), rounded down; 0 when
+  /// not certified. Only when has_local (input_robustness's compare_local, on a model it covers).
+  double local = 0;
+  bool has_local = false;
+  int local_checks = 0;  ///< chains of local constants evaluated
 };
 
 /// The forward passes, naive certificate, attack and certified radius of one input x with label y.
 /// `naive_denominator` is √2·Π L_k rounded up, or NaN when the model has no naive certificate; `tolerance`
 /// is certified_radius's. The certified radius is searched below the attack radius (100 when none was found).
+/// With compare_local, also the radius of the composition of local bounds (local_composition_radius, same
+/// tolerance and upper end) when local_composition_unsupported(model) is empty.
 InputRobustness input_robustness(const ConvertedModel<double>& model_double,
                                  const ConvertedModel<interval64>& model_interval, const Vector<double>& x,
                                  int y, double naive_denominator, double tolerance = 0.01,
-                                 RadiusMethod method = RadiusMethod::affine);
+                                 RadiusMethod method = RadiusMethod::affine, bool compare_local = false);
 
 /// Medians over a set of inputs (of every input, robust or not: a misclassified input has radius 0).
 struct RobustnessSummary {
@@ -158,6 +165,7 @@ struct RobustnessSummary {
   double median_certified = 0;  ///< CERTIFIED (a median of certified lower bounds is one)
   double median_attack = 0;     ///< ESTIMATE (inf when the attack failed on at least half of the inputs)
   double median_naive = 0;      ///< CERTIFIED
+  double median_local = 0;      ///< CERTIFIED (over the rows with has_local; 0 when none has)
 };
 /// The summary of a non-empty set of records; a median of an even count is the mean of the two middle
 /// values, rounded down for the certified ones.
