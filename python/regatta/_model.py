@@ -27,6 +27,9 @@ class RobustnessRow:
         self.refuted_radius = raw["refuted_radius"]
         self.region_checks = raw["region_checks"]
         self.method = raw["method"]
+        # compare_local=True: the composition of per-stage local bounds (certified), else None and the reason
+        self.local_radius = None if raw["local_radius"] is None else Lower(raw["local_radius"])
+        self.local_unavailable = raw["local_unavailable"]
 
     def __repr__(self):
         return (f"<RobustnessRow label {self.label} prediction {self.prediction}: certified radius "
@@ -105,13 +108,17 @@ class Model:
         lower, upper = self._core.logits_enclosure(array(image))
         return [Interval(lo, hi) for lo, hi in zip(lower, upper)]
 
-    def robustness(self, image, label, *, tolerance=0.01, method="affine", progress=None):
+    def robustness(self, image, label, *, tolerance=0.01, method="affine", progress=None,
+                   compare_local=False):
         """The l2 robustness of one labelled input, as one row of `regatta certify` (seconds per input):
         method 'affine' (affine forms, the default; 'region' where they do not apply) or 'region' (interval
         Jacobian enclosures: faster, far looser); the row's `method` says which one gave the radius. The
         GIL is released; Ctrl-C raises KeyboardInterrupt (polled at every pass of the attack and every stage
         of a certified pass); progress as for Layer.bracket (stages 'attack', 'region'; done counts steps,
-        total unknown)."""
+        total unknown). compare_local=True adds local_radius, the certified radius from the composition of
+        per-stage local Lipschitz bounds (about as costly again; None with local_unavailable saying why for
+        models it does not cover)."""
         with hook(progress) as callback:
-            raw = self._core.robustness(array(image), int(label), float(tolerance), str(method), callback)
+            raw = self._core.robustness(array(image), int(label), float(tolerance), str(method), callback,
+                                        bool(compare_local))
         return RobustnessRow(raw)

@@ -12,6 +12,7 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_affine.hpp>
+#include <regatta/operators/model_local.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <regatta/operators/model_tensors.hpp>
 #include "bindings.hpp"
@@ -134,7 +135,7 @@ void bind_model(py::module_& m) {
       .def(
           "robustness",
           [](const ModelCore& c, const py::handle& image, int label, double tolerance,
-             const std::string& method, const py::object& progress) {
+             const std::string& method, const py::object& progress, bool compare_local) {
             const Vector<double> x = image_arg(c, image);
             const int y = label_arg(c, label);
             if (!(std::isfinite(tolerance) && tolerance > 0 && tolerance < 1))
@@ -145,8 +146,11 @@ void bind_model(py::module_& m) {
             // One row of `regatta certify` (cli/certify.cpp), without the naive product certificate.
             py::dict out;
             int prediction = 0;
-            double margin = 0, margin_lower = 0, attack = INFINITY, certified = 0, refuted = 0;
+            double margin = 0, margin_lower = 0, attack = INFINITY, certified = 0, refuted = 0, local = 0;
             int checks = 0;
+            // The composition of local bounds (model_local.hpp), only when asked and where it applies.
+            const std::string why_local = compare_local ? operators::local_composition_unsupported(*c.model)
+                                                        : std::string("not computed (compare_local=False)");
             // Progress: "attack" then "region", done = steps so far (passes of the attack; blocks and tangent
             // steps of the region passes, or stages of the affine passes), total unknown (0).
             Interrupter interrupter(progress);
@@ -180,6 +184,9 @@ void bind_model(py::module_& m) {
                 certified = r.radius;
                 refuted = r.refuted;
                 checks = r.checks;
+                if (why_local.empty())
+                  local =
+                      operators::local_composition_radius(*c.mi, x, y, upper, tolerance, region_poll).radius;
               }
             }
             out["label"] = y;
@@ -191,10 +198,13 @@ void bind_model(py::module_& m) {
             out["refuted_radius"] = refuted;
             out["region_checks"] = checks;
             out["method"] = affine ? "affine" : "region";
+            out["local_radius"] = why_local.empty() ? py::object(py::float_(local)) : py::object(py::none());
+            out["local_unavailable"] =
+                why_local.empty() ? py::object(py::none()) : py::object(py::str(why_local));
             return out;
           },
           py::arg("image"), py::arg("label"), py::arg("tolerance") = 0.01, py::arg("method") = "affine",
-          py::arg("progress") = py::none());
+          py::arg("progress") = py::none(), py::arg("compare_local") = false);
 
   m.def(
       "load_model",

@@ -189,9 +189,13 @@ def test_text_models_embed_tokens_match_torch_and_certify_below_the_attack(name)
         # as above: a few 10^3 eps relative to max(1, |logits|) for two blocks; a wrong mapping gives O(1)
         np.testing.assert_allclose(text(x), logits, rtol=0, atol=16 * 1000 * EPS * max(1, np.abs(logits).max()))
     ids, label = data["tokens"][0], int(data["labels"][0])
-    row = text.robustness(text.embed_tokens(ids), label, tolerance=0.1)
+    row = text.robustness(text.embed_tokens(ids), label, tolerance=0.1, compare_local=True)
     assert row.method == "affine" and row.prediction == label
     assert 0 < float(row.certified_radius) <= float(row.attack_radius)
+    if name == "llama":  # RMSNorm, rotary, SwiGLU: the local composition is absent, with its reason
+        assert row.local_radius is None and "llama" in row.local_unavailable
+    else:
+        assert row.local_unavailable is None and 0 < float(row.local_radius) <= float(row.attack_radius)
     with pytest.raises(regatta.InputError, match="outside the vocabulary"):
         text.embed_tokens([0, 10**6])
     with pytest.raises(regatta.InputError, match="input: has 7 entries, the model takes n x"):
