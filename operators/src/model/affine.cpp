@@ -56,7 +56,7 @@ struct Form {
   Vector<double> s;
   /// Caches of row_sums() and radius(), filled when first asked for: a step that changes A or s after
   /// that calls forget().
-  mutable Vector<double> sums, ranges;
+  mutable Vector<double> sums, ranges, inputs;  ///< inputs: upper bounds of ‖a_{<q}‖₂
 
   Form() = default;
   Form(Vector<double> c_, Matrix<double> A_, Vector<double> s_)
@@ -65,6 +65,7 @@ struct Form {
   void forget() const {
     sums.resize(0);
     ranges.resize(0);
+    inputs.resize(0);
   }
 };
 
@@ -93,13 +94,34 @@ void measure(const Form& F, const Pass& p) {
   const Index K = F.A.cols(), q = std::min(p.q, K);
   F.sums.resize(F.size());
   F.ranges.resize(F.size());
+  F.inputs.resize(F.size());
   for (Index i = 0; i < F.size(); ++i) {
     const auto input = F.A.row(i).head(q);
     const double rest = F.A.row(i).tail(K - q).cwiseAbs().sum();
     F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, double(K));
-    const double l2 = hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
-    F.ranges(i) = hi(I(l2) + I(sum_up(rest, double(K - q))) + I(F.s(i)));
+    F.inputs(i) = hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
+    F.ranges(i) = hi(I(F.inputs(i)) + I(sum_up(rest, double(K - q))) + I(F.s(i)));
   }
+}
+
+/// An enclosure of (x − c_x)(y − c_y) for entry e of F and entry f of G. With x − c_x = aᵀε + X′ and
+/// y − c_y = bᵀε + Y′ (ε the input symbols, ‖ε‖₂ ≤ 1; X′, Y′ the rest, |X′| ≤ ρ_x, |Y′| ≤ ρ_y), the
+/// product of the input parts is the quadratic form εᵀ(abᵀ + baᵀ)ε/2, whose values on the unit ball lie
+/// between its extreme eigenvalues (a·b ∓ ‖a‖‖b‖)/2; the other three products are at most
+/// ‖a‖ρ_y + ρ_x‖b‖ + ρ_xρ_y in magnitude. Against the product of the two ranges this halves the
+/// input-input term.
+I deviation_product(const Form& F, Index e, const Form& G, Index f, const Pass& p) {
+  const Index q = std::min({p.q, F.A.cols(), G.A.cols()});
+  const double na = F.inputs(e), nb = G.inputs(f);
+  const I rest_x = I(F.ranges(e)) - I(na), rest_y = I(G.ranges(f)) - I(nb);  // ρ = range − ‖a‖ (upward)
+  const double rx = std::max(0.0, rest_x.upper()), ry = std::max(0.0, rest_y.upper());
+  // a·b in binary64: |error| ≤ γ_q·Σ|a_j b_j| + qη ≤ γ_q‖a‖‖b‖ + qη.
+  const double dot = q > 0 ? F.A.row(e).head(q).dot(G.A.row(f).head(q)) : 0.0;
+  const I error = I(gamma_of(double(q))) * I(na) * I(nb) + I(double(q)) * I(underflow_unit);
+  const I ab = I(dot) + I::hull(-error.upper(), error.upper());
+  const I quadratic = (ab + I::hull(-1.0, 1.0) * I(na) * I(nb)) / I(2.0);
+  const I others = I(na) * I(ry) + I(rx) * I(nb) + I(rx) * I(ry);
+  return quadratic + I::hull(-others.upper(), others.upper());
 }
 /// Upper bounds of the row sums Σ_j |a_j|.
 const Vector<double>& row_sums(const Form& F, const Pass& p) {
@@ -253,12 +275,18 @@ Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Inde
   const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p), &rad1 = radius(F, p), &rad2 = radius(G, p);
   const double g2 = gamma_of(2);
   Vector<double> beta(N);
-  for (Index i = 0; i < N; ++i)  // (x − c_x)(y − c_y) with both deviations in their ranges
-    beta(i) = hi(I(rad1(i)) * I(rad2(row_of(map, i))));
+  std::vector<I> shift(static_cast<std::size_t>(N));
+  for (Index i = 0; i < N; ++i) {  // (x − c_x)(y − c_y): its midpoint joins the centre, the rest is fresh
+    const I dev = deviation_product(F, i, G, row_of(map, i), p);
+    shift[std::size_t(i)] = I(mid(dev));
+    beta(i) = halfwidth(dev, mid(dev));
+  }
+  (void)rad1;
+  (void)rad2;
   Form out{Vector<double>(N), coefficients(N, K, fresh_count(beta), p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
     const Index g = row_of(map, i);
-    const I centre = I(F.c(i)) * I(G.c(g));
+    const I centre = I(F.c(i)) * I(G.c(g)) + shift[std::size_t(i)];
     out.c(i) = mid(centre);
     out.A.row(i).head(KF) = G.c(g) * F.A.row(i);
     out.A.row(i).segment(KF, K - KF).setZero();
@@ -299,13 +327,18 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
             const Pass& p) {
   const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG);
   const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p), &rad1 = radius(F, p), &rad2 = radius(G, p);
+  (void)rad1;
+  (void)rad2;
   Vector<double> beta(n * m_out);
+  std::vector<I> shift(static_cast<std::size_t>(n * m_out));
   for (Index i = 0; i < n; ++i)
     for (Index k = 0; k < m_out; ++k) {
-      I quad(0.0);
+      I quad(0.0);  // Σ_j of the deviations' products: its midpoint joins the centre, the rest is fresh
       for (Index j = 0; j < inner; ++j)
-        if (allowed(i, j)) quad += I(rad1(a(i, j))) * I(rad2(b(j, k)));
-      beta(i * m_out + k) = hi(quad);
+        if (allowed(i, j)) quad += deviation_product(F, a(i, j), G, b(j, k), p);
+      const double m = mid(quad);
+      shift[std::size_t(i * m_out + k)] = I(m);
+      beta(i * m_out + k) = halfwidth(quad, m);
     }
   Form out{Vector<double>(n * m_out), coefficients(n * m_out, K, fresh_count(beta), p),
            Vector<double>(n * m_out)};
@@ -326,6 +359,7 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
         magnitude += a1 * I(r2(f)) + a2 * I(r1(e));
         terms += 2;
       }
+      centre += shift[std::size_t(o)];
       out.c(o) = mid(centre);
       out.s(o) = hi(s + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(underflow_unit) +
                     I(halfwidth(centre, out.c(o))));
