@@ -36,14 +36,7 @@ std::optional<std::string> centred_refusal(const AttentionLayer& layer, const At
 Matrix<double> closed_form_jacobian(const AttentionLayer& layer, const AttentionOptions& options,
                                     const Matrix<double>& X) {
   if (const auto why = centred_refusal(layer, options)) throw InputError("closed-form Jacobian", *why);
-  Grid<double> G(X.rows(), X.cols());
-  for (Index i = 0; i < X.rows(); ++i)
-    for (Index a = 0; a < X.cols(); ++a) G(i, a) = X(i, a);
-  const Grid<double> J = closed_form<double>(layer, options, G);
-  Matrix<double> out(J.rows, J.cols);
-  for (Index r = 0; r < J.rows; ++r)
-    for (Index c = 0; c < J.cols; ++c) out(r, c) = J(r, c);
-  return out;
+  return closed_form_at(layer, options, X);
 }
 
 JacobianDerivatives jacobian_derivatives_on_box(const AttentionLayer& layer, const AttentionOptions& options,

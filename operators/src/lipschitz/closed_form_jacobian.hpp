@@ -310,4 +310,18 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
   return J;
 }
 
+/// The closed form in binary64 at a point X (n×d), as a dense (n·d)×(n·d) matrix. Callers check that the
+/// layer is one the closed form covers.
+inline Matrix<double> closed_form_at(const operators::AttentionLayer& L, const operators::AttentionOptions& o,
+                                     const Matrix<double>& X) {
+  Grid<double> G(X.rows(), X.cols());
+  for (Eigen::Index i = 0; i < X.rows(); ++i)
+    for (Eigen::Index a = 0; a < X.cols(); ++a) G(i, a) = X(i, a);
+  const Grid<double> J = closed_form<double>(L, o, G);
+  Matrix<double> out(J.rows, J.cols);
+  for (Eigen::Index r = 0; r < J.rows; ++r)
+    for (Eigen::Index c = 0; c < J.cols; ++c) out(r, c) = J(r, c);
+  return out;
+}
+
 }  // namespace regatta::lip::detail
