@@ -135,6 +135,9 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
         lip::RegionOptions region_options;
         region_options.dense_limit = region_limit;
         region_options.progress = hook;
+        // As `regatta local`: the second-order form for ball/box, and in the radius bisection only where one
+        // evaluation is cheap (n·d ≤ 128).
+        region_options.second_order = true;
         if (ball || box)
           region = lip::region_jacobian_norms(
               l.layer, l.options, x,
@@ -146,6 +149,7 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
           setting.readout_lipschitz = readout_lipschitz;
           lip::RegionRadiusOptions radius_options;
           radius_options.region = region_options;
+          radius_options.region.second_order = x.size() <= 128;
           radius = lip::region_certified_radius(l.layer, l.options, x, setting, norms.two.estimate,
                                                 radius_options);
         }
