@@ -137,13 +137,21 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
     so.progress = options_region.progress;
     so.spectral_limit = options_region.second_order_spectral_limit;
     const detail::SecondOrderBound b = detail::second_order_bound(layer, options, X, box, l2_radius, so);
-    out.second_order = SecondOrderSummary{b.centre_two, b.centre_inf, b.slope_two, b.slope_inf,
-                                          b.two_upper,  b.inf_upper,  l2_radius};
+    out.second_order =
+        SecondOrderSummary{b.centre_two, b.centre_inf, b.slope_two, b.slope_inf,     b.two_upper, b.inf_upper,
+                           l2_radius,    b.gap_two,    b.gap_rate,  b.gap_sigma_two, b.gap_c};
     if (b.finite && b.two_upper < out.two_upper) {
       out.two_upper = b.two_upper;
       out.two_upper_method = "second-order form: " + b.centre_two_method +
                              " at the centre + radius x certified second-derivative bound";
       out.two_upper_form = "second-order form";
+    }
+    if (b.finite && b.gap_two < out.two_upper) {
+      out.two_upper = b.gap_two;
+      out.two_upper_method =
+          "spectral-gap form: 2 x 2 bound on J(X')^T J(X') in the top singular vector of "
+          "J(X) and its complement (certified first-order rate, second-derivative bound)";
+      out.two_upper_form = "spectral-gap form";
     }
     if (b.finite && b.inf_upper < out.inf_upper) {
       out.inf_upper = b.inf_upper;

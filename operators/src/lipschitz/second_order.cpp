@@ -1,11 +1,13 @@
 // The second-order bound on the sup of ‖J‖ over a region (see second_order.hpp).
 #include "second_order.hpp"
 
+#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/interval64_product.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
@@ -94,6 +96,48 @@ struct BallTightening {
   }
 };
 
+/// The spectral-gap form's quantities (second_order.hpp; docs/local.md, "Spectral-gap form"), accumulated
+/// per coordinate k during the sweep over [T_k].
+struct SpectralGap {
+  Matrix<interval64> v;  // n·d × 1: encloses v̂ = ṽ/‖ṽ‖, ṽ the top right singular vector (double)
+  Matrix<interval64> w;       // n·d × 1: encloses J(X)v̂
+  Matrix<interval64> wt;      // 1 × n·d: wᵀ
+  Matrix<interval64> tv;      // n·d × K: column k encloses [T_k]v̂ for every member of [T_k]
+  Matrix<interval64> tw;      // n·d × K: column k encloses [T_k]ᵀw
+  std::vector<interval64> s;  // s_k encloses wᵀ T'_k v̂ for every T'_k ∈ [T_k]
+
+  SpectralGap(const Matrix<interval64>& Jc) {
+    const Index nd = Jc.rows();
+    Eigen::MatrixXd mid(nd, nd);
+    for (Index r = 0; r < nd; ++r)
+      for (Index c = 0; c < nd; ++c) mid(r, c) = static_cast<double>(Jc(r, c));
+    const Eigen::BDCSVD<Eigen::MatrixXd> svd(mid, Eigen::ComputeThinV);
+    // Any nonzero ṽ is sound; the SVD's makes the bound tight.
+    const Eigen::VectorXd top = svd.matrixV().col(0);
+    interval64 norm2(0.0);
+    for (Index c = 0; c < nd; ++c) norm2 = norm2 + square(interval64(top(c)));
+    const interval64 norm = sqrt(norm2);
+    v.resize(nd, 1);
+    for (Index c = 0; c < nd; ++c) v(c, 0) = interval64(top(c)) / norm;
+    w = midrad_product(Jc, v);
+    wt = w.transpose();
+    tv.resize(nd, nd);
+    tw.resize(nd, nd);
+    s.assign(std::size_t(nd), interval64(0.0));
+  }
+
+  /// Column k from [T_k] (n·d × n·d).
+  void add(const Matrix<interval64>& Tk, Index k) {
+    const Matrix<interval64> Tv = midrad_product(Tk, v), wT = midrad_product(wt, Tk);
+    tv.col(k) = Tv.col(0);
+    tw.col(k) = wT.row(0).transpose();
+    // wᵀ([T_k]v̂) and (wᵀ[T_k])v̂ both enclose {wᵀT'v̂ : T' ∈ [T_k]}: keep their intersection.
+    const interval64 left = midrad_product(wt, Tv)(0, 0), right = midrad_product(wT, v)(0, 0);
+    const double lo = std::max(left.lower(), right.lower()), hi = std::min(left.upper(), right.upper());
+    s[std::size_t(k)] = lo <= hi ? interval64::hull(lo, hi) : left;
+  }
+};
+
 /// The box's intervals with the unit partials of coordinates [k0, k0 + chunk).
 Grid<Tangent> seeded(const Matrix<interval64>& box, Index k0) {
   const Index n = box.rows(), d = box.cols();
@@ -105,6 +149,56 @@ Grid<Tangent> seeded(const Matrix<interval64>& box, Index k0) {
       if (k >= k0 && k < k0 + chunk) Xb(i, a).g[std::size_t(k - k0)] = interval64(1.0);
     }
   return Xb;
+}
+
+/// Upper end of ‖x‖₂ for an interval vector (or matrix, Frobenius): √(Σ mag²) rounded up.
+double norm_upper(const Matrix<interval64>& x) {
+  interval64 sum(0.0);
+  for (Index i = 0; i < x.size(); ++i) sum = sum + square(interval64(magnitude(x.data()[i])));
+  return sqrt_up(sum.upper());
+}
+
+/// The spectral-gap form (second_order.hpp, docs/local.md "Spectral-gap form") from the accumulated columns,
+/// the enclosure Jc of J(X) and out.centre_two, out.slope_two: fills out.gap_*.
+void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, double rho,
+                        SecondOrderBound& out) {
+  const Index nd = Jc.rows();
+  const interval64 R(rho), S2(out.slope_two);
+  // t_v ≥ ‖[T'_1 v ⋯ T'_K v]‖₂ and t_w ≥ ‖Q[T'_1ᵀw ⋯ T'_Kᵀw]‖₂ for every T'_k ∈ [T_k]. Q T'ᵀw = T'ᵀw −
+  // v(wᵀT'v): column k of the projected matrix encloses it by [T_k]ᵀw − v̂·s_k; ‖Q‖₂ ≤ 1 allows the
+  // unprojected one too.
+  const double t_v = two_norm_upper(gap.tv).upper;
+  Matrix<interval64> qtw = gap.tw;
+  for (Index k = 0; k < nd; ++k)
+    for (Index r = 0; r < nd; ++r) qtw(r, k) = gap.tw(r, k) - gap.v(r, 0) * gap.s[std::size_t(k)];
+  const double t_w = std::min(two_norm_upper(gap.tw).upper, two_norm_upper(qtw).upper);
+  // σ₂ ≥ ‖J Q‖₂: J Q = J − w v̂ᵀ, enclosed entrywise.
+  const Matrix<interval64> JQ = Jc - midrad_product(gap.w, Matrix<interval64>(gap.v.transpose()));
+  const double sigma2 = two_norm_upper(JQ).upper;
+  // r ≥ ‖Q Jᵀ J v̂‖ = ‖Jᵀw − ‖w‖² v̂‖ (the residual of the approximate singular vector).
+  interval64 ww(0.0);
+  for (Index r = 0; r < nd; ++r) ww = ww + square(gap.w(r, 0));
+  Matrix<interval64> resid = midrad_product(Matrix<interval64>(Jc.transpose()), gap.w);
+  for (Index c = 0; c < nd; ++c) resid(c, 0) = resid(c, 0) - ww * gap.v(c, 0);
+  const double r = norm_upper(resid);
+  // ‖g‖ with g_k = mag(s_k); |wᵀEv| ≤ ρ·min(‖g‖, ‖w‖·t_v).
+  interval64 g2(0.0);
+  for (const interval64& sk : gap.s) g2 = g2 + square(interval64(magnitude(sk)));
+  const double g = std::min(sqrt_up(g2.upper()), (interval64(norm_upper(gap.w)) * interval64(t_v)).upper());
+  const interval64 Tv(t_v), Tw(t_w), s2(sigma2);
+  const interval64 a = interval64(ww.upper()) + interval64(2.0) * R * interval64(g) + square(R * Tv);
+  const interval64 b = square(s2 + R * S2);
+  const interval64 c = interval64(r) + R * (s2 * Tv + Tw) + square(R) * S2 * Tv;
+  out.gap_rate = g;
+  out.gap_sigma_two = sigma2;
+  out.gap_a = a.upper();
+  out.gap_b = b.upper();
+  out.gap_c = c.upper();
+  // λ_max([[a, c], [c, b]]) = (a + b)/2 + √(((a − b)/2)² + c²), increasing in a, b and c ≥ 0.
+  const interval64 A(out.gap_a), B(out.gap_b), C(out.gap_c), half(0.5);
+  const interval64 lambda = half * (A + B) + sqrt(square(half * (A - B)) + square(C));
+  out.gap_two = sqrt_up(lambda.upper());
+  if (!std::isfinite(out.gap_two)) out.gap_two = infinity;
 }
 
 }  // namespace
@@ -175,6 +269,8 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
     }
   }
   tight.mode = BallTightening::Mode::apply;
+  std::optional<SpectralGap> gap;
+  if (so_options.spectral_gap) gap.emplace(Jc);
   const std::string stage = "second derivative over the region (interval64)";
   for (Index k0 = 0; k0 < nd && finite; k0 += chunk) {
     if (so_options.progress) so_options.progress(stage, k0, nd);
@@ -211,6 +307,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
         u2 = std::min(u2, (interval64(u) * interval64(u)).upper());
       }
       sum_u2 = sum_u2 + interval64(u2);
+      if (gap) gap->add(Tk, k0 + t);
     }
   }
   if (so_options.progress) so_options.progress(stage, nd, nd);
@@ -231,6 +328,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   out.two_upper = (interval64(out.centre_two) + interval64(l2_radius) * interval64(out.slope_two)).upper();
   out.inf_upper = (interval64(out.centre_inf) + interval64(l2_radius) * interval64(out.slope_inf)).upper();
   out.finite = std::isfinite(out.two_upper) && std::isfinite(out.inf_upper);
+  if (gap && out.finite) spectral_gap_bound(*gap, Jc, l2_radius, out);
   return out;
 }
 

@@ -15,6 +15,15 @@
 //   ‖A‖₂ = ‖M'(δ ⊗ I)‖₂ ≤ ρ ‖M'‖₂ ≤ ρ (‖mid M‖₂ + ‖rad M‖₂),  M' = [T'_1 ⋯ T'_K] ∈ [M] = [[T_1] ⋯ [T_K]]
 //                                                      (the flattening, n·d × (n·d)², when it is stored)
 // and sup over R of ‖J(X')‖ ≤ ‖J(X)‖ (certified upper end at the centre) + ρ·slope, every step rounded up.
+//
+// The spectral-gap form (docs/local.md, "Spectral-gap form") refines the ‖·‖₂ bound with the same [T_k]: for
+// a unit v (approximate top right singular vector of J(X)), w = J(X)v, Q = I − vvᵀ and E = J(X') − J(X),
+//   ‖J(X')‖₂² ≤ λ_max([[a, c], [c, b]]),  a ≥ ‖(J + E)v‖², b ≥ ‖(J + E)Q‖², c ≥ ‖Q(J + E)ᵀ(J + E)v‖,
+//   a = ‖w‖² + 2ρ‖g‖ + ρ²t_v²,   g_k ≥ sup |wᵀ T'_k v|,  t_v ≥ ‖[[T_1]v ⋯ [T_K]v]‖₂
+//   b = (σ₂ + ρ·slope_two)²,      σ₂ ≥ ‖J(X)Q‖₂
+//   c = r + ρ(σ₂t_v + t_w) + ρ²·slope_two·t_v,  r ≥ ‖QJᵀw‖,  t_w ≥ ‖[Q[T_1]ᵀw ⋯ Q[T_K]ᵀw]‖₂
+// so that, where σ₁² − σ₂² is large against c, the excess over ‖J(X)‖₂ is ρ‖g‖/‖J(X)‖₂ to first order (the
+// rate of σ_max along the worst direction) instead of ρ·slope_two (the norm of the whole tensor).
 #include <limits>
 #include <optional>
 #include <string>
@@ -48,6 +57,9 @@ struct SecondOrderOptions {
   /// (second_order.cpp, BallTightening; each costs about a third of the [T_k] passes). 0: the box's naive
   /// interval values.
   int tightening_sweeps = 2;
+  /// Also form the spectral-gap bound (gap_two below): per coordinate two interval matrix–vector products
+  /// with [T_k], and three spectral certificates of n·d × n·d interval matrices.
+  bool spectral_gap = true;
   Progress progress{};
 };
 
@@ -61,6 +73,11 @@ struct SecondOrderBound {
   double two_upper = std::numeric_limits<double>::infinity();  ///< CERTIFIED: centre_two + ρ·slope_two
   double inf_upper = std::numeric_limits<double>::infinity();  ///< CERTIFIED: centre_inf + ρ·slope_inf
   bool finite = false;  ///< false: an enclosure of the second derivative was not finite (bounds are +inf)
+  // The spectral-gap form (file comment): +inf / 0 when it was not formed.
+  double gap_two = std::numeric_limits<double>::infinity();  ///< CERTIFIED: sup over R of ‖J(X')‖₂ ≤ gap_two
+  double gap_rate = 0;  ///< CERTIFIED: ‖g‖₂ (≥ sup over R of |d/dt wᵀJ(X + tu)v| for unit u)
+  double gap_sigma_two = 0;  ///< CERTIFIED: ‖J(X)(I − vvᵀ)‖₂ ≤ gap_sigma_two (σ₂ of J(X), up to v's error)
+  double gap_a = 0, gap_b = 0, gap_c = 0;  ///< CERTIFIED: the upper ends a, b, c of the 2 × 2 matrix
 };
 
 /// The bound above for a convex region that contains X, lies in `box` and has ‖X' − X‖_F ≤ l2_radius for

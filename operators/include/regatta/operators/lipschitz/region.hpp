@@ -22,12 +22,15 @@
 // Second-order form (docs/local.md; softmax attention without rotary embeddings): for X' in the region,
 // ‖J(X')‖ ≤ ‖J(X)‖ (certified at the centre) + ρ·slope, ρ ≥ ‖X' − X‖_F, slope a certified bound on the second
 // derivative over the box (forward-mode interval64 enclosures of ∂J/∂x_k, the mean-value theorem per entry,
-// Cauchy–Schwarz over k). The report keeps the smaller of the two upper ends and says which form gave it.
+// Cauchy–Schwarz over k). Spectral-gap form (same scope, ‖·‖₂ only): the same enclosures of ∂J/∂x_k in a
+// 2 × 2 bound on J(X')ᵀJ(X') split along the top right singular vector of J(X), whose excess is first order
+// in the rate of σ_max itself. The report keeps the smallest upper end and says which form gave it.
 //
 // Honest outcomes: an enclosure with a non-finite entry, or an upper end no smaller than the best certified
 // closed-form bound that applies on the region (bounds.hpp; tokens in B_R with R = max‖x_i‖ + ε for the
 // ball, + r√d for the box), is reported as "not certified: enclosure too wide" with that closed-form bound
 // beside it — never as a certified region constant.
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -68,6 +71,13 @@ struct SecondOrderSummary {
   double two_upper = 0;  ///< centre_two + radius · slope_two
   double inf_upper = 0;  ///< centre_inf + radius · slope_inf
   double radius = 0;     ///< ε for the ball, r·√(n·d) for the box
+  /// The spectral-gap form (docs/local.md, "Spectral-gap form"): ‖J(X')‖₂² ≤ λ_max([[a, c], [c, b]]) with v
+  /// the top right singular vector of J(X), a ≥ ‖J(X')v‖², b ≥ ‖J(X')(I − vvᵀ)‖₂², c the coupling;
+  /// first-order rate gap_rate/‖J(X)‖₂. gap_two = +inf when it was not formed.
+  double gap_two = std::numeric_limits<double>::infinity();
+  double gap_rate = 0;       ///< ‖g‖, g_k ≥ sup |wᵀ ∂_kJ v| over the region (w = J(X)v)
+  double gap_sigma_two = 0;  ///< ‖J(X)(I − vvᵀ)‖₂ ≤ gap_sigma_two
+  double gap_coupling = 0;   ///< c
 };
 
 struct RegionNormReport {
@@ -77,8 +87,8 @@ struct RegionNormReport {
   bool certified = false;
   double two_upper = 0;  ///< CERTIFIED (when certified): sup over the region of ‖J(X')‖₂ ≤ two_upper
   std::string two_upper_method;  ///< how two_upper was obtained (the form and the spectral-norm certificate)
-  /// Which bound gave two_upper / inf_upper: "first-order enclosure" (the interval Jacobian over the box) or
-  /// "second-order form" (the smaller of the two is kept).
+  /// Which bound gave two_upper / inf_upper: "first-order enclosure" (the interval Jacobian over the box),
+  /// "second-order form" or (two_upper only) "spectral-gap form" (the smallest is kept).
   std::string two_upper_form, inf_upper_form;
   double inf_upper = 0;  ///< CERTIFIED (when certified): sup over the region of ‖J(X')‖∞ ≤ inf_upper
   /// Largest entry width of [J] relative to the largest entry magnitude (a diagnostic of the enclosure).

@@ -1,0 +1,184 @@
+// The spectral-gap form of the region bound (operators/src/lipschitz/second_order.hpp), on the torch
+// reference layers of tests/data/torch, each number against an independent computation in double:
+//   gap_two (certified sup of ‖J‖₂ over B(X, ε))  σ_max of the closed-form Jacobian (JacobiSVD) at random
+//                                                  points of the sphere and along projected gradient ascent
+//                                                  of σ_max on it (gradient by central differences): the
+//                                                  largest is never above gap_two;
+//   gap_rate / ‖J(X)‖₂ (certified first-order rate) the norm of the finite-difference gradient of σ_max at X;
+//   gap_sigma_two (certified ‖J(X)(I − vvᵀ)‖₂)      the second singular value of torch's Jacobian;
+//   the region report                              where it names the spectral-gap form, its value is
+//                                                  gap_two and is below the second-order form's bound.
+#include <gtest/gtest.h>
+
+#include <Eigen/SVD>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <regatta/core/io/npz.hpp>
+#include <regatta/core/random_matrix.hpp>
+#include <regatta/operators/attention.hpp>
+#include <regatta/operators/layer.hpp>
+#include <regatta/operators/lipschitz/region.hpp>
+#include "../../../operators/src/lipschitz/second_order.hpp"
+#include "../../support/tolerance.hpp"
+
+namespace regatta::lip {
+namespace {
+
+using Eigen::Index;
+using operators::AttentionKind;
+using operators::AttentionLayer;
+using operators::AttentionOptions;
+using operators::Prenorm;
+
+/// σ_max by JacobiSVD of a double Jacobian that is itself rounded: (n·d)·u-relative errors, n·d ≤ 72 here.
+const double sampled_norm_slack = testing::rounding_bound<double>(64, 72);
+/// Central differences of σ_max with step h = 1e-6·‖X‖: truncation ~h²|∂³σ| and rounding ~u·σ/h, both below
+/// a relative 1e-4 of the rate on these layers.
+const double difference_slack = 1e-4;
+
+struct TorchCase {
+  std::string name;
+  AttentionLayer layer;
+  AttentionOptions options;
+  Matrix<double> X;
+  Matrix<double> jacobian;  ///< torch.autograd's float64 Jacobian at X
+};
+
+/// A self-attention case of tests/data/torch (format in its README.md).
+TorchCase torch_case(const std::string& name) {
+  const std::filesystem::path p = std::filesystem::path(REGATTA_TEST_DATA_DIR) / "torch" / (name + ".npz");
+  const std::map<std::string, io::Array> arrays = io::read_npz(p);
+  const auto scalar = [&](const std::string& key) { return arrays.at(key).data.at(0); };
+  TorchCase c;
+  c.name = name;
+  const AttentionKind kind = scalar("kind") == 1.0 ? AttentionKind::l2 : AttentionKind::dot;
+  std::string prefix;
+  for (double code : arrays.at("layer_prefix").data) prefix.push_back(char(int(code)));
+  c.layer = operators::load_layer(p, int(scalar("heads")), kind, prefix,
+                                  operators::OutputProjection::from_file, operators::RotaryStatement::none());
+  c.options.causal = scalar("causal") != 0;
+  c.options.residual = scalar("residual") != 0;
+  const double prenorm = scalar("prenorm");
+  c.options.prenorm = prenorm == 1.0 ? Prenorm::layernorm : prenorm == 2.0 ? Prenorm::rmsnorm : Prenorm::none;
+  if (c.options.prenorm != Prenorm::none) {
+    c.layer.norm_gamma = arrays.at("norm.weight").vector();
+    if (arrays.count("norm.bias")) c.layer.norm_beta = arrays.at("norm.bias").vector();
+    c.layer.norm_eps = scalar("norm_eps");
+  }
+  c.options.sinkhorn_iterations = int(scalar("sinkhorn_iterations"));
+  c.X = arrays.at("input").matrix();
+  c.jacobian = arrays.at("jacobian").matrix();
+  return c;
+}
+
+/// Layers of each kind the form covers (dot, L2, causal, biases, residual, LayerNorm, RMSNorm), n·d ≤ 72.
+std::vector<std::string> case_names() {
+  return {"dot_d4_h1_bias",
+          "l2_d8_h2_bias",
+          "dot_d8_h2_bias_causal",
+          "prenorm_layernorm_d8_h2_bias_residual",
+          "prenorm_rmsnorm_d4_h2_bias",
+          "l2_d12_h3_nobias_causal"};
+}
+
+double sigma_max(const Matrix<double>& M) { return Eigen::JacobiSVD<Eigen::MatrixXd>(M).singularValues()(0); }
+
+double sigma_at(const TorchCase& c, const Matrix<double>& X) {
+  return sigma_max(detail::closed_form_block_jacobian(c.layer, c.options, X));
+}
+
+/// ∇σ_max(J(X)) = (uᵀ ∂_kJ v)_k for the top singular pair (u, v) of J(X) (σ_max simple), ∂_kJ by central
+/// differences of the closed-form Jacobian with step h.
+Matrix<double> sigma_gradient(const TorchCase& c, const Matrix<double>& X, double h) {
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(detail::closed_form_block_jacobian(c.layer, c.options, X),
+                                              Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Vector<double> u = svd.matrixU().col(0), v = svd.matrixV().col(0);
+  Matrix<double> G(X.rows(), X.cols());
+  for (Index k = 0; k < X.size(); ++k) {
+    Matrix<double> P = X, M = X;
+    P.data()[k] += h;
+    M.data()[k] -= h;
+    const Matrix<double> dJ = detail::closed_form_block_jacobian(c.layer, c.options, P) -
+                              detail::closed_form_block_jacobian(c.layer, c.options, M);
+    G.data()[k] = u.dot(dJ * v) / (2 * h);
+  }
+  return G;
+}
+
+/// The largest σ_max(J(X')) found on the sphere ‖X' − X‖_F = ε: random points, and projected gradient
+/// ascent on the sphere from the steepest direction at X (an estimate of the sup from below).
+double sampled_sup(const TorchCase& c, double eps, std::uint64_t seed) {
+  const double h = 1e-6 * c.X.norm();
+  double best = sigma_at(c, c.X);
+  for (int s = 0; s < 8; ++s) {
+    const Vector<double> z = standard_normal(c.X.size(), seed + std::uint64_t(s));
+    const Matrix<double> U = Eigen::Map<const Matrix<double>>(z.data(), c.X.rows(), c.X.cols());
+    best = std::max(best, sigma_at(c, c.X + (eps / U.norm()) * U));
+  }
+  Matrix<double> U = sigma_gradient(c, c.X, h);
+  U /= U.norm();
+  for (int step = 0; step < 6; ++step) {
+    const Matrix<double> P = c.X + eps * U;
+    best = std::max(best, sigma_at(c, P));
+    Matrix<double> G = sigma_gradient(c, P, h);
+    G -= (G.cwiseProduct(U).sum()) * U;  // the tangent part
+    if (G.norm() == 0) break;
+    U += 0.5 * G / G.norm();
+    U /= U.norm();
+  }
+  return best;
+}
+
+TEST(SpectralGapForm, BoundsTheSampledSupOnTheBallOfTorchLayers) {
+  int checked = 0;
+  for (const std::string& name : case_names()) {
+    SCOPED_TRACE(name);
+    const TorchCase c = torch_case(name);
+    for (double rho : {1e-3, 1e-2}) {
+      SCOPED_TRACE(rho);
+      const double eps = rho * c.X.norm();
+      const detail::SecondOrderBound b =
+          detail::second_order_bound(c.layer, c.options, c.X, region_box(c.X, eps), eps);
+      if (!std::isfinite(b.gap_two)) continue;  // not formed (the slope is not finite): nothing claimed
+      ++checked;
+      const double sampled = sampled_sup(c, eps, 101);
+      EXPECT_LE(sampled, b.gap_two * (1 + sampled_norm_slack));
+      // Its parts: the second singular value below σ₂'s bound, the first-order rate below ‖g‖/‖J(X)‖₂.
+      const Eigen::JacobiSVD<Eigen::MatrixXd> svd(c.jacobian);
+      EXPECT_LE(svd.singularValues()(1), b.gap_sigma_two * (1 + sampled_norm_slack));
+      const double rate = sigma_gradient(c, c.X, 1e-6 * c.X.norm()).norm();
+      EXPECT_LE(rate, b.gap_rate / svd.singularValues()(0) * (1 + difference_slack));
+    }
+  }
+  EXPECT_GE(checked, 9);  // formed at ρ = 1e-3 on every layer, at 1e-2 on most
+}
+
+TEST(SpectralGapForm, IsReportedOnlyWhereItIsTheSmallest) {
+  RegionOptions options;
+  options.closed_form = false;
+  options.second_order = true;
+  int used = 0;
+  for (const std::string& name : case_names()) {
+    SCOPED_TRACE(name);
+    const TorchCase c = torch_case(name);
+    const double eps = 1e-3 * c.X.norm();
+    const RegionNormReport r =
+        region_jacobian_norms(c.layer, c.options, c.X, Region{RegionShape::ball, eps}, options);
+    ASSERT_TRUE(r.second_order.has_value());
+    if (r.two_upper_form != "spectral-gap form") continue;
+    ++used;
+    EXPECT_EQ(r.two_upper, r.second_order->gap_two);
+    EXPECT_LT(r.second_order->gap_two, r.second_order->two_upper);
+    EXPECT_NE(r.two_upper_method.find("spectral-gap form"), std::string::npos);
+  }
+  // At ρ = 1e-3 the first-order rate is what bounds these layers (bench/RESULTS.md, "Region enclosures").
+  EXPECT_GE(used, 4);
+}
+
+}  // namespace
+}  // namespace regatta::lip
