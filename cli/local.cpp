@@ -217,7 +217,12 @@ nlohmann::json region_json(const RegionResults& g, const lip::LocalNormReport& l
                              {"slope_inf_certified_upper", number_or_null(so.slope_inf)},
                              {"sup_jacobian_norm_2_certified_upper", number_or_null(so.two_upper)},
                              {"sup_jacobian_norm_inf_certified_upper", number_or_null(so.inf_upper)},
-                             {"frobenius_radius", so.radius}};
+                             {"frobenius_radius", so.radius},
+                             {"spectral_gap",
+                              {{"sup_jacobian_norm_2_certified_upper", number_or_null(so.gap_two)},
+                               {"first_order_rate_certified_upper", number_or_null(so.gap_rate)},
+                               {"centre_sigma_2_certified_upper", number_or_null(so.gap_sigma_two)},
+                               {"coupling_certified_upper", number_or_null(so.gap_coupling)}}}};
     } else {
       out["second_order"] = nullptr;
     }
@@ -355,6 +360,12 @@ void print_region(const RegionResults& g, const lip::LocalNormReport& local) {
            "(certified: ||J(X') - J(X)||_2 <= ||X' - X||_F * slope on the region)");
       line("second-order sup ||J||_2", upper_number(n.second_order->two_upper),
            "(certified: ||J(X)||_2 upper + " + number(n.second_order->radius) + " * slope)");
+    }
+    if (n.second_order && std::isfinite(n.second_order->gap_two)) {
+      line("spectral-gap rate", upper_number(n.second_order->gap_rate),
+           "(certified: |w^T dJ v| along any unit direction, v the top singular vector of J(X), w = J(X) v)");
+      line("spectral-gap sup ||J||_2", upper_number(n.second_order->gap_two),
+           "(certified: 2 x 2 bound with sigma_2 <= " + upper_number(n.second_order->gap_sigma_two) + ")");
     }
     for (const auto* b : {&n.closed_form_two, &n.closed_form_inf})
       if (*b)
