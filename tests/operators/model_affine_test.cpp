@@ -11,6 +11,7 @@
 #include <random>
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/npz.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_affine.hpp>
 #include <regatta/operators/model_robustness.hpp>
@@ -19,6 +20,11 @@
 
 namespace regatta::operators {
 namespace {
+
+// The command line's thread setting (core/resources.hpp): Eigen's products on one thread. The passes'
+// matrices are small, and on a loaded two-core machine a parallel GEMM's synchronisation made these tests
+// several times slower.
+const ThreadSetting kThreads = configure_threads();
 
 const std::filesystem::path dir = std::filesystem::path(REGATTA_TEST_DATA_DIR) / "vit_digits";
 

@@ -17,6 +17,7 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/io/safetensors.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_affine.hpp>
 #include <regatta/operators/model_robustness.hpp>
@@ -28,6 +29,11 @@
 
 namespace regatta::operators {
 namespace {
+
+// The command line's thread setting (core/resources.hpp): Eigen's products on one thread. The passes'
+// matrices are small, and on a loaded two-core machine a parallel GEMM's synchronisation made these tests
+// several times slower.
+const ThreadSetting kThreads = configure_threads();
 
 /// |ours − torch| ≤ kTorchTolerance·max(1, ‖torch‖∞) per logit. Both sides evaluate the same float64 network:
 /// two blocks (RMSNorms over 16 features, rotations by cos/sin of the same angles, ≤ 6-key softmaxes, SwiGLU

@@ -13,6 +13,7 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/io/safetensors.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_robustness.hpp>
@@ -22,6 +23,11 @@
 
 namespace regatta::operators {
 namespace {
+
+// The command line's thread setting (core/resources.hpp): Eigen's products on one thread. The passes'
+// matrices are small, and on a loaded two-core machine a parallel GEMM's synchronisation made these tests
+// several times slower.
+const ThreadSetting kThreads = configure_threads();
 
 /// |ours − torch| ≤ kTorchTolerance·max(1, ‖torch‖∞) per logit. Both sides evaluate the same float64 network:
 /// the patch embedding, two blocks (LayerNorms over 32 features, 17-key softmaxes, MLPs of width 64) and the

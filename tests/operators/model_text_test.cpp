@@ -14,6 +14,7 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/io/safetensors.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <regatta/operators/model_tensors.hpp>
@@ -24,6 +25,11 @@
 
 namespace regatta::operators {
 namespace {
+
+// The command line's thread setting (core/resources.hpp): Eigen's products on one thread. The passes'
+// matrices are small, and on a loaded two-core machine a parallel GEMM's synchronisation made these tests
+// several times slower.
+const ThreadSetting kThreads = configure_threads();
 
 /// |ours − torch| ≤ kTorchTolerance·max(1, ‖torch‖∞) per logit. Both sides evaluate the same float64 network:
 /// the embedding sum, two blocks (LayerNorms over 16 features, ≤ 6-key softmaxes, MLPs of width 32), the
