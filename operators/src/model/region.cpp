@@ -406,8 +406,12 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
   }
   if (!found || !flipped(adv, nullptr)) return out;
   Vector<double> delta = shrink(adv) - x;
-  for (int round = 0; round < o.pgd_rounds; ++round) {
-    const double eps = 0.9 * delta.norm();
+  // Rounds of PGD on the sphere of radius f·‖δ‖ (f = pgd_shrink at first): a success is shrunk again along
+  // its segment; a failure moves f halfway to 1 (0.9 → 0.95 → 0.975 …), and pgd_failures of them end it.
+  double factor = o.pgd_shrink;
+  int failures = 0;
+  for (int round = 0; round < o.pgd_rounds && failures < o.pgd_failures; ++round) {
+    const double eps = factor * delta.norm();
     Vector<double> p = x + eps * delta.normalized();
     bool success = false;
     for (int step = 0; step < o.pgd_steps; ++step) {
@@ -423,12 +427,18 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
         if (c != y && (c_best < 0 || pass.logits(c) > pass.logits(c_best))) c_best = c;
       const Vector<double> g = (pass.jacobian.row(c_best) - pass.jacobian.row(y)).transpose();
       if (g.norm() == 0) break;
-      p += (o.pgd_step * eps / g.norm()) * g;
+      // The step shrinks linearly from pgd_step·ε to a tenth of it over the round.
+      const double length = o.pgd_step * (1 - 0.9 * double(step) / double(o.pgd_steps));
+      p += (length * eps / g.norm()) * g;
       const Vector<double> d = p - x;
       if (d.norm() > eps) p = x + (eps / d.norm()) * d;
     }
-    if (!success) break;
-    delta = shrink(p) - x;
+    if (success) {
+      delta = shrink(p) - x;
+    } else {
+      ++failures;
+      factor = (1 + factor) / 2;
+    }
   }
   const Vector<double> final_point = x + delta;
   if (!flipped(final_point, &pred)) return out;  // cannot happen: shrink keeps the flipped end

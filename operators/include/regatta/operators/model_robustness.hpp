@@ -89,9 +89,11 @@ struct AttackResult {
 struct AttackOptions {
   int deepfool_steps = 50;  ///< linearised minimal steps towards the nearest boundary (DeepFool)
   double overshoot = 0.02;  ///< relative overshoot of each DeepFool step
-  int pgd_rounds = 8;       ///< shrink rounds: PGD on the sphere at 0.9× the best radius so far
-  int pgd_steps = 30;       ///< projected ascent steps per round on max_{c≠y} z_c − z_y
-  double pgd_step = 0.1;    ///< step length relative to the radius
+  int pgd_rounds = 24;      ///< shrink rounds: PGD on the sphere at a fraction of the best radius so far
+  double pgd_shrink = 0.9;  ///< that fraction at first; each failed round moves it halfway to 1
+  int pgd_failures = 4;     ///< failed rounds that end the search
+  int pgd_steps = 40;       ///< projected ascent steps per round on max_{c≠y} z_c − z_y
+  double pgd_step = 0.1;    ///< first step length relative to the radius (down to a tenth by the last)
   int line_bisection = 40;  ///< bisection steps along x → x_adv for the boundary point
   /// Called at every forward and gradient pass (and handed to propagate); may be empty; may throw to abandon
   /// the attack, the exception propagating unchanged.
@@ -100,7 +102,8 @@ struct AttackOptions {
 
 /// The smallest ℓ₂ perturbation found that flips the prediction away from y (unconstrained pixel range):
 /// DeepFool to reach the other side, bisection along the segment to the boundary, then rounds of ℓ₂ PGD at
-/// a smaller radius, each success shrunk again by bisection. Every accepted point is verified by forward().
+/// a smaller radius, each success shrunk again by bisection, each failure followed by a round closer to the
+/// best radius. Every accepted point is verified by forward().
 AttackResult attack(const ConvertedModel<double>& model, const Vector<double>& x, int y,
                     const AttackOptions& options = {});
 
