@@ -2,13 +2,16 @@
 // docs/models.md the argument and docs/numerics.md the rounding bounds).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/rounding.hpp>
+#include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/model_affine.hpp>
 #include <tuple>
 
@@ -222,15 +225,17 @@ Form combine(const Form& F, const Form& G, double sign, const Pass& p, const std
 }
 
 /// Rows of n tokens × W.rows() features (entry i·din + f) mapped by y = x·W + b per token.
-Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p) {
+/// `fresh`: room for that many symbols a caller adds next.
+Form linear_rows(const Form& F, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p,
+                 Index fresh = 0) {
   const Index din = W.rows(), dout = W.cols(), K = F.A.cols();
   const Matrix<double> Wt = W.transpose(), absWt = Wt.cwiseAbs();
   const Vector<double>& rs = row_sums(F, p);
   const double g = gamma_of(double(din + 1));
-  Form out{Vector<double>(n * dout), Matrix<double>(n * dout, K), Vector<double>(n * dout)};
+  Form out{Vector<double>(n * dout), coefficients(n * dout, K, fresh, p), Vector<double>(n * dout)};
   Vector<double> v(din);
   for (Index i = 0; i < n; ++i) {
-    out.A.middleRows(i * dout, dout).noalias() = Wt * F.A.middleRows(i * din, din);
+    out.A.middleRows(i * dout, dout).leftCols(K).noalias() = Wt * F.A.middleRows(i * din, din);
     Vector<double> c = Wt * F.c.segment(i * din, din);
     if (b.size() != 0) c += b;
     out.c.segment(i * dout, dout) = c;
@@ -269,24 +274,18 @@ Form sum_groups(const Form& F, const std::vector<std::vector<Index>>& groups, co
   return out;
 }
 
-/// F ∘ G entrywise (entry i meets G's row map[i] when map is given, else G_i).
-Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Index>& map = {}) {
+/// c_x·G + c_y·F − c_x·c_y + shift entrywise (entry i meets G's row map[i] when map is given, else G_i): the
+/// part of F ∘ G that is linear in the symbols, (x − c_x)(y − c_y) left out (its midpoint may come as
+/// `shift`). `fresh`: room for that many symbols a caller adds next.
+Form linear_product(const Form& F, const Form& G, const Pass& p, const std::vector<Index>& map,
+                    const std::vector<I>& shift, Index fresh) {
   const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG), N = F.size();
-  const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p), &rad1 = radius(F, p), &rad2 = radius(G, p);
+  const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p);
   const double g2 = gamma_of(2);
-  Vector<double> beta(N);
-  std::vector<I> shift(static_cast<std::size_t>(N));
-  for (Index i = 0; i < N; ++i) {  // (x − c_x)(y − c_y): its midpoint joins the centre, the rest is fresh
-    const I dev = deviation_product(F, i, G, row_of(map, i), p);
-    shift[std::size_t(i)] = I(mid(dev));
-    beta(i) = halfwidth(dev, mid(dev));
-  }
-  (void)rad1;
-  (void)rad2;
-  Form out{Vector<double>(N), coefficients(N, K, fresh_count(beta), p), Vector<double>(N)};
+  Form out{Vector<double>(N), coefficients(N, K, fresh, p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
     const Index g = row_of(map, i);
-    const I centre = I(F.c(i)) * I(G.c(g)) + shift[std::size_t(i)];
+    const I centre = I(F.c(i)) * I(G.c(g)) + (shift.empty() ? I(0.0) : shift[std::size_t(i)]);
     out.c(i) = mid(centre);
     out.A.row(i).head(KF) = G.c(g) * F.A.row(i);
     out.A.row(i).segment(KF, K - KF).setZero();
@@ -295,40 +294,38 @@ Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Inde
     out.s(i) = hi(a1 * I(G.s(g)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(g)) + a2 * I(r1(i))) +
                   I(2.0 * double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
   }
-  add_fresh(out, beta, p);
   return out;
 }
 
-/// F² entrywise: c² + 2c·(x − c) + (x − c)², the last term in [0, radius²] (centred: half of it is a fresh
-/// symbol).
-Form square(const Form& F, const Pass& p) {
-  const Index N = F.size(), K = F.A.cols();
-  const Vector<double>&rs = row_sums(F, p), &rad = radius(F, p);
+/// F ∘ G entrywise (entry i meets G's row map[i] when map is given, else G_i).
+Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Index>& map = {}) {
+  const Index N = F.size();
+  measure(F, p);
+  measure(G, p);
   Vector<double> beta(N);
-  for (Index i = 0; i < N; ++i) beta(i) = hi(I(rad(i)) * I(rad(i)) / I(2.0));
-  Form out{Vector<double>(N), coefficients(N, K, fresh_count(beta), p), Vector<double>(N)};
-  for (Index i = 0; i < N; ++i) {
-    const double half = beta(i);
-    const I centre = I(F.c(i)) * I(F.c(i)) + I(half);
-    out.c(i) = mid(centre);
-    out.A.row(i).head(K) = (2 * F.c(i)) * F.A.row(i);  // 2c is exact
-    const I a(2 * std::fabs(F.c(i)));
-    out.s(i) = hi(a * I(F.s(i)) + I(unit_roundoff) * a * I(rs(i)) + I(double(K)) * I(underflow_unit) +
-                  I(halfwidth(centre, out.c(i))));
+  std::vector<I> shift(static_cast<std::size_t>(N));
+  for (Index i = 0; i < N; ++i) {  // (x − c_x)(y − c_y): its midpoint joins the centre, the rest is fresh
+    const I dev = deviation_product(F, i, G, row_of(map, i), p);
+    shift[std::size_t(i)] = I(mid(dev));
+    beta(i) = halfwidth(dev, mid(dev));
   }
+  Form out = linear_product(F, G, p, map, shift, fresh_count(beta));
   add_fresh(out, beta, p);
   return out;
 }
 
 /// out_(i,k) = Σ_{j < inner, allowed(i, j)} F_{a(i,j)}·G_{b(j,k)} for i < n, k < m_out (a matrix product of
-/// two forms; `allowed` masks terms of the inner sum).
+/// two forms; `allowed` masks terms of the inner sum). `stochastic`: each row of F sums to exactly 1 over the
+/// allowed j (attention weights), so out_(i,k) = v + Σ_j F_{a(i,j)}·(G_{b(j,k)} − v) for any constant v; with
+/// v the F-weighted mean of G's centres, the coefficient of F's deviation is c_G − v instead of c_G, which
+/// removes from the output the part of F's symbols that the constraint cancels anyway.
 template <class Left, class Right, class Allowed>
 Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
-            const Pass& p) {
+            const Pass& p, bool stochastic = false) {
   const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG);
-  const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p), &rad1 = radius(F, p), &rad2 = radius(G, p);
-  (void)rad1;
-  (void)rad2;
+  measure(F, p);
+  measure(G, p);
+  const Vector<double>&r1 = F.sums, &r2 = G.sums;
   Vector<double> beta(n * m_out);
   std::vector<I> shift(static_cast<std::size_t>(n * m_out));
   for (Index i = 0; i < n; ++i)
@@ -346,16 +343,30 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
   for (Index i = 0; i < n; ++i)
     for (Index k = 0; k < m_out; ++k) {
       const Index o = i * m_out + k;
-      I centre(0.0), s(0.0), magnitude(0.0);
+      double v = 0;
+      if (stochastic) {
+        double weight = 0;
+        for (Index j = 0; j < inner; ++j)
+          if (allowed(i, j)) {
+            v += F.c(a(i, j)) * G.c(b(j, k));
+            weight += F.c(a(i, j));
+          }
+        v = weight > 0 && std::isfinite(v / weight) ? v / weight : 0;
+      }
+      I centre(v), s(0.0), magnitude(0.0);
       double terms = 0;
       for (Index j = 0; j < inner; ++j) {
         if (!allowed(i, j)) continue;
         const Index e = a(i, j), f = b(j, k);
+        // g = c_G − v rounded; (c_G − v − g)·F_e is at most its rounding times |c_F| + range.
+        const I exact = I(G.c(f)) - I(v);
+        const double g = mid(exact);
         out.A.row(o).head(KG) += F.c(e) * G.A.row(f);
-        out.A.row(o).head(KF) += G.c(f) * F.A.row(e);
-        centre += I(F.c(e)) * I(G.c(f));
-        const I a1(std::fabs(F.c(e))), a2(std::fabs(G.c(f)));
+        out.A.row(o).head(KF) += g * F.A.row(e);
+        centre += I(F.c(e)) * I(g);
+        const I a1(std::fabs(F.c(e))), a2(std::fabs(g));
         s += a1 * I(G.s(f)) + a2 * I(F.s(e));
+        if (v != 0) s += I(halfwidth(exact, g)) * (a1 + I(F.ranges(e)));
         magnitude += a1 * I(r2(f)) + a2 * I(r1(e));
         terms += 2;
       }
@@ -546,19 +557,81 @@ Form centred_rows(const Form& X, Index n, Index d, const Pass& p) {
   return combine(X, mean, -1, p, index.row_of);
 }
 
-/// γ ⊙ Z/√(mean of Z² per row + ε) + β for n rows × d features (γ, β empty: 1, 0): the squares, their mean
-/// plus ε, 1/√ on [ε, ∞) (the mean of squares is ≥ 0), the product by Z, then γ and β.
-Form scale_rows(const Form& Z, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
-                double eps, const Pass& p) {
-  const RowIndex index(n, d);
-  const Form mean_square = affine_entries(sum_groups(square(Z, p), index.rows, p), I(1.0) / I(double(d)),
-                                          std::vector<I>(std::size_t(n), I(eps)), p);
-  const Form y = product(Z, nonlinear(mean_square, Function::rsqrt, p, eps), p, index.row_of);
+/// mean_f z_f² + ε for each of n rows × d features, one entry per row. With u = z − c (c the centres),
+/// Σ_f z_f² = Σ_f c_f² + 2Σ_f c_f u_f + ‖u‖²: the middle term is linear in the symbols, and ‖u‖² ∈ [0, Q] is
+/// one fresh symbol per row (half of Q joins the centre), with Q the smaller of Σ_f range_f² (each |u_f| ≤
+/// its range) and (σ + ‖l‖)², σ ≥ ‖A_ε‖₂ the certified spectral norm of the row's input-symbol block
+/// (‖A_ε ε‖ ≤ σ on the unit ball) and l_f the rest of |u_f| (other symbols' ℓ₁ plus the slack): the
+/// input part of a row's deviation seldom fills every direction at once.
+Form mean_square_rows(const Form& Z, const RowIndex& index, Index d, double eps, const Pass& p) {
+  const Index n = Index(index.rows.size()), K = Z.A.cols(), q = std::min(p.q, K);
+  measure(Z, p);
+  Vector<double> beta(n);
+  std::vector<I> Q(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) {
+    I by_entry(0.0), rest(0.0);
+    for (Index f = 0; f < d; ++f) {
+      const Index e = i * d + f;
+      by_entry += square(I(Z.ranges(e)));
+      rest += square(I(Z.ranges(e)) - I(Z.inputs(e)));  // ≥ ℓ₁ of the other symbols + slack (rounded up)
+    }
+    I bound = by_entry;
+    if (q > 0) {
+      const double sigma = spectral_norm_upper_fast(Matrix<double>(Z.A.block(i * d, 0, d, q))).upper;
+      bound = I::hull(0.0, std::min(by_entry.upper(), hi(square(I(sigma) + sqrt(rest)))));
+    }
+    Q[std::size_t(i)] = I(hi(bound));
+    beta(i) = hi(I(hi(bound)) / I(2.0 * double(d)));
+  }
+  Form out{Vector<double>(n), coefficients(n, K, fresh_count(beta), p), Vector<double>(n)};
+  const Vector<double>& rs = Z.sums;
+  for (Index i = 0; i < n; ++i) {
+    I centre = Q[std::size_t(i)] / I(2.0 * double(d)) + I(eps), s(0.0), magnitude(0.0);
+    I squares(0.0);
+    out.A.row(i).head(K).setZero();
+    for (Index f = 0; f < d; ++f) {
+      const Index e = i * d + f;
+      const I exact = I(2.0) * I(Z.c(e)) / I(double(d));
+      const double lambda = mid(exact);
+      out.A.row(i).head(K) += lambda * Z.A.row(e);
+      squares += square(I(Z.c(e)));
+      // the slack, the rounding of λ·(c_f + u_f)'s coefficient λ, and of the sum of d scaled rows
+      s += I(std::fabs(lambda)) * I(Z.s(e)) + I(halfwidth(exact, lambda)) * I(Z.ranges(e));
+      magnitude += I(std::fabs(lambda)) * I(rs(e));
+    }
+    centre += squares / I(double(d));
+    out.c(i) = mid(centre);
+    out.s(i) = hi(s + I(gamma_of(double(d))) * magnitude + I(double(K) * double(d)) * I(underflow_unit) +
+                  I(halfwidth(centre, out.c(i))));
+  }
+  add_fresh(out, beta, p);
+  return out;
+}
+
+/// 1/√(mean of Z² per row + ε) for n rows × d features, one entry per row: 1/√ on [ε, ∞) of
+/// mean_square_rows (the mean of squares is ≥ 0).
+Form root_rows(const Form& Z, const RowIndex& index, Index d, double eps, const Pass& p) {
+  return nonlinear(mean_square_rows(Z, index, d, eps, p), Function::rsqrt, p, eps);
+}
+
+/// γ and β per entry of n rows × d features (empty: 1, 0).
+std::pair<std::vector<I>, std::vector<I>> entry_weights(Index n, Index d, const Vector<double>& gamma,
+                                                        const Vector<double>& beta) {
   std::vector<I> g(static_cast<std::size_t>(n * d)), b(static_cast<std::size_t>(n * d));
   for (Index e = 0; e < n * d; ++e) {
     g[std::size_t(e)] = I(gamma.size() != 0 ? gamma(e % d) : 1.0);
     b[std::size_t(e)] = I(beta.size() != 0 ? beta(e % d) : 0.0);
   }
+  return {g, b};
+}
+
+/// γ ⊙ Z/√(mean of Z² per row + ε) + β for n rows × d features (γ, β empty: 1, 0): Z times root_rows, then γ
+/// and β.
+Form scale_rows(const Form& Z, Index n, Index d, const Vector<double>& gamma, const Vector<double>& beta,
+                double eps, const Pass& p) {
+  const RowIndex index(n, d);
+  const Form y = product(Z, root_rows(Z, index, d, eps, p), p, index.row_of);
+  const auto [g, b] = entry_weights(n, d, gamma, beta);
   return affine_entries(y, g, b, p);
 }
 
@@ -578,6 +651,58 @@ Form norm_rows(const Form& X, Index n, Index d, Prenorm kind, const Vector<doubl
                const Vector<double>& beta, double eps, const Pass& p) {
   return kind == Prenorm::rmsnorm ? rms_norm(X, n, d, gamma, eps, p)
                                   : layer_norm(X, n, d, gamma, beta, eps, p);
+}
+
+/// What a linear map reads: the rows of a form, or a row-wise norm's output γ ⊙ z·r + β (z the centred or raw
+/// rows, r = 1/√(mean z² + ε) per row) kept as three forms: `linear` = γ ⊙ (c_z·r + c_r·z − c_z·c_r) + β, its
+/// part linear in the symbols; `scaled` = γ ⊙ (z − c_z), centred at exactly 0; `root` = r. What `linear`
+/// leaves out is the product remainder γ_f (z_f − c_z)(r − c_r). A linear map W applied next (project) bounds
+/// Σ_f W_fo γ_f (z_f − c_z)(r − c_r) for each output o as one deviation product, of entry o of (γ ⊙ (z −
+/// c_z))·W and r, so the cancellations of the sum over f are kept; the product as one fresh symbol per entry,
+/// mapped by W, pays Σ_f |W_fo|·(remainder of entry f) instead.
+struct Rows {
+  Form linear, scaled, root;
+};
+
+/// The pre-norm of kind `kind` (LayerNorm with β, or RMSNorm) of n rows × d features, kept as Rows.
+Rows normed_rows(const Form& X, Index n, Index d, Prenorm kind, const Vector<double>& gamma,
+                 const Vector<double>& beta, double eps, const Pass& p) {
+  const RowIndex index(n, d);
+  const Form Z = kind == Prenorm::rmsnorm ? X : centred_rows(X, n, d, p);
+  Rows out;
+  out.root = root_rows(Z, index, d, eps, p);
+  const auto [g, b] = entry_weights(n, d, gamma, kind == Prenorm::rmsnorm ? Vector<double>() : beta);
+  out.linear = affine_entries(linear_product(Z, out.root, p, index.row_of, {}, 0), g, b, p);
+  Form deviation = Z;  // z − c_z exactly: centre 0, so that (γ ⊙ z)·W's centre is exactly 0 too
+  deviation.c.setZero();
+  deviation.forget();
+  out.scaled = affine_entries(deviation, g, std::vector<I>(std::size_t(n * d), I(0.0)), p);
+  return out;
+}
+
+/// y = x·W + b per token for the normed rows H of n tokens, with one fresh symbol per output for the norm's
+/// product remainder (Rows above).
+Form project(const Rows& H, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p) {
+  const Index dout = W.cols(), N = n * dout;
+  const Form Zw = linear_rows(H.scaled, n, W, Vector<double>(), p);
+  measure(Zw, p);
+  measure(H.root, p);
+  Vector<double> beta(N);
+  std::vector<I> shift(static_cast<std::size_t>(N));
+  for (Index e = 0; e < N; ++e) {  // the deviation product's midpoint joins the centre, the rest is fresh
+    const I dev = deviation_product(Zw, e, H.root, e / dout, p);
+    shift[std::size_t(e)] = I(mid(dev));
+    beta(e) = halfwidth(dev, mid(dev));
+  }
+  Form out = linear_rows(H.linear, n, W, b, p, fresh_count(beta));
+  for (Index e = 0; e < N; ++e) {
+    const I centre = I(out.c(e)) + shift[std::size_t(e)];
+    out.c(e) = mid(centre);
+    out.s(e) = hi(I(out.s(e)) + I(halfwidth(centre, out.c(e))));
+  }
+  out.forget();
+  add_fresh(out, beta, p);
+  return out;
 }
 
 /// Rows of one head's queries or keys (entry t·d_h + f; row t is the token at positions[t]) rotated by the
@@ -638,6 +763,35 @@ Form keep_tokens(const Form& X, const std::vector<Index>& rows, Index d) {
   return gather(X, idx);
 }
 
+/// The norm's output as one form: `linear` plus, per entry, the product remainder γ_f (z_f − c_z)(r − c_r)
+/// (the deviation product of `scaled` and `root`: its midpoint joins the centre, the rest is a fresh symbol).
+Form materialise(const Rows& H, Index d, const Pass& p) {
+  const Index N = H.linear.size();
+  measure(H.scaled, p);
+  measure(H.root, p);
+  Vector<double> beta(N);
+  std::vector<I> shift(static_cast<std::size_t>(N));
+  for (Index e = 0; e < N; ++e) {
+    const I dev = deviation_product(H.scaled, e, H.root, e / d, p);
+    shift[std::size_t(e)] = I(mid(dev));
+    beta(e) = halfwidth(dev, mid(dev));
+  }
+  Form out = H.linear;
+  for (Index e = 0; e < N; ++e) {
+    const I centre = I(out.c(e)) + shift[std::size_t(e)];
+    out.c(e) = mid(centre);
+    out.s(e) = hi(I(out.s(e)) + I(halfwidth(centre, out.c(e))));
+  }
+  out.forget();
+  add_fresh(out, beta, p);
+  return out;
+}
+
+/// The rows `rows` of H (n tokens × d features).
+Rows keep_tokens(const Rows& H, const std::vector<Index>& rows, Index d) {
+  return Rows{keep_tokens(H.linear, rows, d), keep_tokens(H.scaled, rows, d), gather(H.root, rows)};
+}
+
 /// (X + MHA(N(X))) at the query tokens `queries` (N the pre-norm or the identity; keys and values from all
 /// n tokens). Each head draws its fresh symbols from the same columns while it is computed (heads do not
 /// meet before their concatenation), and the concatenation moves them apart, so a head's forms are not
@@ -645,9 +799,22 @@ Form keep_tokens(const Form& X, const std::vector<Index>& rows, Index d) {
 Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, const AttentionLayer& L,
                      Prenorm prenorm, bool causal, const Pass& p) {
   const Index d = L.d, hd = L.head_dim, dv = L.value_dim, nq = Index(queries.size());
-  const Form H =
-      prenorm != Prenorm::none ? norm_rows(X, n, d, prenorm, L.norm_gamma, L.norm_beta, L.norm_eps, p) : X;
-  const Form Hq = nq == n ? H : keep_tokens(H, queries, d);
+  // Keys and values read the norm with its product remainder as one fresh symbol per entry; when only the
+  // pooled token is queried, its queries read it through project (one quadratic remainder per output).
+  std::optional<Rows> N;
+  Form normed;
+  if (prenorm != Prenorm::none) {
+    N = normed_rows(X, n, d, prenorm, L.norm_gamma, L.norm_beta, L.norm_eps, p);
+    normed = materialise(*N, d, p);
+  }
+  const Form& H = N ? normed : X;
+  const bool pooled = N && nq < n;
+  const std::optional<Rows> Nq = pooled ? std::optional<Rows>(keep_tokens(*N, queries, d)) : std::nullopt;
+  const Form Hq = nq == n || pooled ? Form() : keep_tokens(H, queries, d);
+  auto queries_of = [&](std::size_t h) {
+    const Vector<double> b = bias_or_empty(L.bQ, h);
+    return pooled ? project(*Nq, nq, L.WQ[h], b, p) : linear_rows(nq == n ? H : Hq, nq, L.WQ[h], b, p);
+  };
   auto allowed = [&](Index a, Index j) { return !causal || j <= queries[std::size_t(a)]; };
   const I scale = I(1.0) / sqrt(I(double(hd)));
   const Index shared = p.next;
@@ -655,7 +822,7 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
   for (std::size_t h = 0; h < std::size_t(L.heads); ++h) {
     p.tick();
     p.next = shared;
-    const Form Q = rotated(linear_rows(Hq, nq, L.WQ[h], bias_or_empty(L.bQ, h), p), queries, L, p);
+    const Form Q = rotated(queries_of(h), queries, L, p);
     const Form Kf = rotated(linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h), p), n, L, p);
     const Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h), p);
     // Scores of the allowed pairs (a query a, a key j), in row-major order.
@@ -689,7 +856,7 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
     for (std::size_t e = 0; e < kept.size(); ++e) position[std::size_t(kept[e])] = Index(e);
     heads.push_back(matmul(
         P, V, nq, n, dv, [&position, n](Index a, Index j) { return position[std::size_t(a * n + j)]; },
-        [dv](Index j, Index t) { return j * dv + t; }, allowed, p));
+        [dv](Index j, Index t) { return j * dv + t; }, allowed, p, true));
   }
   // Concatenate the heads per token, entry (a, h·dv + t); head h's own columns move to [offset, ...).
   Index K = shared;
@@ -715,15 +882,25 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
 
 /// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm).
 Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p) {
-  const Form Y = m.prenorm ? norm_rows(X, n, m.width, m.norm, blk.norm2.gamma, blk.norm2.beta, m.eps, p) : X;
-  const Form H = linear_rows(Y, n, blk.fc1.W, blk.fc1.b, p);
+  // The pooled row (n = 1 after the last attention) reads LN₂ through project; other rows as one form.
+  std::optional<Rows> N;
+  Form normed;
+  if (m.prenorm) {
+    N = normed_rows(X, n, m.width, m.norm, blk.norm2.gamma, blk.norm2.beta, m.eps, p);
+    if (n > 1) normed = materialise(*N, m.width, p);
+  }
+  auto linear = [&](const Affine& map) {
+    if (N && n == 1) return project(*N, n, map.W, map.b, p);
+    return linear_rows(N ? normed : X, n, map.W, map.b, p);
+  };
+  const Form H = linear(blk.fc1);
   const Function f = m.activation == Activation::silu        ? Function::silu
                      : m.activation == Activation::relu      ? Function::relu
                      : m.activation == Activation::tanh      ? Function::tanh
                      : m.activation == Activation::gelu_tanh ? Function::gelu_tanh
                                                              : Function::gelu_erf;
   if (blk.gated()) {  // SwiGLU: σ(Y·W_g + b_g) ⊙ H, the product of two forms
-    const Form G = nonlinear(linear_rows(Y, n, blk.gate.W, blk.gate.b, p), f, p);
+    const Form G = nonlinear(linear(blk.gate), f, p);
     return combine(X, linear_rows(product(G, H, p), n, blk.fc2.W, blk.fc2.b, p), +1, p);
   }
   return combine(X, linear_rows(nonlinear(H, f, p), n, blk.fc2.W, blk.fc2.b, p), +1, p);
@@ -810,11 +987,16 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p) {
   const Form z = centre ? centred_rows(X, 1, d, p) : X;
   const Index K = z.A.cols(), q = std::min(p.q, K);
   const Vector<double> rad = radius(z, p);
-  // ‖u‖₂ ≤ ‖A_ε‖_F + ‖(Σ_{j≥q} |A_fj| + s_f)_f‖₂ (the input symbols in an ℓ₂ ball, the others in [−1, 1]).
+  // ‖u‖₂ ≤ ‖A_ε‖₂ + ‖(Σ_{j≥q} |A_fj| + s_f)_f‖₂ (the input symbols in an ℓ₂ ball, the others in [−1, 1];
+  // ‖A_ε‖₂ certified, at most its Frobenius norm).
   I fresh2(0.0);
   for (Index f = 0; f < d; ++f)
     fresh2 += square(I(sum_up(z.A.row(f).tail(K - q).cwiseAbs().sum(), double(K - q))) + I(z.s(f)));
-  const I rho = sqrt(I(sum_up(z.A.leftCols(q).squaredNorm(), double(d * q)))) + sqrt(fresh2);
+  const double input_norm = q > 0
+                                ? std::min(spectral_norm_upper_fast(Matrix<double>(z.A.leftCols(q))).upper,
+                                           hi(sqrt(I(sum_up(z.A.leftCols(q).squaredNorm(), double(d * q))))))
+                                : 0.0;
+  const I rho = I(input_norm) + sqrt(fresh2);
   I norm2(0.0);
   for (Index f = 0; f < d; ++f) norm2 += square(I(z.c(f)));
   const I s0 = sqrt(norm2 / I(double(d)) + I(m.eps));
