@@ -58,7 +58,7 @@ struct SecondOrderOptions {
   /// interval values.
   int tightening_sweeps = 2;
   /// Also form the spectral-gap bound (gap_two below): per coordinate two interval matrix–vector products
-  /// with [T_k], and three spectral certificates of n·d × n·d interval matrices.
+  /// with [T_k], and four spectral certificates of n·d × n·d interval matrices.
   bool spectral_gap = true;
   Progress progress{};
 };
