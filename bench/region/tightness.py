@@ -5,8 +5,9 @@ For each layer: the ratio  certified sup_{B(X, eps)} ||J||_2  /  ||J(X)||_2  at 
 ||J(X)||_2 is the reference (torch.autograd's Jacobian saved in tests/data/torch, or regatta's certified
 upper bound at the centre for the trained layer). A ratio below 1 is impossible; 1.01 is the issue's target
 at rho = 1e-3, 1.10 at rho = 1e-2. 'wide' means the enclosure was not certified (too wide). Each ratio is
-followed by the form that gave it: (2) the second-order form (centre + radius x second-derivative bound),
-(1) the first-order interval enclosure of the Jacobian over the box.
+followed by the form that gave it: (g) the spectral-gap form (a 2 x 2 bound split along the top singular vector
+of J(X): first-order rate of sigma_max itself), (2) the second-order form (centre + radius x second-derivative
+bound), (1) the first-order interval enclosure of the Jacobian over the box.
 
 Layers: every self-attention case of tests/data/torch without Sinkhorn, and block 0 of the trained digits ViT
 (tests/data/vit_digits; pre-LayerNorm with its learned weights, residual) at the tokens reaching it for the
@@ -29,7 +30,7 @@ import numpy as np
 REGATTA = sys.argv[1] if len(sys.argv) > 1 else "build/cli/regatta"
 RHOS = [1e-5, 1e-4, 1e-3, 1e-2]
 HERE = os.path.dirname(os.path.abspath(__file__))
-FORM = {"second-order form": "(2)", "first-order enclosure": "(1)"}
+FORM = {"spectral-gap form": "(g)", "second-order form": "(2)", "first-order enclosure": "(1)"}
 
 
 def safetensors(path):
