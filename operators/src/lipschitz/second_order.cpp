@@ -248,34 +248,65 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   const bool flatten = nd <= so_options.flatten_limit;
   Matrix<interval64> M(flatten ? nd : 0, flatten ? nd * nd : 0);
   std::vector<interval64> col(static_cast<std::size_t>(nd), interval64(0.0));
-  // Tighten the intermediates over the region first (BallTightening): a pass at the centre, then sweeps of
-  // gradient bounds.
-  BallTightening tight;
-  tight.rho = l2_radius;
-  if (so_options.tightening_sweeps > 0) {
-    Grid<Tangent> Xc(n, d);
+  // Radius pieces (docs/local.md, "Radius pieces"): piece j of m encloses ∂_k J over the part t ∈ [(j−1)/m,
+  // j/m] of every segment X + tδ, i.e. over X + (j/m)(region − X) (ℓ₂ radius (j/m)ρ, box X + (j/m)(box − X));
+  // [T_k] is the average of the m enclosures (the integral form of the mean-value theorem, piece by piece).
+  const int pieces = nd <= so_options.pieces_limit ? std::max(1, so_options.radius_pieces) : 1;
+  const interval64 weight = interval64(1.0) / interval64(double(pieces));
+  std::vector<Matrix<interval64>> boxes;
+  std::vector<BallTightening> tights(static_cast<std::size_t>(pieces));
+  for (int j = 0; j < pieces; ++j) {
+    const interval64 scale = interval64(double(j + 1)) / interval64(double(pieces));
+    Matrix<interval64> bj(n, d);
     for (Index i = 0; i < n; ++i)
-      for (Index a = 0; a < d; ++a) Xc(i, a) = Tangent(interval64(X(i, a)));
-    closed_form<Tangent>(layer, options, Xc, tight, false);
-    tight.mode = BallTightening::Mode::gradient;
-    for (int sweep = 0; sweep < so_options.tightening_sweeps; ++sweep) {
-      tight.gradient2.clear();
-      for (Index k0 = 0; k0 < nd; k0 += chunk) {
-        if (so_options.progress) so_options.progress("tightening the intermediates over the ball", k0, nd);
-        tight.begin_pass();
-        closed_form<Tangent>(layer, options, seeded(box, k0), tight, false);
+      for (Index a = 0; a < d; ++a) {
+        const interval64 x(X(i, a));
+        const interval64 lo = x + scale * (interval64(box(i, a).lower()) - x),
+                         hi = x + scale * (interval64(box(i, a).upper()) - x);
+        bj(i, a) = interval64::hull(std::min(lo.lower(), x.lower()), std::max(hi.upper(), x.upper()));
       }
-      tight.update_bounds();
+    boxes.push_back(bj);
+    // Tighten the intermediates over the piece's region first (BallTightening): a pass at the centre, then
+    // sweeps of gradient bounds.
+    BallTightening& tight = tights[std::size_t(j)];
+    tight.rho = (scale * interval64(l2_radius)).upper();
+    if (so_options.tightening_sweeps > 0) {
+      Grid<Tangent> Xc(n, d);
+      for (Index i = 0; i < n; ++i)
+        for (Index a = 0; a < d; ++a) Xc(i, a) = Tangent(interval64(X(i, a)));
+      closed_form<Tangent>(layer, options, Xc, tight, false);
+      tight.mode = BallTightening::Mode::gradient;
+      for (int sweep = 0; sweep < so_options.tightening_sweeps; ++sweep) {
+        tight.gradient2.clear();
+        for (Index k0 = 0; k0 < nd; k0 += chunk) {
+          if (so_options.progress) so_options.progress("tightening the intermediates over the ball", k0, nd);
+          tight.begin_pass();
+          closed_form<Tangent>(layer, options, seeded(bj, k0), tight, false);
+        }
+        tight.update_bounds();
+      }
     }
+    tight.mode = BallTightening::Mode::apply;
   }
-  tight.mode = BallTightening::Mode::apply;
   std::optional<SpectralGap> gap;
   if (so_options.spectral_gap) gap.emplace(Jc);
   const std::string stage = "second derivative over the region (interval64)";
+  std::vector<Grid<Tangent>> parts;
   for (Index k0 = 0; k0 < nd && finite; k0 += chunk) {
     if (so_options.progress) so_options.progress(stage, k0, nd);
-    tight.begin_pass();
-    const Grid<Tangent> J = closed_form<Tangent>(layer, options, seeded(box, k0), tight);
+    parts.clear();
+    for (int j = 0; j < pieces; ++j) {
+      tights[std::size_t(j)].begin_pass();
+      parts.push_back(
+          closed_form<Tangent>(layer, options, seeded(boxes[std::size_t(j)], k0), tights[std::size_t(j)]));
+    }
+    // The average of the pieces' partials (the pieces' own enclosure when there is one).
+    const auto entry = [&](Index r, Index c, Index t) {
+      if (pieces == 1) return parts[0](r, c).g[std::size_t(t)];
+      interval64 sum(0.0);
+      for (const Grid<Tangent>& J : parts) sum = sum + J(r, c).g[std::size_t(t)];
+      return sum * weight;
+    };
     for (Index t = 0; t < chunk && k0 + t < nd; ++t) {
       // [T_k]: entry (r, c) encloses ∂J_rc/∂x_k over the box, k = k0 + t.
       interval64 frob2(0.0), norm_inf(0.0), norm_one(0.0);
@@ -283,7 +314,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
       for (Index r = 0; r < nd; ++r) {
         interval64 row(0.0);
         for (Index c = 0; c < nd; ++c) {
-          const interval64& e = J(r, c).g[std::size_t(t)];
+          const interval64 e = entry(r, c, t);
           Tk(r, c) = e;
           if (flatten) M(r, (k0 + t) * nd + c) = e;
           const interval64 m(magnitude(e));

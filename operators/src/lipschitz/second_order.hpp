@@ -57,6 +57,10 @@ struct SecondOrderOptions {
   /// (second_order.cpp, BallTightening; each costs about a third of the [T_k] passes). 0: the box's naive
   /// interval values.
   int tightening_sweeps = 2;
+  /// Radius pieces m: [T_k] is the average of the enclosures of ∂_k J over X + (j/m)(region − X), j = 1 … m
+  /// (docs/local.md, "Radius pieces"); m times the passes. Used where n·d ≤ pieces_limit, else m = 1.
+  int radius_pieces = 4;
+  Eigen::Index pieces_limit = 128;
   /// Also form the spectral-gap bound (gap_two below): per coordinate two interval matrix–vector products
   /// with [T_k], and four spectral certificates of n·d × n·d interval matrices.
   bool spectral_gap = true;
