@@ -38,6 +38,8 @@ double hi(const I& v) {
   return h;
 }
 double mid(const I& v) { return v.lower() / 2 + v.upper() / 2; }
+/// max |v| over v (exact).
+double magnitude_of(const I& v) { return std::max(std::fabs(v.lower()), std::fabs(v.upper())); }
 /// max(v.upper − m, m − v.lower) rounded up: v ⊆ [m − w, m + w].
 double halfwidth(const I& v, double m) { return hi(max(I(v.upper()) - I(m), I(m) - I(v.lower()))); }
 /// γ_m = m·u/(1 − m·u), rounded up.
@@ -430,13 +432,21 @@ Matrix<I> second_derivative(Activation act, const Matrix<I>& J) {
   return out;
 }
 
-/// y = f(x) entrywise by the tangent at the centre p plus the Lagrange remainder over the range J (the
-/// range intersected with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x).
-Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
+/// f(x) entrywise by the tangent at the centre p plus the Lagrange remainder over the range J (the range
+/// intersected with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x); exp, 1/x and 1/√x by their chord.
+/// f(v) ∈ λ·v + M + β·[−1, 1] for every v in the range of each entry of a form (nonlinear below).
+struct Linearisation {
+  std::vector<I> lambda, M;
+  Vector<double> beta;
+};
+
+Linearisation linearise(const Form& F, Function f, const Pass& p, double floor = 0) {
   const Index N = F.size();
   const Vector<double> rad = radius(F, p);
-  std::vector<I> lambda(static_cast<std::size_t>(N)), M(static_cast<std::size_t>(N));
-  Vector<double> beta(N);
+  Linearisation out{std::vector<I>(static_cast<std::size_t>(N)), std::vector<I>(static_cast<std::size_t>(N)),
+                    Vector<double>(N)};
+  std::vector<I>&lambda = out.lambda, &M = out.M;
+  Vector<double>& beta = out.beta;
   Matrix<I> points(N, 1), ranges(N, 1);
   for (Index i = 0; i < N; ++i) {
     I J = I(F.c(i)) + I::hull(-rad(i), rad(i));
@@ -531,8 +541,14 @@ Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
     M[std::size_t(i)] = I(mu) + I(m);
     beta(i) = halfwidth(E, m);
   }
-  Form out = affine_entries(F, lambda, M, p, fresh_count(beta));
-  add_fresh(out, beta, p);
+  return out;
+}
+
+/// y = f(x) entrywise: linearise, then one fresh symbol per entry for the remainder.
+Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
+  const Linearisation l = linearise(F, f, p, floor);
+  Form out = affine_entries(F, l.lambda, l.M, p, fresh_count(l.beta));
+  add_fresh(out, l.beta, p);
   return out;
 }
 
@@ -880,8 +896,25 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
   return combine(nq == n ? X : keep_tokens(X, queries, d), linear_rows(O, nq, L.WO, L.bO, p), +1, p);
 }
 
-/// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm).
-Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p) {
+/// The product remainder of the last block's LN₂ on the pooled row, carried to the margin (normed_margin)
+/// instead of one symbol per fc1 output: fc1's output o is h_o + ρ_o with ρ_o = Zw_o·(r − c_r) (Zw = the row
+/// of (γ ⊙ (z − c_z))·W₁, centred at 0; r the root; project's deviation product), the activation's tangent
+/// slope l_o multiplies it, and fc2 adds Σ_o W₂_of·l_o·ρ_o to feature f of the row. A functional λ of the row
+/// then meets (r − c_r)·Σ_o w_o Zw_o with w_o = l_o·(W₂λ)_o: one deviation product, so the cancellations of
+/// the sum over the fc1 outputs are kept; ρ_o's range (|ρ_o| ≤ mag ρ_o) enters the activation's range and
+/// the row's.
+struct Deferred {
+  Form Zw, root;
+  Vector<double> slope;  ///< l_o
+  Vector<double> rho;    ///< mag ρ_o (upper bounds)
+  Matrix<double> W;      ///< W₂ (mlp × width)
+  bool present() const { return Zw.size() != 0; }
+};
+
+/// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm). `deferred` (the pooled row of the last
+/// block only): LN₂'s product remainder is left out of the result and described there instead.
+Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p,
+               Deferred* deferred = nullptr) {
   // The pooled row (n = 1 after the last attention) reads LN₂ through project; other rows as one form.
   std::optional<Rows> N;
   Form normed;
@@ -899,6 +932,34 @@ Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& b
                      : m.activation == Activation::tanh      ? Function::tanh
                      : m.activation == Activation::gelu_tanh ? Function::gelu_tanh
                                                              : Function::gelu_erf;
+  if (deferred && N && n == 1 && !blk.gated() && f != Function::relu) {
+    // Deferred: fc1 without the norm's product remainder, whose range widens the activation's range only.
+    const Form lin = linear_rows(N->linear, 1, blk.fc1.W, blk.fc1.b, p);
+    deferred->Zw = linear_rows(N->scaled, 1, blk.fc1.W, Vector<double>(), p);
+    deferred->root = N->root;
+    measure(deferred->Zw, p);
+    measure(deferred->root, p);
+    const Index hidden = lin.size();
+    Form wide = lin;
+    deferred->rho.resize(hidden);
+    for (Index o = 0; o < hidden; ++o) {
+      const I dev = deviation_product(deferred->Zw, o, deferred->root, 0, p);
+      deferred->rho(o) = magnitude_of(dev);
+      wide.s(o) = hi(I(wide.s(o)) + I(deferred->rho(o)));
+    }
+    wide.forget();
+    const Linearisation l = linearise(wide, f, p);
+    deferred->slope.resize(hidden);
+    for (Index o = 0; o < hidden; ++o) {
+      if (l.lambda[std::size_t(o)].lower() != l.lambda[std::size_t(o)].upper())
+        throw std::logic_error("mlp_block: a tangent slope is a point");
+      deferred->slope(o) = l.lambda[std::size_t(o)].lower();
+    }
+    deferred->W = blk.fc2.W;
+    Form T = affine_entries(lin, l.lambda, l.M, p, fresh_count(l.beta));
+    add_fresh(T, l.beta, p);
+    return combine(X, linear_rows(T, 1, blk.fc2.W, blk.fc2.b, p), +1, p);
+  }
   if (blk.gated()) {  // SwiGLU: σ(Y·W_g + b_g) ⊙ H, the product of two forms
     const Form G = nonlinear(linear(blk.gate), f, p);
     return combine(X, linear_rows(product(G, H, p), n, blk.fc2.W, blk.fc2.b, p), +1, p);
@@ -931,7 +992,9 @@ Form input_form(const Model& m, const Vector<double>& x, double r, const Pass& p
 }
 
 /// The pooled row's form over the ball (what the final norm, the pooler and the head read).
-Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& p) {
+/// `deferred`: as mlp_block's, for the last block.
+Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& p,
+                 Deferred* deferred = nullptr) {
   Index n = m.text() ? x.size() / m.width : m.tokens();
   const Index d = m.width;
   Form X = input_form(m, x, r, p);
@@ -948,7 +1011,7 @@ Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& 
     n = Index(queries.size());
     if (!m.prenorm) X = layer_norm(X, n, d, blk.norm1.gamma, blk.norm1.beta, m.eps, p);
     p.tick();
-    X = mlp_block(X, n, m, blk, p);
+    X = mlp_block(X, n, m, blk, p, b + 1 == m.blocks.size() ? deferred : nullptr);
     if (!m.prenorm) X = layer_norm(X, n, d, blk.norm2.gamma, blk.norm2.beta, m.eps, p);
   }
   if (n > 1) {
@@ -981,17 +1044,33 @@ Form logits_form(const Model& m, Form X, const Pass& p) {
 /// s(z) ≤ s₀ + Gᵀu + ‖u‖²/(2d·s₀). So N is bounded below by one linear functional of the row's form, plus
 /// −|κ|·‖u‖²/(2d·s₀) when κ < 0: the norm adds no remainder symbol, and its curvature enters only through
 /// that one scalar. Then z_y − z_c ≥ N_lo / max s when N_lo > 0, and ≥ N_lo / min s otherwise.
-double normed_margin(const Form& X, const Model& m, int y, const Pass& p) {
+double normed_margin(const Form& X, const Model& m, int y, const Pass& p, const Deferred& deferred) {
   const Index d = m.width;
   const bool centre = m.norm == Prenorm::layernorm;
   const Form z = centre ? centred_rows(X, 1, d, p) : X;
   const Index K = z.A.cols(), q = std::min(p.q, K);
   const Vector<double> rad = radius(z, p);
-  // ‖u‖₂ ≤ ‖A_ε‖₂ + ‖(Σ_{j≥q} |A_fj| + s_f)_f‖₂ (the input symbols in an ℓ₂ ball, the others in [−1, 1];
-  // ‖A_ε‖₂ certified, at most its Frobenius norm).
+  // The deferred remainder: the row is z + D, D_f = Σ_o Wc_of·l_o·ρ_o (Wc: W₂ with each row centred for
+  // LayerNorm, as z is), |D_f| ≤ extra_f.
+  const Index hidden = deferred.present() ? deferred.Zw.size() : 0;
+  Matrix<I> Wc(hidden, d);
+  Vector<double> extra = Vector<double>::Zero(d);
+  for (Index o = 0; o < hidden; ++o) {
+    I mean(0.0);
+    for (Index f = 0; f < d; ++f) mean += I(deferred.W(o, f));
+    mean = centre ? mean / I(double(d)) : I(0.0);
+    const I size = I(std::fabs(deferred.slope(o))) * I(deferred.rho(o));
+    for (Index f = 0; f < d; ++f) {
+      Wc(o, f) = I(deferred.W(o, f)) - mean;
+      extra(f) = hi(I(extra(f)) + I(magnitude_of(Wc(o, f))) * size);
+    }
+  }
+  // ‖u‖₂ ≤ ‖A_ε‖₂ + ‖(Σ_{j≥q} |A_fj| + s_f + extra_f)_f‖₂ (the input symbols in an ℓ₂ ball, the others in
+  // [−1, 1]; ‖A_ε‖₂ certified, at most its Frobenius norm).
   I fresh2(0.0);
   for (Index f = 0; f < d; ++f)
-    fresh2 += square(I(sum_up(z.A.row(f).tail(K - q).cwiseAbs().sum(), double(K - q))) + I(z.s(f)));
+    fresh2 +=
+        square(I(sum_up(z.A.row(f).tail(K - q).cwiseAbs().sum(), double(K - q))) + I(z.s(f)) + I(extra(f)));
   const double input_norm = q > 0
                                 ? std::min(spectral_norm_upper_fast(Matrix<double>(z.A.leftCols(q))).upper,
                                            hi(sqrt(I(sum_up(z.A.leftCols(q).squaredNorm(), double(d * q))))))
@@ -1033,7 +1112,7 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p) {
       const I l = I(w(f)) + I(k) * G[std::size_t(f)];
       lambda(f) = mid(l);
       // the slack, the width of λ_f over the entry's range, and the rounding of Σ_f λ̂_f A_f
-      loss += I(std::fabs(lambda(f))) * I(z.s(f)) + I(halfwidth(l, lambda(f))) * I(rad(f));
+      loss += I(std::fabs(lambda(f))) * I(z.s(f)) + I(halfwidth(l, lambda(f))) * (I(rad(f)) + I(extra(f)));
       scaled += I(std::fabs(lambda(f))) * I(rs(f));
     }
     const Eigen::Matrix<double, 1, Eigen::Dynamic> a = lambda.transpose() * z.A;
@@ -1041,6 +1120,22 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p) {
     const double l1 = sum_up(a.tail(K - q).cwiseAbs().sum(), double(K - q));
     loss += I(l2) + I(l1) + I(gamma_of(double(d))) * scaled + I(double(K * d)) * I(underflow_unit);
     if (k < 0) loss += I(-k) * quad;
+    if (hidden > 0) {
+      // Σ_f λ_f D_f = Σ_o w_o ρ_o, w_o = l_o·Σ_f Wc_of λ_f ∋ ŵ_o: (r − c_r)·Σ_o ŵ_o Zw_o (one deviation
+      // product) plus Σ_o |w_o − ŵ_o|·mag ρ_o.
+      Matrix<double> weights(hidden, 1);
+      I spread_w(0.0);
+      for (Index o = 0; o < hidden; ++o) {
+        I w(0.0);
+        for (Index f = 0; f < d; ++f) w += Wc(o, f) * I(lambda(f));
+        w *= I(deferred.slope(o));
+        weights(o, 0) = mid(w);
+        spread_w += I(halfwidth(w, weights(o, 0))) * I(deferred.rho(o));
+      }
+      const Form V = linear_rows(deferred.Zw, 1, weights, Vector<double>(), p);
+      measure(V, p);
+      loss += spread_w - I(std::min(0.0, deviation_product(V, 0, deferred.root, 0, p).lower()));
+    }
     const double n_low = (constant - loss).lower();
     if (!std::isfinite(n_low)) throw Vacuous{};
     if (!(n_low > 0) && !(s_min > 0)) return -std::numeric_limits<double>::infinity();  // ε = 0
@@ -1068,8 +1163,12 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
   p.q = p.next = x.size();
   p.poll = poll;
   try {
+    if (m.final_norm.present() && m.pooler.W.size() == 0) {
+      Deferred deferred;
+      const Form pooled = pooled_form(m, x, r, p, &deferred);
+      return normed_margin(pooled, m, y, p, deferred);
+    }
     const Form pooled = pooled_form(m, x, r, p);
-    if (m.final_norm.present() && m.pooler.W.size() == 0) return normed_margin(pooled, m, y, p);
     const Form z = logits_form(m, pooled, p);
     const Index K = z.A.cols(), q = std::min(p.q, K);
     double worst = std::numeric_limits<double>::infinity();
