@@ -1,5 +1,7 @@
 // regatta — REGularity of ATTention Analysis. Entry point: parses the command line with CLI11, dispatches to
 // one subcommand, and turns every failure into one line on stderr with the documented exit code.
+#include <malloc.h>
+
 #include <iostream>
 #include <new>
 
@@ -9,6 +11,13 @@
 
 int main(int argc, char** argv) {
   using namespace regatta::cli;
+  // Blocks up to 32 MiB (glibc's largest mmap threshold; the affine forms' coefficient matrices are a few
+  // MB each, allocated and freed at every step) come from the heap and are reused, not mapped and unmapped
+  // each time: with two threads the page faults and the kernel's mapping lock took a third of `certify`'s
+  // wall time (bench/RESULTS.md). Freed memory is kept up to 1 GiB above the heap's top.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
   CLI::App app{
       "regatta: REGularity of ATTention Analysis.\n"
       "Every number printed says whether it is an estimate or certified.\n"
