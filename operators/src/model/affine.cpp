@@ -696,28 +696,42 @@ Rows normed_rows(const Form& X, Index n, Index d, Prenorm kind, const Vector<dou
   return out;
 }
 
-/// y = x·W + b per token for the normed rows H of n tokens, with one fresh symbol per output for the norm's
-/// product remainder (Rows above).
-Form project(const Rows& H, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p) {
-  const Index dout = W.cols(), N = n * dout;
-  const Form Zw = linear_rows(H.scaled, n, W, Vector<double>(), p);
-  measure(Zw, p);
-  measure(H.root, p);
-  Vector<double> beta(N);
-  std::vector<I> shift(static_cast<std::size_t>(N));
-  for (Index e = 0; e < N; ++e) {  // the deviation product's midpoint joins the centre, the rest is fresh
-    const I dev = deviation_product(Zw, e, H.root, e / dout, p);
-    shift[std::size_t(e)] = I(mid(dev));
-    beta(e) = halfwidth(dev, mid(dev));
-  }
-  Form out = linear_rows(H.linear, n, W, b, p, fresh_count(beta));
+/// The deviation products of each entry e of F with the root of its row (entry e / per_row of `root`):
+/// their midpoints and half-widths.
+struct Remainders {
+  std::vector<I> shift;
+  Vector<double> beta;
+};
+Remainders root_products(const Form& F, const Form& root, Index per_row, const Pass& p) {
+  const Index N = F.size();
+  measure(F, p);
+  measure(root, p);
+  Remainders r{std::vector<I>(static_cast<std::size_t>(N)), Vector<double>(N)};
   for (Index e = 0; e < N; ++e) {
-    const I centre = I(out.c(e)) + shift[std::size_t(e)];
+    const I dev = deviation_product(F, e, root, e / per_row, p);
+    r.shift[std::size_t(e)] = I(mid(dev));
+    r.beta(e) = halfwidth(dev, mid(dev));
+  }
+  return r;
+}
+
+/// Adds remainders to `out` entrywise: each midpoint joins the centre, each half-width is a fresh symbol.
+void add_remainders(Form& out, const Remainders& r, const Pass& p) {
+  for (Index e = 0; e < out.size(); ++e) {
+    const I centre = I(out.c(e)) + r.shift[std::size_t(e)];
     out.c(e) = mid(centre);
     out.s(e) = hi(I(out.s(e)) + I(halfwidth(centre, out.c(e))));
   }
   out.forget();
-  add_fresh(out, beta, p);
+  add_fresh(out, r.beta, p);
+}
+
+/// y = x·W + b per token for the normed rows H of n tokens, with one fresh symbol per output for the norm's
+/// product remainder (Rows above).
+Form project(const Rows& H, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p) {
+  const Remainders r = root_products(linear_rows(H.scaled, n, W, Vector<double>(), p), H.root, W.cols(), p);
+  Form out = linear_rows(H.linear, n, W, b, p, fresh_count(r.beta));
+  add_remainders(out, r, p);
   return out;
 }
 
@@ -782,24 +796,8 @@ Form keep_tokens(const Form& X, const std::vector<Index>& rows, Index d) {
 /// The norm's output as one form: `linear` plus, per entry, the product remainder γ_f (z_f − c_z)(r − c_r)
 /// (the deviation product of `scaled` and `root`: its midpoint joins the centre, the rest is a fresh symbol).
 Form materialise(const Rows& H, Index d, const Pass& p) {
-  const Index N = H.linear.size();
-  measure(H.scaled, p);
-  measure(H.root, p);
-  Vector<double> beta(N);
-  std::vector<I> shift(static_cast<std::size_t>(N));
-  for (Index e = 0; e < N; ++e) {
-    const I dev = deviation_product(H.scaled, e, H.root, e / d, p);
-    shift[std::size_t(e)] = I(mid(dev));
-    beta(e) = halfwidth(dev, mid(dev));
-  }
   Form out = H.linear;
-  for (Index e = 0; e < N; ++e) {
-    const I centre = I(out.c(e)) + shift[std::size_t(e)];
-    out.c(e) = mid(centre);
-    out.s(e) = hi(I(out.s(e)) + I(halfwidth(centre, out.c(e))));
-  }
-  out.forget();
-  add_fresh(out, beta, p);
+  add_remainders(out, root_products(H.scaled, H.root, d, p), p);
   return out;
 }
 
