@@ -8,9 +8,9 @@
 //   J_rc(X') − J_rc(X) = Σ_k δ_k ∂_k J_rc(X + θ_rc δ)          (mean-value theorem on t ↦ J_rc(X + tδ))
 // with X + θ_rc δ ∈ R ⊆ B, so J(X') − J(X) = Σ_k δ_k T'_k with every T'_k in the interval matrix [T_k] that
 // encloses ∂_k J over B (forward-mode closed form, closed_form_jacobian.hpp). With m radius pieces, the
-// integral form Σ_j ∫_{(j−1)/m}^{j/m} Σ_k δ_k ∂_k J_rc(X + tδ) dt gives instead T'_k ∈ [T_k] = (1/m) Σ_j [T_k]_j,
-// [T_k]_j enclosing ∂_k J over X + (j/m)(R − X) (narrower: widths grow with the radius). Then for
-// A = Σ_k δ_k T'_k:
+// integral form Σ_j ∫_{(j−1)/m}^{j/m} Σ_k δ_k ∂_k J_rc(X + tδ) dt gives instead T'_k ∈ [T_k] = (1/m) Σ_j
+// [T_k]_j, [T_k]_j enclosing ∂_k J over X + (j/m)(R − X) (narrower: widths grow with the radius).
+// Then for A = Σ_k δ_k T'_k:
 //   ‖A‖₂ ≤ Σ_k |δ_k| ‖T'_k‖₂ ≤ ρ (Σ_k u_k²)^{1/2},   u_k ≥ ‖T'_k‖₂ for every T'_k ∈ [T_k] (Cauchy–Schwarz)
 //   ‖A‖∞ ≤ max_r Σ_k |δ_k| ρ_k(r) ≤ ρ max_r (Σ_k ρ_k(r)²)^{1/2},   ρ_k(r) = Σ_c mag([T_k]_rc)
 //   ‖A‖₁ ≤ ρ max_c (Σ_k γ_k(c)²)^{1/2},                           γ_k(c) = Σ_r mag([T_k]_rc)
