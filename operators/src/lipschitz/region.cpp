@@ -150,7 +150,9 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
       out.two_upper = b.gap_two;
       out.two_upper_method =
           "spectral-gap form: 2 x 2 bound on J(X')^T J(X') in the top singular vector of "
-          "J(X) and its complement (certified first-order rate, second-derivative bound)";
+          "J(X) and its complement (certified first-order rate, second-derivative bound; where n*d <= 128 "
+          "each part also by Taylor's formula: first-order terms at X, remainder from a certified "
+          "third-derivative bound over the ball)";
       out.two_upper_form = "spectral-gap form";
     }
     if (b.finite && b.inf_upper < out.inf_upper) {

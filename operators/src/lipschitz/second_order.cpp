@@ -12,6 +12,7 @@
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
 #include "closed_form_jacobian.hpp"
+#include "hessian_sweep.hpp"
 
 namespace regatta::lip::detail {
 
@@ -106,14 +107,20 @@ struct SpectralGap {
   Matrix<interval64> tw;      // n·d × K: column k encloses [T_k]ᵀw
   std::vector<interval64> s;  // s_k encloses wᵀ T'_k v̂ for every T'_k ∈ [T_k]
 
-  SpectralGap(const Matrix<interval64>& Jc) {
+  Eigen::VectorXd top;  // ṽ
+
+  SpectralGap(const Matrix<interval64>& Jc, const Eigen::VectorXd& given) {
     const Index nd = Jc.rows();
-    Eigen::MatrixXd mid(nd, nd);
-    for (Index r = 0; r < nd; ++r)
-      for (Index c = 0; c < nd; ++c) mid(r, c) = static_cast<double>(Jc(r, c));
-    const Eigen::BDCSVD<Eigen::MatrixXd> svd(mid, Eigen::ComputeThinV);
-    // Any nonzero ṽ is sound; the SVD's makes the bound tight.
-    const Eigen::VectorXd top = svd.matrixV().col(0);
+    if (given.size() == nd) {
+      top = given;
+    } else {
+      Eigen::MatrixXd mid(nd, nd);
+      for (Index r = 0; r < nd; ++r)
+        for (Index c = 0; c < nd; ++c) mid(r, c) = static_cast<double>(Jc(r, c));
+      const Eigen::BDCSVD<Eigen::MatrixXd> svd(mid, Eigen::ComputeThinV);
+      // Any nonzero ṽ is sound; the SVD's makes the bound tight.
+      top = svd.matrixV().col(0);
+    }
     interval64 norm2(0.0);
     for (Index c = 0; c < nd; ++c) norm2 = norm2 + square(interval64(top(c)));
     const interval64 norm = sqrt(norm2);
@@ -158,6 +165,15 @@ double norm_upper(const Matrix<interval64>& x) {
   return sqrt_up(sum.upper());
 }
 
+/// √λ_max([[a, c], [c, b]]) rounded up, from upper ends a, b, c ≥ 0: λ_max = (a + b)/2 + √(((a − b)/2)² +
+/// c²), non-decreasing in each.
+double two_by_two_root(double a, double b, double c) {
+  const interval64 A(a), B(b), C(c), half(0.5);
+  const interval64 lambda = half * (A + B) + sqrt(square(half * (A - B)) + square(C));
+  const double root = sqrt_up(lambda.upper());
+  return std::isfinite(root) ? root : infinity;
+}
+
 /// The spectral-gap form (second_order.hpp, docs/local.md "Spectral-gap form") from the accumulated columns,
 /// the enclosure Jc of J(X) and out.centre_two, out.slope_two: fills out.gap_*.
 void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, double rho,
@@ -194,11 +210,90 @@ void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, do
   out.gap_a = a.upper();
   out.gap_b = b.upper();
   out.gap_c = c.upper();
-  // λ_max([[a, c], [c, b]]) = (a + b)/2 + √(((a − b)/2)² + c²), increasing in a, b and c ≥ 0.
-  const interval64 A(out.gap_a), B(out.gap_b), C(out.gap_c), half(0.5);
-  const interval64 lambda = half * (A + B) + sqrt(square(half * (A - B)) + square(C));
-  out.gap_two = sqrt_up(lambda.upper());
-  if (!std::isfinite(out.gap_two)) out.gap_two = infinity;
+  out.gap_ww = ww.upper();
+  out.gap_t_v = t_v;
+  out.gap_t_w = t_w;
+  out.gap_r = r;
+  out.gap_two = two_by_two_root(out.gap_a, out.gap_b, out.gap_c);
+}
+
+/// Upper end of ‖·‖₂ of a non-negative matrix given by upper ends: min of the binary64 certificate and
+/// (‖A‖₁‖A‖∞)^{1/2}.
+double nonnegative_norm_upper(const Matrix<double>& A) {
+  interval64 one(0.0), inf(0.0);
+  for (Index r = 0; r < A.rows(); ++r) {
+    interval64 row(0.0), col(0.0);
+    for (Index c = 0; c < A.cols(); ++c) {
+      row = row + interval64(A(r, c));
+      col = col + interval64(A(c, r));
+    }
+    inf = interval64(std::max(inf.upper(), row.upper()));
+    one = interval64(std::max(one.upper(), col.upper()));
+  }
+  return std::min(sqrt_up((one * inf).upper()),
+                  two_norm_upper(Matrix<interval64>(A.cast<interval64>())).upper);
+}
+
+/// The Taylor form (second_order.hpp; docs/local.md, "Taylor form"). `centre`: the bound over the point
+/// region {X} with the same v̂ (its slope, rate, t_v, t_w are the first-order coefficients at X); `sweeps[i]`
+/// with weight `weights[i]` the third-derivative enclosure over piece i. Fills out.taylor_* and lowers
+/// out.gap_two, out.two_upper where smaller.
+void taylor_bound(const SecondOrderBound& centre, const std::vector<HessianSweep>& sweeps,
+                  const std::vector<interval64>& weights, double rho, SecondOrderBound& out) {
+  const Index nd = sweeps.front().phi.rows();
+  // Remainder coefficients: ρ² × Σ_i ω_i (norm of piece i's enclosure).
+  interval64 phi(0.0), max_row(0.0), max_col(0.0);
+  std::vector<interval64> jv(std::size_t(nd), interval64(0.0)), jtw = jv;
+  Matrix<interval64> entry = Matrix<interval64>::Constant(nd, nd, interval64(0.0));
+  std::vector<interval64> row_sum(std::size_t(nd), interval64(0.0)), col_sum = row_sum;
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    const HessianSweep& h = sweeps[i];
+    const interval64 wt = weights[i];
+    phi = phi + wt * interval64(two_norm_upper(h.phi).upper);
+    for (Index r = 0; r < nd; ++r) {
+      jv[std::size_t(r)] = jv[std::size_t(r)] + wt * interval64(two_norm_upper(h.jv[std::size_t(r)]).upper);
+      jtw[std::size_t(r)] =
+          jtw[std::size_t(r)] + wt * interval64(two_norm_upper(h.jtw[std::size_t(r)]).upper);
+      row_sum[std::size_t(r)] =
+          row_sum[std::size_t(r)] + wt * interval64(nonnegative_norm_upper(h.rows[std::size_t(r)]));
+      col_sum[std::size_t(r)] =
+          col_sum[std::size_t(r)] + wt * interval64(nonnegative_norm_upper(h.cols[std::size_t(r)]));
+      for (Index c = 0; c < nd; ++c)
+        entry(r, c) = entry(r, c) + wt * interval64(sqrt_up(h.entry_frob2(r, c)));
+    }
+  }
+  interval64 jv2(0.0), jtw2(0.0), frob2(0.0);
+  for (Index r = 0; r < nd; ++r) {
+    jv2 = jv2 + square(interval64(jv[std::size_t(r)].upper()));
+    jtw2 = jtw2 + square(interval64(jtw[std::size_t(r)].upper()));
+    max_row = interval64(std::max(max_row.upper(), row_sum[std::size_t(r)].upper()));
+    max_col = interval64(std::max(max_col.upper(), col_sum[std::size_t(r)].upper()));
+    for (Index c = 0; c < nd; ++c) frob2 = frob2 + square(interval64(entry(r, c).upper()));
+  }
+  const double matrix_rem = std::min(sqrt_up((max_row * max_col).upper()), sqrt_up(frob2.upper()));
+  const interval64 R(rho);
+  const auto taylor = [&](double linear, double remainder) {
+    return (R * interval64(linear) + square(R) * interval64(remainder)).upper();
+  };
+  // Each part: the smaller of the mean-value bound over the region and the Taylor bound.
+  const double wEv = std::min((R * interval64(out.gap_rate)).upper(), taylor(centre.gap_rate, phi.upper()));
+  const double Ev =
+      std::min((R * interval64(out.gap_t_v)).upper(), taylor(centre.gap_t_v, sqrt_up(jv2.upper())));
+  const double QEw =
+      std::min((R * interval64(out.gap_t_w)).upper(), taylor(centre.gap_t_w, sqrt_up(jtw2.upper())));
+  const double En = std::min((R * interval64(out.slope_two)).upper(), taylor(centre.slope_two, matrix_rem));
+  out.taylor_rate = rho > 0 ? (interval64(wEv) / R).upper() : centre.gap_rate;
+  out.taylor_slope = rho > 0 ? (interval64(En) / R).upper() : centre.slope_two;
+  const interval64 s2(out.gap_sigma_two);
+  const double a =
+      (interval64(out.gap_ww) + interval64(2.0) * interval64(wEv) + square(interval64(Ev))).upper();
+  const double b = square(s2 + interval64(En)).upper();
+  const double c =
+      (interval64(out.gap_r) + s2 * interval64(Ev) + interval64(QEw) + interval64(En) * interval64(Ev))
+          .upper();
+  out.taylor_two = two_by_two_root(a, b, c);
+  out.gap_two = std::min(out.gap_two, out.taylor_two);
+  out.two_upper = std::min(out.two_upper, (interval64(out.centre_two) + interval64(En)).upper());
 }
 
 }  // namespace
@@ -289,7 +384,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
     tight.mode = BallTightening::Mode::apply;
   }
   std::optional<SpectralGap> gap;
-  if (so_options.spectral_gap) gap.emplace(Jc);
+  if (so_options.spectral_gap) gap.emplace(Jc, so_options.top);
   const std::string stage = "second derivative over the region (interval64)";
   std::vector<Grid<Tangent>> parts;
   for (Index k0 = 0; k0 < nd && finite; k0 += chunk) {
@@ -359,7 +454,36 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   out.two_upper = (interval64(out.centre_two) + interval64(l2_radius) * interval64(out.slope_two)).upper();
   out.inf_upper = (interval64(out.centre_inf) + interval64(l2_radius) * interval64(out.slope_inf)).upper();
   out.finite = std::isfinite(out.two_upper) && std::isfinite(out.inf_upper);
-  if (gap && out.finite) spectral_gap_bound(*gap, Jc, l2_radius, out);
+  if (gap && out.finite) {
+    spectral_gap_bound(*gap, Jc, l2_radius, out);
+    out.gap_top = gap->top;
+  }
+  // The Taylor form: first-order coefficients from the point region {X} (same v̂), remainders from the third
+  // derivative over `taylor_pieces` nested pieces, piece i of m covering t ∈ [(i − 1)/m, i/m] with weight
+  // ω_i = ∫ (1 − t) dt over it = (1/m)(1 − (2i − 1)/(2m)) (Σ ω_i = 1/2).
+  if (gap && out.finite && so_options.taylor && nd <= so_options.taylor_limit && l2_radius > 0) {
+    SecondOrderOptions at_centre = so_options;
+    at_centre.taylor = false;
+    at_centre.radius_pieces = 1;
+    at_centre.tightening_sweeps = 0;
+    at_centre.top = gap->top;
+    const SecondOrderBound centre =
+        second_order_bound(layer, options, X, Matrix<interval64>(X.cast<interval64>()), 0.0, at_centre);
+    const int m =
+        pieces % std::max(1, so_options.taylor_pieces) == 0 ? std::max(1, so_options.taylor_pieces) : 1;
+    std::vector<HessianSweep> sweeps;
+    std::vector<interval64> weights;
+    for (int i = 1; i <= m && centre.finite; ++i) {
+      const std::size_t piece = std::size_t(i * (pieces / m) - 1);  // the region X + (i/m)(R − X)
+      sweeps.push_back(hessian_sweep(layer, options, boxes[piece], tights[piece].bound, gap->v, gap->w,
+                                     so_options.progress));
+      if (!sweeps.back().finite) break;
+      const interval64 M{double(m)};
+      weights.push_back((interval64(1.0) - interval64(double(2 * i - 1)) / (interval64(2.0) * M)) / M);
+    }
+    if (centre.finite && !sweeps.empty() && sweeps.back().finite && int(sweeps.size()) == m)
+      taylor_bound(centre, sweeps, weights, l2_radius, out);
+  }
   return out;
 }
 

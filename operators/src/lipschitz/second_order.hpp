@@ -27,6 +27,13 @@
 //   c = r + ρ(σ₂t_v + t_w) + ρ²·slope_two·t_v,  r ≥ ‖QJᵀw‖,  t_w ≥ ‖[Q[T_1]ᵀw ⋯ Q[T_K]ᵀw]‖₂
 // so that, where σ₁² − σ₂² is large against c, the excess over ‖J(X)‖₂ is ρ‖g‖/‖J(X)‖₂ to first order (the
 // rate of σ_max along the worst direction) instead of ρ·slope_two (the norm of the whole tensor).
+//
+// The Taylor form (docs/local.md, "Taylor form") bounds the same parts by Taylor's formula with integral
+// remainder along the segment, ψ(1) = ψ(0) + ψ'(0) + ∫₀¹ (1 − t) ψ''(t) dt, for ψ(t) = wᵀJ(X + tδ)v̂, the
+// entries of J(X + tδ)v̂, of J(X + tδ)ᵀw and of J(X + tδ): the first-order parts use ∂_kJ at the centre (point
+// enclosures, no width), the remainders an enclosure of the third derivative over the region
+// (hessian_sweep.hpp), e.g. |wᵀEv̂| ≤ ρ‖g(X)‖ + ρ² Σ_i ω_i ‖[∇²φ]_i‖₂ (ω_i = ∫ over piece i of 1 − t).
+// Each part is the smaller of the two forms' bounds.
 #include <limits>
 #include <optional>
 #include <string>
@@ -67,6 +74,15 @@ struct SecondOrderOptions {
   /// Also form the spectral-gap bound (gap_two below): per coordinate two interval matrix–vector products
   /// with [T_k], and four spectral certificates of n·d × n·d interval matrices.
   bool spectral_gap = true;
+  /// Also form the Taylor form (taylor_two below; docs/local.md, "Taylor form"): the first-order terms at
+  /// the centre and remainders from an enclosure of the third derivative over the region, by second-order
+  /// forward mode ((n·d/8)(n·d/8 + 1)/2 passes per piece). Used where n·d ≤ taylor_limit; taylor_pieces
+  /// splits the segment for the remainder's integral (a divisor of the radius pieces in use, else 1).
+  bool taylor = true;
+  Eigen::Index taylor_limit = 128;
+  int taylor_pieces = 1;
+  /// The unit vector v̂ of the spectral-gap form; empty: the top right singular vector of J(X) (double SVD).
+  Eigen::VectorXd top{};
   Progress progress{};
 };
 
@@ -85,6 +101,14 @@ struct SecondOrderBound {
   double gap_rate = 0;  ///< CERTIFIED: ‖g‖₂ (≥ sup over R of |d/dt wᵀJ(X + tu)v| for unit u)
   double gap_sigma_two = 0;  ///< CERTIFIED: ‖J(X)(I − vvᵀ)‖₂ ≤ gap_sigma_two (σ₂ of J(X), up to v's error)
   double gap_a = 0, gap_b = 0, gap_c = 0;  ///< CERTIFIED: the upper ends a, b, c of the 2 × 2 matrix
+  // Parts of the spectral-gap form (CERTIFIED upper ends): ‖w‖², t_v, t_w, r; and the vector v̂ used.
+  double gap_ww = 0, gap_t_v = 0, gap_t_w = 0, gap_r = 0;
+  Eigen::VectorXd gap_top{};
+  // The Taylor form (file comment): +inf / 0 when it was not formed. gap_two and two_upper are already the
+  // smaller of the two.
+  double taylor_two = std::numeric_limits<double>::infinity();  ///< CERTIFIED: sup over R of ‖J(X')‖₂
+  double taylor_rate = 0;  ///< CERTIFIED: |wᵀ(J(X') − J(X))v̂| ≤ ρ·taylor_rate on R (linear + remainder)
+  double taylor_slope = 0;  ///< CERTIFIED: ‖J(X') − J(X)‖₂ ≤ ρ·taylor_slope on R
 };
 
 /// The bound above for a convex region that contains X, lies in `box` and has ‖X' − X‖_F ≤ l2_radius for
