@@ -177,7 +177,7 @@ double two_by_two_root(double a, double b, double c) {
 /// The spectral-gap form (second_order.hpp, docs/local.md "Spectral-gap form") from the accumulated columns,
 /// the enclosure Jc of J(X) and out.centre_two, out.slope_two: fills out.gap_*.
 void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, double rho,
-                        SecondOrderBound& out) {
+                        SecondOrderBound& out, bool coupling_map = false) {
   const Index nd = Jc.rows();
   const interval64 R(rho), S2(out.slope_two);
   // t_v ≥ ‖[T'_1 v ⋯ T'_K v]‖₂ and t_w ≥ ‖Q[T'_1ᵀw ⋯ T'_Kᵀw]‖₂ for every T'_k ∈ [T_k]. Q T'ᵀw = T'ᵀw −
@@ -214,6 +214,12 @@ void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, do
   out.gap_t_v = t_v;
   out.gap_t_w = t_w;
   out.gap_r = r;
+  // t_c ≥ ‖C'‖₂ for every C' with columns Q(JᵀT'_kv̂ + T'_kᵀw), T'_k ∈ [T_k]: column k of [JQ]ᵀ[V] + [W]
+  // ((JQ)ᵀ = QJᵀ). It bounds the first-order part of the coupling as one map (the Taylor form's c).
+  if (coupling_map) {
+    const Matrix<interval64> C = midrad_product(Matrix<interval64>(JQ.transpose()), gap.tv) + qtw;
+    out.gap_t_c = two_norm_upper(C).upper;
+  }
   out.gap_two = two_by_two_root(out.gap_a, out.gap_b, out.gap_c);
 }
 
@@ -288,9 +294,13 @@ void taylor_bound(const SecondOrderBound& centre, const std::vector<HessianSweep
   const double a =
       (interval64(out.gap_ww) + interval64(2.0) * interval64(wEv) + square(interval64(Ev))).upper();
   const double b = square(s2 + interval64(En)).upper();
-  const double c =
-      (interval64(out.gap_r) + s2 * interval64(Ev) + interval64(QEw) + interval64(En) * interval64(Ev))
-          .upper();
+  // ‖Q(JᵀEv̂ + Eᵀw)‖: σ₂e₂ + e₃, or Taylor's formula on the linear map J' ↦ Q(JᵀJ'v̂ + J'ᵀw): the first-order
+  // term ρ·t_c at the centre, the remainder ρ²(σ₂‖q‖ + ‖q'‖) with q, q' those of Ev̂ and Eᵀw.
+  const double cross =
+      std::min((s2 * interval64(Ev) + interval64(QEw)).upper(),
+               taylor(centre.gap_t_c,
+                      (s2 * interval64(sqrt_up(jv2.upper())) + interval64(sqrt_up(jtw2.upper()))).upper()));
+  const double c = (interval64(out.gap_r) + interval64(cross) + interval64(En) * interval64(Ev)).upper();
   out.taylor_two = two_by_two_root(a, b, c);
   out.gap_two = std::min(out.gap_two, out.taylor_two);
   out.two_upper = std::min(out.two_upper, (interval64(out.centre_two) + interval64(En)).upper());
@@ -455,7 +465,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   out.inf_upper = (interval64(out.centre_inf) + interval64(l2_radius) * interval64(out.slope_inf)).upper();
   out.finite = std::isfinite(out.two_upper) && std::isfinite(out.inf_upper);
   if (gap && out.finite) {
-    spectral_gap_bound(*gap, Jc, l2_radius, out);
+    spectral_gap_bound(*gap, Jc, l2_radius, out, so_options.coupling_map);
     out.gap_top = gap->top;
   }
   // The Taylor form: first-order coefficients from the point region {X} (same v̂), remainders from the third
@@ -467,6 +477,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
     at_centre.radius_pieces = 1;
     at_centre.tightening_sweeps = 0;
     at_centre.top = gap->top;
+    at_centre.coupling_map = true;
     const SecondOrderBound centre =
         second_order_bound(layer, options, X, Matrix<interval64>(X.cast<interval64>()), 0.0, at_centre);
     const int m =

@@ -80,9 +80,11 @@ struct SecondOrderOptions {
   /// splits the segment for the remainder's integral (a divisor of the radius pieces in use, else 1).
   bool taylor = true;
   Eigen::Index taylor_limit = 128;
-  int taylor_pieces = 1;
+  int taylor_pieces = 2;
   /// The unit vector v̂ of the spectral-gap form; empty: the top right singular vector of J(X) (double SVD).
   Eigen::VectorXd top{};
+  /// Also bound the coupling's first-order part as one map (gap_t_c; one (n·d)³ interval product).
+  bool coupling_map = false;
   Progress progress{};
 };
 
@@ -103,6 +105,8 @@ struct SecondOrderBound {
   double gap_a = 0, gap_b = 0, gap_c = 0;  ///< CERTIFIED: the upper ends a, b, c of the 2 × 2 matrix
   // Parts of the spectral-gap form (CERTIFIED upper ends): ‖w‖², t_v, t_w, r; and the vector v̂ used.
   double gap_ww = 0, gap_t_v = 0, gap_t_w = 0, gap_r = 0;
+  double gap_t_c =
+      std::numeric_limits<double>::infinity();  ///< CERTIFIED (coupling_map): see second_order.cpp
   Eigen::VectorXd gap_top{};
   // The Taylor form (file comment): +inf / 0 when it was not formed. gap_two and two_upper are already the
   // smaller of the two.
