@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <numbers>
 #include <optional>
 #include <stdexcept>
@@ -74,8 +75,15 @@ struct Form {
   }
 };
 
+struct ProductGroup;
+
 struct Pass {
   Index q = 0;  ///< the input symbols ε: columns [0, q) of every A
+  /// Fresh symbols that stand for sums of deviation products, recorded for the margin (fresh_bound); null:
+  /// not recorded.
+  std::vector<ProductGroup>* ledger = nullptr;
+  mutable bool record = false;  ///< whether the steps now computed record their products in the ledger
+  mutable bool exact = false;   ///< ProductGroup::exact_rest for the groups recorded now
   /// The next unused column: every fresh symbol gets its own column for the whole pass (columns beyond a
   /// form's A are zeros), so two forms share a column exactly when they depend on the same symbol.
   mutable Index next = 0;
@@ -115,19 +123,27 @@ void measure(const Form& F, const Pass& p) {
 /// between its extreme eigenvalues (a·b ∓ ‖a‖‖b‖)/2; the other three products are at most
 /// ‖a‖ρ_y + ρ_x‖b‖ + ρ_xρ_y in magnitude. Against the product of the two ranges this halves the
 /// input-input term.
-I deviation_product(const Form& F, Index e, const Form& G, Index f, const Pass& p) {
-  const Index q = std::min({p.q, F.A.cols(), G.A.cols()});
-  const double na = F.inputs(e), nb = G.inputs(f);
-  const I rest_x = I(F.ranges(e)) - I(na), rest_y = I(G.ranges(f)) - I(nb);  // ρ = range − ‖a‖ (upward)
-  const double rx = std::max(0.0, rest_x.upper()), ry = std::max(0.0, rest_y.upper());
+I deviation_bound(double dot, double na, double nb, double rx, double ry, Index q) {
   // a·b in binary64: |error| ≤ γ_q·Σ|a_j b_j| + qη ≤ γ_q‖a‖‖b‖ + qη.
-  const double dot = q > 0 ? F.A.row(e).head(q).dot(G.A.row(f).head(q)) : 0.0;
   const I error = I(gamma_of(double(q))) * I(na) * I(nb) + I(double(q)) * I(underflow_unit);
   const I ab = I(dot) + I::hull(-error.upper(), error.upper());
   const I quadratic = (ab + I::hull(-1.0, 1.0) * I(na) * I(nb)) / I(2.0);
   const I others = I(na) * I(ry) + I(rx) * I(nb) + I(rx) * I(ry);
   return quadratic + I::hull(-others.upper(), others.upper());
 }
+/// ρ = range − ‖a‖ of entry e of F (rounded up): the bound of its deviation's part beyond the input symbols.
+double rest_of(const Form& F, Index e) { return std::max(0.0, (I(F.ranges(e)) - I(F.inputs(e))).upper()); }
+
+I deviation_product(const Form& F, Index e, const Form& G, Index f, const Pass& p) {
+  const Index q = std::min({p.q, F.A.cols(), G.A.cols()});
+  const double dot = q > 0 ? F.A.row(e).head(q).dot(G.A.row(f).head(q)) : 0.0;
+  return deviation_bound(dot, F.inputs(e), G.inputs(f), rest_of(F, e), rest_of(G, f), q);
+}
+I intersect(const I& a, const I& b) {
+  const double lo = std::max(a.lower(), b.lower()), up = std::min(a.upper(), b.upper());
+  return lo <= up ? I::hull(lo, up) : a;  // both hold the exact values: never empty
+}
+
 /// Upper bounds of the row sums Σ_j |a_j|.
 const Vector<double>& row_sums(const Form& F, const Pass& p) {
   measure(F, p);
@@ -299,8 +315,17 @@ Form linear_product(const Form& F, const Form& G, const Pass& p, const std::vect
   return out;
 }
 
-/// F ∘ G entrywise (entry i meets G's row map[i] when map is given, else G_i).
-Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Index>& map = {}) {
+/// Remainders of products entrywise, as enclosures' midpoints (joining the centres) and half-widths (fresh
+/// symbols).
+struct Remainders {
+  std::vector<I> shift;
+  Vector<double> beta;
+};
+
+/// F ∘ G entrywise (entry i meets G's row map[i] when map is given, else G_i). `report` (when given) receives
+/// the remainders, as matmul's `quads`.
+Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Index>& map = {},
+             Remainders* report = nullptr) {
   const Index N = F.size();
   measure(F, p);
   measure(G, p);
@@ -313,28 +338,204 @@ Form product(const Form& F, const Form& G, const Pass& p, const std::vector<Inde
   }
   Form out = linear_product(F, G, p, map, shift, fresh_count(beta));
   add_fresh(out, beta, p);
+  if (report) {
+    report->shift = std::move(shift);
+    report->beta = std::move(beta);
+  }
   return out;
+}
+
+/// An enclosure of Σ_j (F_{e_j} − c)(G_{f_j} − c′) over the pairs (e_j, f_j), one deviation product each.
+/// `stochastic`: the F_{e_j} sum to exactly 1 (a row of attention weights), so that δ = Σ_j (F_{e_j} − c) =
+/// 1 − Σ_j c exactly. Then for any vector g of input-symbol coefficients the sum is also
+/// Σ_j (F_{e_j} − c)(G_{f_j} − c′ − gᵀε) + δ·gᵀε with |gᵀε| ≤ ‖g‖; with g the mean of the G_{f_j}'s input
+/// coefficients weighted by the F_{e_j}'s ranges, each product meets a smaller input part. Both sums enclose
+/// the same number: their intersection does too. (Only the input symbols are centred: the others are bounded
+/// in ℓ₁, where subtracting a mean adds mass on the symbols a row does not read.)
+I deviation_sum(const Form& F, const Form& G, const std::vector<std::pair<Index, Index>>& pairs,
+                const Pass& p, bool stochastic) {
+  measure(F, p);
+  measure(G, p);
+  I sum(0.0);
+  for (const auto& [e, f] : pairs) sum += deviation_product(F, e, G, f, p);
+  const Index q = std::min({p.q, F.A.cols(), G.A.cols()});
+  if (!stochastic || q == 0) return sum;
+  Eigen::RowVectorXd g = Eigen::RowVectorXd::Zero(q), bj(q);
+  double weight = 0;
+  I delta(1.0);
+  for (const auto& [e, f] : pairs) {
+    g += F.ranges(e) * G.A.row(f).head(q);
+    weight += F.ranges(e);
+    delta -= I(F.c(e));
+  }
+  if (!(weight > 0) || !std::isfinite(weight)) return sum;
+  g /= weight;
+  const double gn = hi(sqrt(I(sum_up(g.squaredNorm(), double(q)))));
+  I centred = I::hull(-gn, gn) * delta;
+  for (const auto& [e, f] : pairs) {
+    bj = G.A.row(f).head(q) - g;
+    const double nb = hi(sqrt(I(sum_up(bj.squaredNorm(), double(q)))));
+    // the subtraction's rounding, at most u·(|G_f| + |g|) per coefficient, joins the rest
+    const double ry = hi(I(rest_of(G, f)) + I(unit_roundoff) * (I(G.inputs(f)) + I(gn)));
+    centred += deviation_bound(F.A.row(e).head(q).dot(bj), F.inputs(e), nb, rest_of(F, e), ry, q);
+  }
+  return intersect(sum, centred);
+}
+
+/// Fresh symbols of one step that stand for sums of deviation products: output t is the symbol in column
+/// `column`, with β_t η_t = Σ_{(e,f) ∈ pairs_t} (F_e − c_F)(G_f − c_G) − shift_t (shift_t joined the centre).
+/// A row a of coefficients meets Σ_t a_t η_t = Σ_t w_t·(Σ_{pairs_t} …) − Σ_t w_t·shift_t + Σ_t (a_t − w_t
+/// β_t) η_t for any w (w_t ≈ a_t/β_t), and the weighted sum regroups by F's entries: Σ_e (F_e − c_F)·(Σ w_t
+/// (G_f − c_G)), one deviation product per entry of F (deviation_sum; `stochastic` when F's entries are one
+/// row of attention weights). Against Σ_t |a_t|, the cancellations of the combination over t are kept.
+/// `exact_rest`: the combinations' other symbols are summed exactly (else bounded by the triangle
+/// inequality, which is cheaper).
+struct ProductGroup {
+  struct Output {
+    Index entry, column;  ///< the entry of the step's result that the symbol joined, and its column
+    double beta;
+    I shift;
+    std::vector<std::pair<Index, Index>> pairs;
+  };
+  std::shared_ptr<const Form> F, G;
+  bool stochastic = false, exact_rest = false;
+  std::vector<Output> outputs;
+};
+
+/// An upper bound of −Σ_{j≥q} a_j η_j over the symbols beyond the input ones (η_j ∈ [−1, 1]): Σ |a_j|, except
+/// that (with `ledger`) a ledger group's columns are bounded together (ProductGroup) where that is smaller.
+double fresh_bound(const Eigen::Matrix<double, 1, Eigen::Dynamic>& a, Index q, const Pass& p, bool ledger) {
+  const Index K = a.size();
+  Eigen::Matrix<double, 1, Eigen::Dynamic> rest = a.tail(K - q);
+  I extra(0.0);
+  if (ledger && p.ledger)
+    for (const ProductGroup& group : *p.ledger) {
+      double cost = 0;
+      for (const auto& out : group.outputs)
+        if (out.column < K) cost += std::fabs(a(out.column));
+      if (!(cost > 0)) continue;
+      const Form& F = *group.F;
+      const Form& G = *group.G;
+      measure(F, p);
+      measure(G, p);
+      // w_t, and the combination of G's rows that meets each entry of F
+      std::vector<Index> slot(static_cast<std::size_t>(F.size()), -1);
+      std::vector<Index> entries;
+      std::vector<std::vector<std::pair<Index, double>>> terms;
+      I shifted(0.0), spill(0.0);
+      for (const auto& out : group.outputs) {
+        const double at = out.column < K ? a(out.column) : 0.0;
+        if (at == 0) continue;
+        const double w = at / out.beta;
+        if (!std::isfinite(w)) throw Vacuous{};
+        shifted += I(w) * out.shift;
+        spill += abs(I(at) - I(w) * I(out.beta));
+        for (const auto& [e, f] : out.pairs) {
+          if (slot[std::size_t(e)] < 0) {
+            slot[std::size_t(e)] = Index(entries.size());
+            entries.push_back(e);
+            terms.emplace_back();
+          }
+          terms[std::size_t(slot[std::size_t(e)])].emplace_back(f, w);
+        }
+      }
+      // The combinations as deviations (centre 0): coefficients Σ w·A_f, slack Σ |w|·s_f plus their rounding.
+      const Index rows = Index(entries.size()),
+                  width = group.exact_rest ? G.A.cols() : std::min(q, G.A.cols());
+      Form combo{Vector<double>::Zero(rows), Matrix<double>::Zero(rows, width), Vector<double>(rows)};
+      std::vector<std::pair<Index, Index>> pairs;
+      for (Index r = 0; r < rows; ++r) {
+        I slack(0.0), magnitude(0.0);
+        for (const auto& [f, w] : terms[std::size_t(r)]) {
+          combo.A.row(r) += w * G.A.row(f).head(width);
+          slack += I(std::fabs(w)) * (group.exact_rest ? I(G.s(f)) : I(rest_of(G, f)));
+          magnitude += I(std::fabs(w)) * I(G.sums(f));
+        }
+        const double m = double(terms[std::size_t(r)].size());
+        combo.s(r) = hi(slack + I(gamma_of(m)) * magnitude + I(m * double(width)) * I(underflow_unit));
+        pairs.emplace_back(entries[std::size_t(r)], r);
+      }
+      const I sum = deviation_sum(F, combo, pairs, p, group.stochastic) - shifted;
+      const double alternative = hi(I(-sum.lower()) + spill);
+      if (alternative < cost) {
+        extra += I(alternative);
+        for (const auto& out : group.outputs)
+          if (out.column < K) rest(out.column - q) = 0;
+      }
+    }
+  return hi(I(sum_up(rest.cwiseAbs().sum(), double(K - q))) + extra);
+}
+
+/// Checks that entry o of `out` reads the fresh symbol in `column` with coefficient β, as add_fresh wrote it:
+/// std::logic_error otherwise (the ledger would attribute a column to the wrong product).
+void check_column(const Form& out, Index o, Index column, double beta) {
+  if (column >= out.A.cols() || out.A(o, column) != beta)
+    throw std::logic_error("affine forms: a ledger column is not its symbol's");
+}
+
+/// Records in the ledger (when the pass records) the fresh symbols that one step gave its remainders r:
+/// add_fresh put them in `out` from column `first` on, in entry order. Entries [g·per_group, (g +
+/// 1)·per_group) form group g, and entry o stands for the sum of the deviation products of the pairs
+/// pairs_of(o) of F and G.
+template <class PairsOf>
+void record(const Pass& p, const Form& out, const std::shared_ptr<const Form>& F,
+            const std::shared_ptr<const Form>& G, const Remainders& r, Index first, Index per_group,
+            bool stochastic, PairsOf pairs_of) {
+  if (!p.ledger || !p.record) return;
+  Index column = first;
+  const Index N = r.beta.size();
+  for (Index start = 0; start < N; start += per_group) {
+    ProductGroup group{F, G, stochastic, p.exact, {}};
+    for (Index o = start; o < std::min(N, start + per_group); ++o)
+      if (r.beta(o) > 0) {
+        check_column(out, o, column, r.beta(o));
+        group.outputs.push_back({o, column++, r.beta(o), r.shift[std::size_t(o)], pairs_of(o)});
+      }
+    if (!group.outputs.empty()) p.ledger->push_back(std::move(group));
+  }
+}
+
+/// A shared copy of F for the ledger (null when the pass does not record). Without p.exact, only what
+/// fresh_bound reads is kept: the centres, the input symbols' coefficients and, as the slack, the bound of
+/// the rest (rest_of).
+std::shared_ptr<const Form> ledger_copy(const Form& F, const Pass& p) {
+  if (!p.ledger || !p.record) return nullptr;
+  if (p.exact) return std::make_shared<const Form>(F);
+  measure(F, p);
+  const Index q = std::min(p.q, F.A.cols());
+  Vector<double> rest(F.size());
+  for (Index e = 0; e < F.size(); ++e) rest(e) = rest_of(F, e);
+  return std::make_shared<const Form>(F.c, F.A.leftCols(q), std::move(rest));
+}
+std::shared_ptr<const Form> ledger_copy(Form&& F, const Pass& p) {
+  if (p.ledger && p.record && p.exact) return std::make_shared<const Form>(std::move(F));
+  return ledger_copy(static_cast<const Form&>(F), p);
 }
 
 /// out_(i,k) = Σ_{j < inner, allowed(i, j)} F_{a(i,j)}·G_{b(j,k)} for i < n, k < m_out (a matrix product of
 /// two forms; `allowed` masks terms of the inner sum). `stochastic`: each row of F sums to exactly 1 over the
 /// allowed j (attention weights), so out_(i,k) = v + Σ_j F_{a(i,j)}·(G_{b(j,k)} − v) for any constant v; with
 /// v the F-weighted mean of G's centres, the coefficient of F's deviation is c_G − v instead of c_G, which
-/// removes from the output the part of F's symbols that the constraint cancels anyway.
+/// removes from the output the part of F's symbols that the constraint cancels anyway. `quads` (when given)
+/// receives the sums of the deviations' products (their midpoints join the centres, their half-widths are
+/// the fresh symbols, in entry order).
 template <class Left, class Right, class Allowed>
 Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
-            const Pass& p, bool stochastic = false) {
+            const Pass& p, bool stochastic = false, Remainders* quads = nullptr) {
   const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG);
   measure(F, p);
   measure(G, p);
   const Vector<double>&r1 = F.sums, &r2 = G.sums;
   Vector<double> beta(n * m_out);
   std::vector<I> shift(static_cast<std::size_t>(n * m_out));
+  std::vector<std::pair<Index, Index>> pairs;
   for (Index i = 0; i < n; ++i)
     for (Index k = 0; k < m_out; ++k) {
-      I quad(0.0);  // Σ_j of the deviations' products: its midpoint joins the centre, the rest is fresh
+      pairs.clear();
       for (Index j = 0; j < inner; ++j)
-        if (allowed(i, j)) quad += deviation_product(F, a(i, j), G, b(j, k), p);
+        if (allowed(i, j)) pairs.emplace_back(a(i, j), b(j, k));
+      // Σ_j of the deviations' products: its midpoint joins the centre, the rest is fresh
+      const I quad = deviation_sum(F, G, pairs, p, stochastic);
       const double m = mid(quad);
       shift[std::size_t(i * m_out + k)] = I(m);
       beta(i * m_out + k) = halfwidth(quad, m);
@@ -378,15 +579,11 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
                     I(halfwidth(centre, out.c(o))));
     }
   add_fresh(out, beta, p);
+  if (quads) *quads = Remainders{std::move(shift), std::move(beta)};
   return out;
 }
 
 enum class Function { exp, reciprocal, rsqrt, gelu_erf, gelu_tanh, tanh, relu, silu };
-
-I intersect(const I& a, const I& b) {
-  const double lo = std::max(a.lower(), b.lower()), up = std::min(a.upper(), b.upper());
-  return lo <= up ? I::hull(lo, up) : a;  // both hold the exact values: never empty
-}
 
 /// Enclosures of σ″ over each interval of J (N×1): GELU″(x) = φ(x)(2 − x²); tanh″ = −2t(1 − t²) with
 /// t = tanh x; for the tanh GELU σ(x) = ½x(1 + tanh u), u = c(x + a x³), c = √(2/π), a = 0.044715 (the
@@ -696,12 +893,7 @@ Rows normed_rows(const Form& X, Index n, Index d, Prenorm kind, const Vector<dou
   return out;
 }
 
-/// The deviation products of each entry e of F with the root of its row (entry e / per_row of `root`):
-/// their midpoints and half-widths.
-struct Remainders {
-  std::vector<I> shift;
-  Vector<double> beta;
-};
+/// The deviation products of each entry e of F with the root of its row (entry e / per_row of `root`).
 Remainders root_products(const Form& F, const Form& root, Index per_row, const Pass& p) {
   const Index N = F.size();
   measure(F, p);
@@ -729,9 +921,15 @@ void add_remainders(Form& out, const Remainders& r, const Pass& p) {
 /// y = x·W + b per token for the normed rows H of n tokens, with one fresh symbol per output for the norm's
 /// product remainder (Rows above).
 Form project(const Rows& H, Index n, const Matrix<double>& W, const Vector<double>& b, const Pass& p) {
-  const Remainders r = root_products(linear_rows(H.scaled, n, W, Vector<double>(), p), H.root, W.cols(), p);
+  const Index dout = W.cols();
+  const Form Zw = linear_rows(H.scaled, n, W, Vector<double>(), p);
+  const Remainders r = root_products(Zw, H.root, dout, p);
   Form out = linear_rows(H.linear, n, W, b, p, fresh_count(r.beta));
+  const Index first = p.next;
   add_remainders(out, r, p);
+  record(p, out, ledger_copy(H.root, p), ledger_copy(Zw, p), r, first, dout, false, [dout](Index o) {
+    return std::vector<std::pair<Index, Index>>{{o / dout, o}};
+  });
   return out;
 }
 
@@ -797,7 +995,12 @@ Form keep_tokens(const Form& X, const std::vector<Index>& rows, Index d) {
 /// (the deviation product of `scaled` and `root`: its midpoint joins the centre, the rest is a fresh symbol).
 Form materialise(const Rows& H, Index d, const Pass& p) {
   Form out = H.linear;
-  add_remainders(out, root_products(H.scaled, H.root, d, p), p);
+  const Remainders r = root_products(H.scaled, H.root, d, p);
+  const Index first = p.next;
+  add_remainders(out, r, p);
+  record(p, out, ledger_copy(H.root, p), ledger_copy(H.scaled, p), r, first, d, false, [d](Index o) {
+    return std::vector<std::pair<Index, Index>>{{o / d, o}};
+  });
   return out;
 }
 
@@ -833,12 +1036,15 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
   const I scale = I(1.0) / sqrt(I(double(hd)));
   const Index shared = p.next;
   std::vector<Form> heads;
+  std::vector<std::size_t> recorded;  // the ledger's groups of head h: [recorded[h], recorded[h + 1])
+  recorded.push_back(p.ledger ? p.ledger->size() : 0);
+  const bool recording = p.ledger && p.record;
   for (std::size_t h = 0; h < std::size_t(L.heads); ++h) {
     p.tick();
     p.next = shared;
-    const Form Q = rotated(queries_of(h), queries, L, p);
-    const Form Kf = rotated(linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h), p), n, L, p);
-    const Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h), p);
+    Form Q = rotated(queries_of(h), queries, L, p);
+    Form Kf = rotated(linear_rows(H, n, L.WK[h], bias_or_empty(L.bK, h), p), n, L, p);
+    Form V = linear_rows(H, n, L.WV[h], bias_or_empty(L.bV, h), p);
     // Scores of the allowed pairs (a query a, a key j), in row-major order.
     std::vector<Index> kept, row_of;
     std::vector<std::vector<Index>> row_members(static_cast<std::size_t>(nq));
@@ -849,11 +1055,20 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
           row_of.push_back(a);
           kept.push_back(a * n + j);
         }
-    const Form S =
-        gather(matmul(
-                   Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
-                   [hd](Index t, Index j) { return j * hd + t; }, [](Index, Index) { return true; }, p),
-               kept);
+    Remainders products;
+    Index first = p.next;
+    const Form scores = matmul(
+        Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
+        [hd](Index t, Index j) { return j * hd + t; }, [](Index, Index) { return true; }, p, false,
+        recording ? &products : nullptr);
+    const Form S = gather(scores, kept);
+    if (recording)
+      record(p, scores, ledger_copy(std::move(Q), p), ledger_copy(std::move(Kf), p), products, first, n,
+             false, [n, hd](Index o) {
+               std::vector<std::pair<Index, Index>> pairs;
+               for (Index t = 0; t < hd; ++t) pairs.emplace_back((o / n) * hd + t, (o % n) * hd + t);
+               return pairs;
+             });
     // Shift each row by its largest centre (softmax is invariant), scale by 1/√d_h.
     std::vector<I> shift(kept.size());
     {
@@ -864,13 +1079,30 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
     }
     const Form E = nonlinear(affine_entries(S, scale, shift, p), Function::exp, p);
     const Form R = nonlinear(sum_groups(E, row_members, p), Function::reciprocal, p);
-    const Form P = product(E, R, p, row_of);
+    first = p.next;
+    Form P = product(E, R, p, row_of, recording ? &products : nullptr);
+    if (recording)  // entry e of P: E_e times the root of its row, grouped by row (R's entry)
+      record(p, P, ledger_copy(R, p), ledger_copy(E, p), products, first, Index(kept.size()), false,
+             [&row_of](Index e) {
+               return std::vector<std::pair<Index, Index>>{{row_of[std::size_t(e)], e}};
+             });
     // O_(a,t) = Σ_j P_aj V_jt over the allowed j (P stored over the kept pairs).
     std::vector<Index> position(std::size_t(nq * n), -1);
     for (std::size_t e = 0; e < kept.size(); ++e) position[std::size_t(kept[e])] = Index(e);
+    first = p.next;
     heads.push_back(matmul(
         P, V, nq, n, dv, [&position, n](Index a, Index j) { return position[std::size_t(a * n + j)]; },
-        [dv](Index j, Index t) { return j * dv + t; }, allowed, p, true));
+        [dv](Index j, Index t) { return j * dv + t; }, allowed, p, true, recording ? &products : nullptr));
+    if (recording)  // one group per query: its row of P meets the values
+      record(p, heads.back(), ledger_copy(std::move(P), p), ledger_copy(std::move(V), p), products, first, dv,
+             true, [&, dv, n](Index o) {
+               std::vector<std::pair<Index, Index>> pairs;
+               for (Index j = 0; j < n; ++j)
+                 if (allowed(o / dv, j))
+                   pairs.emplace_back(position[std::size_t((o / dv) * n + j)], j * dv + o % dv);
+               return pairs;
+             });
+    recorded.push_back(p.ledger ? p.ledger->size() : 0);
   }
   // Concatenate the heads per token, entry (a, h·dv + t); head h's own columns move to [offset, ...).
   Index K = shared;
@@ -887,6 +1119,16 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
         O.A.row(to).head(common) = heads[h].A.row(from).head(common);
         O.A.row(to).segment(offset, own) = heads[h].A.row(from).tail(own);
         O.s(to) = heads[h].s(from);
+      }
+    if (p.ledger)
+      for (std::size_t g = recorded[h]; g < recorded[h + 1]; ++g) {
+        ProductGroup& group = (*p.ledger)[g];
+        for (auto& out : group.outputs) {
+          if (out.column >= shared) out.column += offset - shared;
+          // the values' products joined this head's output: entry (a, t) is O's row (a, h·d_v + t)
+          if (group.stochastic)
+            check_column(O, (out.entry / dv) * width + Index(h) * dv + out.entry % dv, out.column, out.beta);
+        }
       }
     offset += own;
   }
@@ -1005,6 +1247,8 @@ Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& 
     if (b + 1 == m.blocks.size() && n > 1 && m.pooling != Pooling::mean)
       // Only the pooled token reaches the head, and the rest of the network is row-wise from here.
       queries = {m.pooling == Pooling::cls ? 0 : n - 1};
+    p.record = true;  // the products go to the ledger, the last block's with their other symbols exactly
+    p.exact = b + 1 == m.blocks.size();
     X = attention_block(X, n, queries, blk.attention, m.prenorm ? m.norm : Prenorm::none, m.causal, p);
     n = Index(queries.size());
     if (!m.prenorm) X = layer_norm(X, n, d, blk.norm1.gamma, blk.norm1.beta, m.eps, p);
@@ -1033,6 +1277,23 @@ Form logits_form(const Model& m, Form X, const Pass& p) {
   if (m.final_norm.present()) X = norm_rows(X, 1, d, m.norm, m.final_norm.gamma, m.final_norm.beta, m.eps, p);
   if (m.pooler.W.size() != 0) X = nonlinear(linear_rows(X, 1, m.pooler.W, m.pooler.b, p), Function::tanh, p);
   return linear_rows(X, 1, m.head.W, m.head.b, p);
+}
+
+/// min over the classes c ≠ y of bound(c, ledger), a lower bound of z_y − z_c that the ledger (fresh_bound)
+/// can only raise: each class is first bounded without it, then, from the smallest up, with it, until the
+/// next class's bound without it is no smaller than the minimum so far (the ledger cannot bring it lower).
+template <class Bound>
+double smallest_bound(const Model& m, int y, const Pass& p, Bound bound) {
+  std::vector<std::pair<double, Index>> plain;
+  for (Index c = 0; c < m.classes; ++c)
+    if (c != y) plain.emplace_back(bound(c, false), c);
+  std::sort(plain.begin(), plain.end());
+  double worst = std::numeric_limits<double>::infinity();
+  for (const auto& [value, c] : plain) {
+    if (value >= worst) break;
+    worst = std::min(worst, p.ledger ? bound(c, true) : value);
+  }
+  return worst;
 }
 
 /// The lower end of min_{c≠y} (z_y − z_c) when the head reads the final norm of the pooled row X.
@@ -1087,9 +1348,7 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p, const 
   const Vector<double>& rs = row_sums(z, p);
   const bool has_bias = m.head.b.size() != 0, has_gamma = m.final_norm.gamma.size() != 0,
              has_beta = m.final_norm.beta.size() != 0;
-  double worst = std::numeric_limits<double>::infinity();
-  for (Index c = 0; c < m.classes; ++c) {
-    if (c == y) continue;
+  auto bound = [&](Index c, bool ledger) -> double {
     I kappa = has_bias ? I(m.head.b(y)) - I(m.head.b(c)) : I(0.0), spill(0.0);
     Vector<double> w(d);
     for (Index f = 0; f < d; ++f) {
@@ -1115,7 +1374,7 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p, const 
     }
     const Eigen::Matrix<double, 1, Eigen::Dynamic> a = lambda.transpose() * z.A;
     const double l2 = hi(sqrt(I(sum_up(a.head(q).squaredNorm(), double(q)))));
-    const double l1 = sum_up(a.tail(K - q).cwiseAbs().sum(), double(K - q));
+    const double l1 = fresh_bound(a, q, p, ledger);
     loss += I(l2) + I(l1) + I(gamma_of(double(d))) * scaled + I(double(K * d)) * I(underflow_unit);
     if (k < 0) loss += I(-k) * quad;
     if (hidden > 0) {
@@ -1137,9 +1396,9 @@ double normed_margin(const Form& X, const Model& m, int y, const Pass& p, const 
     const double n_low = (constant - loss).lower();
     if (!std::isfinite(n_low)) throw Vacuous{};
     if (!(n_low > 0) && !(s_min > 0)) return -std::numeric_limits<double>::infinity();  // ε = 0
-    worst = std::min(worst, (I(n_low) / I(n_low > 0 ? s_max : s_min)).lower());
-  }
-  return worst;
+    return (I(n_low) / I(n_low > 0 ? s_max : s_min)).lower();
+  };
+  return smallest_bound(m, y, p, bound);
 }
 
 }  // namespace
@@ -1160,6 +1419,8 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
   Pass p;
   p.q = p.next = x.size();
   p.poll = poll;
+  std::vector<ProductGroup> ledger;
+  p.ledger = &ledger;
   try {
     if (m.final_norm.present() && m.pooler.W.size() == 0) {
       Deferred deferred;
@@ -1169,21 +1430,18 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
     const Form pooled = pooled_form(m, x, r, p);
     const Form z = logits_form(m, pooled, p);
     const Index K = z.A.cols(), q = std::min(p.q, K);
-    double worst = std::numeric_limits<double>::infinity();
-    for (Index c = 0; c < m.classes; ++c) {
-      if (c == y) continue;
+    auto bound = [&](Index c, bool ledger) -> double {
       const Eigen::Matrix<double, 1, Eigen::Dynamic> a = z.A.row(y) - z.A.row(c);
       // Rounding of the subtraction: u·(|a_y| + |a_c|) per coefficient.
       const double rounding = hi(I(unit_roundoff) * (I(sum_up(z.A.row(y).cwiseAbs().sum(), double(K))) +
                                                      I(sum_up(z.A.row(c).cwiseAbs().sum(), double(K)))) +
                                  I(double(K)) * I(underflow_unit));
       const double l2 = hi(sqrt(I(sum_up(a.head(q).squaredNorm(), double(q)))));
-      const double l1 = sum_up(a.tail(K - q).cwiseAbs().sum(), double(K - q));
+      const double l1 = fresh_bound(a, q, p, ledger);
       const I low = I(z.c(y)) - I(z.c(c)) - (I(l2) + I(l1) + I(z.s(y)) + I(z.s(c)) + I(rounding));
-      if (!isfinite(low)) return -std::numeric_limits<double>::infinity();
-      worst = std::min(worst, low.lower());
-    }
-    return worst;
+      return isfinite(low) ? low.lower() : -std::numeric_limits<double>::infinity();
+    };
+    return smallest_bound(m, y, p, bound);
   } catch (const Vacuous&) {
     return -std::numeric_limits<double>::infinity();
   }
