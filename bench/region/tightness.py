@@ -6,8 +6,10 @@ For each layer: the ratio  certified sup_{B(X, eps)} ||J||_2  /  ||J(X)||_2  at 
 upper bound at the centre for the trained layer). A ratio below 1 is impossible; 1.01 is the issue's target
 at rho = 1e-3, 1.10 at rho = 1e-2. 'wide' means the enclosure was not certified (too wide). Each ratio is
 followed by the form that gave it: (g) the spectral-gap form (a 2 x 2 bound split along the top singular vector
-of J(X): first-order rate of sigma_max itself), (2) the second-order form (centre + radius x second-derivative
-bound), (1) the first-order interval enclosure of the Jacobian over the box.
+of J(X): first-order rate of sigma_max itself; where n*d <= 128 each of its parts is also bounded by Taylor's
+formula, first-order terms at X and a remainder from a certified third-derivative bound over the ball, and the
+smaller kept), (2) the second-order form (centre + radius x second-derivative bound), (1) the first-order
+interval enclosure of the Jacobian over the box.
 
 Layers: every self-attention case of tests/data/torch without Sinkhorn, and block 0 of the trained digits ViT
 (tests/data/vit_digits; pre-LayerNorm with its learned weights, residual) at the tokens reaching it for the
