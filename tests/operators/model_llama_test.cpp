@@ -251,6 +251,24 @@ TEST(LlamaModel, EmbeddingJacobianMatchesFiniteDifferences) {
   }
 }
 
+TEST(LlamaModel, ReverseModeGradientEqualsTheForwardModeJacobian) {
+  // logit_gradient through RMSNorm, rotary attention and the gated MLP against propagate's forward mode.
+  const Model m = load_model(fixture("llama") / "model.safetensors");
+  const ConvertedModel<double> md(m);
+  const Vector<double> x = m.embed_tokens(ids(member("tokens", true), 1));
+  const ModelPass<double> pass = propagate(md, x, 0.0);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<double> normal;
+  Vector<double> w(m.classes);
+  for (auto& v : w) v = normal(rng);
+  const LogitGradient g = logit_gradient(md, x, [&w](const Vector<double>&) { return w; });
+  ASSERT_EQ(g.gradient.size(), x.size());
+  EXPECT_LE((g.logits - pass.logits).cwiseAbs().maxCoeff(), kTorchTolerance);
+  const double tolerance =
+      testing::rounding_bound<double>(100, 6 * 1024) * pass.jacobian.cwiseAbs().maxCoeff() * w.lpNorm<1>();
+  EXPECT_LE((g.gradient - pass.jacobian.transpose() * w).cwiseAbs().maxCoeff(), tolerance);
+}
+
 /// The interval64 enclosure of min_c z_y − z_c at one point.
 interval64 margin_enclosure(const Model& m, const Vector<double>& x, int y) {
   const Vector<interval64> z = forward<interval64>(m, Vector<interval64>(x.cast<interval64>()));

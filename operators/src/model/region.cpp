@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <regatta/core/interval64.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <type_traits>
@@ -351,6 +352,141 @@ CertifiedRadius certified_radius(const ConvertedModel<interval64>& cm, const Vec
   return out;
 }
 
+namespace {
+
+/// The gradient of wᵀz through pool (m, X the pooled stage's input, Pbar the pooled row's gradient).
+Matrix<double> unpool(const Model& m, const Matrix<double>& X, const Matrix<double>& Pbar) {
+  if (X.rows() == 1) return Pbar;
+  Matrix<double> Xbar = Matrix<double>::Zero(X.rows(), X.cols());
+  switch (m.pooling) {
+    case Pooling::cls:
+      Xbar.row(0) = Pbar.row(0);
+      break;
+    case Pooling::last:
+      Xbar.row(X.rows() - 1) = Pbar.row(0);
+      break;
+    case Pooling::mean: {
+      const Eigen::Index count = m.text() ? X.rows() : m.patch_count();
+      for (Eigen::Index i = X.rows() - count; i < X.rows(); ++i) Xbar.row(i) = Pbar.row(0) / double(count);
+      break;
+    }
+  }
+  return Xbar;
+}
+
+/// (∂ norm(X)/∂X)ᵀ[Ybar] for the model's norm with parameters p.
+Matrix<double> norm_vjp(const Model& m, const Matrix<double>& X, const NormParameters& p,
+                        const Matrix<double>& Ybar) {
+  return normalize_rows_vjp(m.norm, X, Vector<double>(p.gamma), m.eps, Ybar);
+}
+
+}  // namespace
+
+LogitGradient logit_gradient(const ConvertedModel<double>& cm, const Vector<double>& x,
+                             const std::function<Vector<double>(const Vector<double>&)>& weights,
+                             const std::function<void()>& poll) {
+  const Model& m = cm.model;
+  auto tick = [&poll] {
+    if (poll) poll();
+  };
+  // Forward, keeping what the backward pass reads: the same stages as forward() and propagate().
+  struct Stage {
+    std::optional<Linearization<double>> attention;
+    Matrix<double> pooled_from, norm1_in, mlp_in, Y, H, G, norm2_in;
+  };
+  Matrix<double> X = embed<double>(m, x);
+  const Matrix<double> embedded = X;
+  if (m.embed_norm.present()) X = layer_norm(m, X, m.embed_norm);
+  std::vector<Stage> stages(m.blocks.size());
+  for (std::size_t b = 0; b < m.blocks.size(); ++b) {
+    tick();
+    const TransformerBlock& blk = m.blocks[b];
+    Stage& st = stages[b];
+    st.attention.emplace(cm.attention[b].linearize(X));
+    X = st.attention->value();
+    if (b + 1 == m.blocks.size() && m.pooling != Pooling::mean) {
+      st.pooled_from = X;
+      X = pool(m, X);
+    }
+    if (!m.prenorm) {
+      st.norm1_in = X;
+      X = layer_norm(m, X, blk.norm1);
+    }
+    st.mlp_in = X;
+    st.Y = m.prenorm ? layer_norm(m, X, blk.norm2) : X;
+    st.H = st.Y * blk.fc1.W;
+    st.H.rowwise() += blk.fc1.b.transpose();
+    Matrix<double> A;
+    if (blk.gated()) {
+      st.G = st.Y * blk.gate.W;
+      st.G.rowwise() += blk.gate.b.transpose();
+      A = activate(m.activation, st.G).cwiseProduct(st.H);
+    } else {
+      A = activate(m.activation, st.H);
+    }
+    X += A * blk.fc2.W;
+    X.rowwise() += blk.fc2.b.transpose();
+    if (!m.prenorm) {
+      st.norm2_in = X;
+      X = layer_norm(m, X, blk.norm2);
+    }
+  }
+  const Matrix<double> final_in = X;
+  Matrix<double> pooled = pool(m, X);
+  const Matrix<double> final_norm_in = pooled;
+  if (m.final_norm.present()) pooled = layer_norm(m, pooled, m.final_norm);
+  Matrix<double> pre_pooler;
+  if (m.pooler.W.size() != 0) {
+    pre_pooler = pooled * m.pooler.W;
+    pre_pooler.rowwise() += m.pooler.b.transpose();
+    pooled = activate(Activation::tanh, pre_pooler);
+  }
+  LogitGradient out;
+  Vector<double> z = (pooled * m.head.W).transpose();
+  z += m.head.b;
+  if (!z.allFinite()) return out;
+  out.logits = z;
+  // Backward: the transpose of each stage's derivative, in reverse order.
+  const Vector<double> w = weights(z);
+  Matrix<double> bar = (m.head.W * w).transpose();
+  if (m.pooler.W.size() != 0)
+    bar = (bar.cwiseProduct(activation_derivative(Activation::tanh, pre_pooler))) * m.pooler.W.transpose();
+  if (m.final_norm.present()) bar = norm_vjp(m, final_norm_in, m.final_norm, bar);
+  bar = unpool(m, final_in, bar);
+  for (std::size_t b = m.blocks.size(); b-- > 0;) {
+    tick();
+    const TransformerBlock& blk = m.blocks[b];
+    const Stage& st = stages[b];
+    if (!m.prenorm) bar = norm_vjp(m, st.norm2_in, blk.norm2, bar);
+    const Matrix<double> Abar = bar * blk.fc2.W.transpose();
+    Matrix<double> Ybar;
+    if (blk.gated()) {
+      const Matrix<double> Gbar =
+          Abar.cwiseProduct(activation_derivative(m.activation, st.G)).cwiseProduct(st.H);
+      const Matrix<double> Hbar = Abar.cwiseProduct(activate(m.activation, st.G));
+      Ybar = Gbar * blk.gate.W.transpose() + Hbar * blk.fc1.W.transpose();
+    } else {
+      Ybar = Abar.cwiseProduct(activation_derivative(m.activation, st.H)) * blk.fc1.W.transpose();
+    }
+    bar += m.prenorm ? norm_vjp(m, st.mlp_in, blk.norm2, Ybar) : Ybar;
+    if (!m.prenorm) bar = norm_vjp(m, st.norm1_in, blk.norm1, bar);
+    if (st.pooled_from.size() != 0) bar = unpool(m, st.pooled_from, bar);
+    bar = st.attention->vjp(bar);
+  }
+  if (m.embed_norm.present()) bar = norm_vjp(m, embedded, m.embed_norm, bar);
+  out.gradient = Vector<double>::Zero(x.size());
+  if (m.text()) {
+    for (Eigen::Index i = 0; i < bar.rows(); ++i)
+      for (Eigen::Index a = 0; a < bar.cols(); ++a) out.gradient(i * m.width + a) = bar(i, a);
+  } else {  // X's patch rows are P·W_patch: P̄ = X̄·W_patchᵀ, P(q, k) = x(pixel_of(q, k))
+    const int first = m.class_token ? 1 : 0;
+    const Matrix<double> Pbar = bar.middleRows(first, m.patch_count()) * m.patch.W.transpose();
+    for (int q = 0; q < m.patch_count(); ++q)
+      for (Eigen::Index k = 0; k < Pbar.cols(); ++k) out.gradient(m.pixel_of(q, int(k))) += Pbar(q, k);
+  }
+  return out;
+}
+
 AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, int y,
                     const AttackOptions& o) {
   const Model& m = cm.model;
@@ -419,13 +555,22 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
         success = true;
         break;
       }
-      const ModelPass<double> pass = propagate(cm, p, 0.0, o.poll);
+      // the ascent direction of z_c − z_y for the strongest other class c, by reverse mode
+      const LogitGradient pass = logit_gradient(
+          cm, p,
+          [y](const Vector<double>& z) {
+            Eigen::Index c_best = -1;
+            for (Eigen::Index c = 0; c < z.size(); ++c)
+              if (c != y && (c_best < 0 || z(c) > z(c_best))) c_best = c;
+            Vector<double> w = Vector<double>::Zero(z.size());
+            w(c_best) = 1;
+            w(y) = -1;
+            return w;
+          },
+          o.poll);
       ++out.gradient_passes;
       if (pass.logits.size() == 0) break;
-      Eigen::Index c_best = -1;
-      for (Eigen::Index c = 0; c < pass.logits.size(); ++c)
-        if (c != y && (c_best < 0 || pass.logits(c) > pass.logits(c_best))) c_best = c;
-      const Vector<double> g = (pass.jacobian.row(c_best) - pass.jacobian.row(y)).transpose();
+      const Vector<double>& g = pass.gradient;
       if (g.norm() == 0) break;
       // The step shrinks linearly from pgd_step·ε to a tenth of it over the round.
       const double length = o.pgd_step * (1 - 0.9 * double(step) / double(o.pgd_steps));

@@ -56,6 +56,16 @@ template <class S>
 ModelPass<S> propagate(const ConvertedModel<S>& model, const Vector<double>& x, double radius,
                        const std::function<void()>& poll = {});
 
+/// ESTIMATE (binary64, at x): the logits z and the gradient ∇_x wᵀz for the class weights w = weights(z), by
+/// reverse mode: one forward pass that keeps each stage's input, then one backward pass (propagate's forward
+/// mode carries one tangent per input coordinate). Empty logits when a value is not finite.
+struct LogitGradient {
+  Vector<double> logits, gradient;
+};
+LogitGradient logit_gradient(const ConvertedModel<double>& model, const Vector<double>& x,
+                             const std::function<Vector<double>(const Vector<double>&)>& weights,
+                             const std::function<void()>& poll = {});
+
 /// Whether the ℓ₂ ball of radius r ≥ 0 around x is certified to keep label y (CERTIFIED when true).
 bool certify_ball(const ConvertedModel<interval64>& model, const Vector<double>& x, int y, double r);
 
