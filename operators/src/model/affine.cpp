@@ -742,9 +742,27 @@ Linearisation linearise(const Form& F, Function f, const Pass& p, double floor =
 }
 
 /// y = f(x) entrywise: linearise, then one fresh symbol per entry for the remainder.
-Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0) {
-  const Linearisation l = linearise(F, f, p, floor);
+/// `own` (when given): per entry, a column that no other entry of F nor any later step reads (−1: none).
+/// There the entry's remainder joins that symbol instead of a fresh one: α·η + β·η′ with both symbols read
+/// by this entry alone takes exactly the values of (|α| + β)·η″, |η″| ≤ 1.
+Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0,
+               const std::vector<Index>* own = nullptr) {
+  Linearisation l = linearise(F, f, p, floor);
+  if (!own) {
+    Form out = affine_entries(F, l.lambda, l.M, p, fresh_count(l.beta));
+    add_fresh(out, l.beta, p);
+    return out;
+  }
+  Vector<double> joined = Vector<double>::Zero(F.size());
+  for (Index e = 0; e < F.size(); ++e)
+    if ((*own)[std::size_t(e)] >= 0) std::swap(joined(e), l.beta(e));
   Form out = affine_entries(F, l.lambda, l.M, p, fresh_count(l.beta));
+  for (Index e = 0; e < F.size(); ++e)
+    if (joined(e) > 0) {
+      double& a = out.A(e, (*own)[std::size_t(e)]);
+      a = hi(I(std::fabs(a)) + I(joined(e)));
+    }
+  out.forget();
   add_fresh(out, l.beta, p);
   return out;
 }
@@ -1060,9 +1078,24 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
     const Form scores = matmul(
         Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
         [hd](Index t, Index j) { return j * hd + t; }, [](Index, Index) { return true; }, p, false,
-        recording ? &products : nullptr);
+        &products);
     const Form S = gather(scores, kept);
-    if (recording)
+    // Outside the last block each score's remainder symbol is read by that score alone, and then by its
+    // exponential alone: the exponential's remainder joins it (nonlinear's `own`), one column per score
+    // instead of two. The last block keeps them apart for the ledger.
+    const bool join = !p.exact;
+    std::vector<Index> own(kept.size(), -1);
+    if (join) {
+      std::vector<Index> column(static_cast<std::size_t>(nq * n), -1);
+      Index next = first;
+      for (Index o = 0; o < nq * n; ++o)
+        if (products.beta(o) > 0) column[std::size_t(o)] = next++;
+      for (std::size_t e = 0; e < kept.size(); ++e) {
+        own[e] = column[std::size_t(kept[e])];
+        if (own[e] >= 0) check_column(S, Index(e), own[e], products.beta(kept[e]));
+      }
+    }
+    if (recording && !join)
       record(p, scores, ledger_copy(std::move(Q), p), ledger_copy(std::move(Kf), p), products, first, n,
              false, [n, hd](Index o) {
                std::vector<std::pair<Index, Index>> pairs;
@@ -1077,7 +1110,7 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
         top[std::size_t(row_of[e])] = std::max(top[std::size_t(row_of[e])], mid(I(S.c(Index(e))) * scale));
       for (std::size_t e = 0; e < kept.size(); ++e) shift[e] = I(-top[std::size_t(row_of[e])]);
     }
-    const Form E = nonlinear(affine_entries(S, scale, shift, p), Function::exp, p);
+    const Form E = nonlinear(affine_entries(S, scale, shift, p), Function::exp, p, 0, join ? &own : nullptr);
     const Form R = nonlinear(sum_groups(E, row_members, p), Function::reciprocal, p);
     first = p.next;
     Form P = product(E, R, p, row_of, recording ? &products : nullptr);
