@@ -1502,17 +1502,19 @@ CertifiedRadius affine_certified_radius(const Model& m, const Vector<double>& x,
   // passing radii (plus half its last increase; at least 1; 2 from a single pass) predicts where D reaches
   // L(0), and the candidate aims a little below it (D = 0.97·L(0)) so that it passes close to the failure;
   // then lo·(1 + tolerance) closes the bracket. Two failures in a row fall back to geometric bisection. The
-  // first test is at upper/16, near the typical certified fraction of the attack radius.
+  // first test is at upper/12, a little below the typical certified fraction of the attack radius.
   const double target = std::log(at_centre), aim = std::log(0.97);
   double lo = 0, hi_r = upper;
   std::vector<std::pair<double, double>> passed;  // (r, log D) in increasing r
+  std::vector<double> lows;                       // L(r) at the passing radii
   int failures = 0;
-  double r = upper / 16;
+  double r = upper / 12;
   for (int k = 0; k < 200; ++k) {
     const double l = margin(r);
     if (l > 0) {
       lo = r;
       passed.emplace_back(r, std::log(std::max(at_centre - l, at_centre * 1e-300)));
+      lows.push_back(l);
       failures = 0;
     } else {
       hi_r = r;
@@ -1534,6 +1536,14 @@ CertifiedRadius affine_certified_radius(const Model& m, const Vector<double>& x,
       s = std::max(s, 1.0);
     }
     double candidate = passed.back().first * std::exp((target + aim - passed.back().second) / s);
+    if (m >= 2 && lows[m - 1] < 0.1 * at_centre) {
+      // Close to the failure D steepens, and steps aimed at D = 0.97·L(0) shrink towards the tolerance. There
+      // L itself, extrapolated linearly in log r through the last two passes, says where it reaches 0 (an
+      // overestimate where L is concave), and the candidate goes 80 % of the way when that is further.
+      const double sigma = (lows[m - 2] - lows[m - 1]) / std::log(passed[m - 1].first / passed[m - 2].first);
+      if (sigma > 0)
+        candidate = std::max(candidate, passed.back().first * std::exp(0.8 * lows[m - 1] / sigma));
+    }
     if (failures >= 2) candidate = std::sqrt(lo * hi_r);
     const double next = lo * (1 + tolerance);
     if (!(candidate > next)) candidate = next;
