@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "support/model_gradient.hpp"
 #include "support/tolerance.hpp"
 
 namespace regatta::operators {
@@ -251,22 +252,15 @@ TEST(LlamaModel, EmbeddingJacobianMatchesFiniteDifferences) {
   }
 }
 
+/// The reverse- and forward-mode chains round along ≲ 1024 operations per stage, each stage amplifying its
+/// input's error by ≲ 100, over ≲ 6 stages.
+const double kGradientSlack = testing::rounding_bound<double>(100, 6 * 1024);
+
 TEST(LlamaModel, ReverseModeGradientEqualsTheForwardModeJacobian) {
   // logit_gradient through RMSNorm, rotary attention and the gated MLP against propagate's forward mode.
   const Model m = load_model(fixture("llama") / "model.safetensors");
-  const ConvertedModel<double> md(m);
-  const Vector<double> x = m.embed_tokens(ids(member("tokens", true), 1));
-  const ModelPass<double> pass = propagate(md, x, 0.0);
-  std::mt19937_64 rng(6);
-  std::normal_distribution<double> normal;
-  Vector<double> w(m.classes);
-  for (auto& v : w) v = normal(rng);
-  const LogitGradient g = logit_gradient(md, x, [&w](const Vector<double>&) { return w; });
-  ASSERT_EQ(g.gradient.size(), x.size());
-  EXPECT_LE((g.logits - pass.logits).cwiseAbs().maxCoeff(), kTorchTolerance);
-  const double tolerance =
-      testing::rounding_bound<double>(100, 6 * 1024) * pass.jacobian.cwiseAbs().maxCoeff() * w.lpNorm<1>();
-  EXPECT_LE((g.gradient - pass.jacobian.transpose() * w).cwiseAbs().maxCoeff(), tolerance);
+  testing::expect_reverse_mode_matches_forward_mode(m, m.embed_tokens(ids(member("tokens", true), 1)), 6,
+                                                    kTorchTolerance, kGradientSlack);
 }
 
 /// The interval64 enclosure of min_c z_y − z_c at one point.

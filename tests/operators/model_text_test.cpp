@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "support/model_gradient.hpp"
 #include "support/tolerance.hpp"
 
 namespace regatta::operators {
@@ -205,25 +206,18 @@ TEST(TextModel, EmbeddingJacobianMatchesFiniteDifferences) {
   }
 }
 
+/// The reverse- and forward-mode chains round along ≲ 1024 operations per stage, each stage amplifying its
+/// input's error by ≲ 100, over ≲ 6 stages.
+const double kGradientSlack = testing::rounding_bound<double>(100, 6 * 1024);
+
 TEST(TextModel, ReverseModeGradientEqualsTheForwardModeJacobian) {
   // logit_gradient (the attack's reverse mode, through BERT's embedding LayerNorm, post-norm blocks and
-  // pooler, GPT-2's causal pre-norm blocks) against propagate's forward-mode Jacobian: wᵀJ for random w.
-  std::mt19937_64 rng(4);
-  std::normal_distribution<double> normal;
+  // pooler, GPT-2's causal pre-norm blocks) against propagate's forward-mode Jacobian.
   for (const char* name : {"gpt2", "bert"}) {
+    SCOPED_TRACE(name);
     const Model m = load_model(fixture(name) / "model.safetensors");
-    const ConvertedModel<double> md(m);
-    const Vector<double> x = m.embed_tokens(ids(read_set(name).tokens, 1));
-    const ModelPass<double> pass = propagate(md, x, 0.0);
-    Vector<double> w(m.classes);
-    for (auto& v : w) v = normal(rng);
-    const LogitGradient g = logit_gradient(md, x, [&w](const Vector<double>&) { return w; });
-    ASSERT_EQ(g.gradient.size(), x.size());
-    EXPECT_LE((g.logits - pass.logits).cwiseAbs().maxCoeff(), kTorchTolerance);
-    // both chains round along ≲ 1024 operations per stage, amplified by ≲ 100 per stage over ≲ 6 stages
-    const double tolerance =
-        testing::rounding_bound<double>(100, 6 * 1024) * pass.jacobian.cwiseAbs().maxCoeff() * w.lpNorm<1>();
-    EXPECT_LE((g.gradient - pass.jacobian.transpose() * w).cwiseAbs().maxCoeff(), tolerance) << name;
+    testing::expect_reverse_mode_matches_forward_mode(m, m.embed_tokens(ids(read_set(name).tokens, 1)), 4,
+                                                      kTorchTolerance, kGradientSlack);
   }
 }
 
