@@ -1070,6 +1070,85 @@ Rows keep_tokens(const Rows& H, const std::vector<Index>& rows, Index d) {
   return Rows{keep_tokens(H.linear, rows, d), keep_tokens(H.scaled, rows, d), gather(H.root, rows)};
 }
 
+/// Results of a step applied to each token on its own (per_token): per token, its forms in its own
+/// columns, and the column of the whole pass that each of those columns is.
+struct PerToken {
+  std::vector<std::vector<Form>> results;   ///< [token][k]
+  std::vector<std::vector<Index>> columns;  ///< [token][own column]
+
+  /// Form k of the tokens `tokens`, stacked in that order, in the pass's columns.
+  Form stacked(std::size_t k, const std::vector<Index>& tokens) const {
+    Index N = 0, K = 0;
+    for (Index t : tokens) {
+      const Form& r = results[std::size_t(t)][k];
+      N += r.size();
+      if (r.A.cols() > 0) K = std::max(K, columns[std::size_t(t)][std::size_t(r.A.cols() - 1)] + 1);
+    }
+    Form out{Vector<double>(N), Matrix<double>::Zero(N, K), Vector<double>(N)};
+    Index row = 0;
+    for (Index t : tokens) {
+      const Form& r = results[std::size_t(t)][k];
+      const auto& cols = columns[std::size_t(t)];
+      out.c.segment(row, r.size()) = r.c;
+      out.s.segment(row, r.size()) = r.s;
+      for (Index e = 0; e < r.size(); ++e, ++row)
+        for (Index j = 0; j < r.A.cols(); ++j) out.A(row, cols[std::size_t(j)]) = r.A(e, j);
+    }
+    return out;
+  }
+  /// Form k of every token.
+  Form stacked(std::size_t k) const {
+    std::vector<Index> all(results.size());
+    for (std::size_t t = 0; t < all.size(); ++t) all[t] = Index(t);
+    return stacked(k, all);
+  }
+};
+
+/// step(i, row, pass) applied to each token i of the n tokens (rows of d entries) of X on its own, for a step
+/// that treats each token on its own (a norm, an MLP, the projections of attention): the same forms as the
+/// step over all tokens at once, up to the numbering of the fresh symbols. After an attention layer each
+/// token's rows read few of X's columns: the input symbols and the layer's shared ones, but of the symbols
+/// private to one token (a score's or a softmax weight's remainder) only its own, about a fifth of the
+/// columns of the digits ViT's first block. So the step runs on a copy that keeps only those columns, in a
+/// pass of its own (columns renumbered: the input symbols first and unmoved, then the others in order, then
+/// the step's fresh symbols), and its ledger groups move back to the pass's columns (their copies of forms
+/// keep the token's numbering, which fresh_bound never compares with another group's). The fresh symbols
+/// take columns of their own after X's. The rounding bounds count the terms of the copy's sums: the same
+/// nonzero terms.
+template <class Step>
+PerToken per_token(const Form& X, Index n, Index d, const Pass& p, Step step) {
+  const Index K = X.A.cols(), q = std::min(p.q, K);
+  PerToken out;
+  for (Index i = 0; i < n; ++i) {
+    const auto rows = X.A.middleRows(i * d, d);
+    const Eigen::Array<bool, 1, Eigen::Dynamic> used = (rows.array() != 0).colwise().any();
+    std::vector<Index> cols;
+    for (Index j = 0; j < K; ++j)
+      if (j < q || used(j)) cols.push_back(j);
+    Form row{X.c.segment(i * d, d), Matrix<double>(d, Index(cols.size())), X.s.segment(i * d, d)};
+    for (Index r = 0; r < d; ++r)
+      for (std::size_t k = 0; k < cols.size(); ++k) row.A(r, Index(k)) = rows(r, cols[k]);
+    Pass pass;
+    pass.q = p.q;
+    pass.next = Index(cols.size());
+    pass.poll = p.poll;
+    pass.record = p.record;
+    pass.exact = p.exact;
+    std::vector<ProductGroup> ledger;
+    if (p.ledger) pass.ledger = &ledger;
+    out.results.push_back(step(i, row, pass));
+    const Index own = Index(cols.size());
+    for (Index j = own; j < pass.next; ++j) cols.push_back(p.next + (j - own));
+    p.next += pass.next - own;
+    for (ProductGroup& group : ledger) {
+      for (auto& o : group.outputs) o.column = cols[std::size_t(o.column)];
+      p.ledger->push_back(std::move(group));
+    }
+    out.columns.push_back(std::move(cols));
+  }
+  return out;
+}
+
 /// (X + MHA(N(X))) at the query tokens `queries` (N the pre-norm or the identity; keys and values from all
 /// n tokens). Each head draws its fresh symbols from the same columns while it is computed (heads do not
 /// meet before their concatenation), and the concatenation moves them apart, so a head's forms are not
@@ -1079,33 +1158,53 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
   const Index d = L.d, hd = L.head_dim, dv = L.value_dim, nq = Index(queries.size());
   // Keys and values read the norm with its product remainder as one fresh symbol per entry; when only the
   // pooled token is queried, its queries read it through project (one quadratic remainder per output).
-  std::optional<Rows> N;
-  Form normed;
-  if (prenorm != Prenorm::none) {
-    N = normed_rows(X, n, d, prenorm, L.norm_gamma, L.norm_beta, L.norm_eps, p);
-    normed = materialise(*N, d, p);
-  }
-  const Form& H = N ? normed : X;
-  const bool pooled = N && nq < n;
-  const std::optional<Rows> Nq = pooled ? std::optional<Rows>(keep_tokens(*N, queries, d)) : std::nullopt;
-  const Form Hq = nq == n || pooled ? Form() : keep_tokens(H, queries, d);
-  // Every head's keys and values (and queries, unless the pooled token reads the norm through project) in
-  // one product per token: linear_parts.
-  std::vector<Map> maps;
-  auto add_maps = [&](const std::vector<Matrix<double>>& W, const std::vector<Vector<double>>& b) {
-    for (std::size_t h = 0; h < std::size_t(L.heads); ++h) maps.push_back(Map{&W[h], bias_or_empty(b, h)});
+  // Per token (tokens do not meet before the scores: per_token): the pre-norm with its product remainder as
+  // one fresh symbol per entry (materialise), then every head's keys and values, and the queries when every
+  // token is queried, in one product per token (linear_parts). The pooled token (the queries of a subset,
+  // with a pre-norm) reads the norm through project, from the norm's Rows; without a pre-norm a subset's
+  // queries are its rows' products too.
+  const bool pooled = prenorm != Prenorm::none && nq < n;
+  std::vector<Map> maps, query_maps;
+  auto add_maps = [&](std::vector<Map>& to, const std::vector<Matrix<double>>& W,
+                      const std::vector<Vector<double>>& b) {
+    for (std::size_t h = 0; h < std::size_t(L.heads); ++h) to.push_back(Map{&W[h], bias_or_empty(b, h)});
   };
-  const bool fused_queries = !pooled && nq == n;
-  if (fused_queries) add_maps(L.WQ, L.bQ);
-  add_maps(L.WK, L.bK);
-  add_maps(L.WV, L.bV);
-  std::vector<Form> parts = linear_parts(H, n, maps, p);
-  maps.clear();
-  if (!pooled && !fused_queries) {
-    add_maps(L.WQ, L.bQ);
-    std::vector<Form> q = linear_parts(Hq, nq, maps, p);
-    parts.insert(parts.begin(), std::make_move_iterator(q.begin()), std::make_move_iterator(q.end()));
-  }
+  if (nq == n) add_maps(maps, L.WQ, L.bQ);
+  add_maps(maps, L.WK, L.bK);
+  add_maps(maps, L.WV, L.bV);
+  if (nq < n && !pooled) add_maps(query_maps, L.WQ, L.bQ);
+  std::vector<char> queried(static_cast<std::size_t>(n), 0);
+  for (Index a : queries) queried[std::size_t(a)] = 1;
+  const PerToken tokens = per_token(X, n, d, p, [&](Index i, const Form& row, const Pass& pass) {
+    std::optional<Rows> N;
+    Form normed;
+    if (prenorm != Prenorm::none) {
+      N = normed_rows(row, 1, d, prenorm, L.norm_gamma, L.norm_beta, L.norm_eps, pass);
+      normed = materialise(*N, d, pass);
+    }
+    const Form& H = N ? normed : row;
+    std::vector<Form> out = linear_parts(H, 1, maps, pass);
+    if (nq < n && queried[std::size_t(i)]) {
+      if (pooled) {
+        out.push_back(std::move(N->linear));
+        out.push_back(std::move(N->scaled));
+        out.push_back(std::move(N->root));
+      } else {
+        for (Form& f : linear_parts(H, 1, query_maps, pass)) out.push_back(std::move(f));
+      }
+    }
+    return out;
+  });
+  std::vector<Form> parts;
+  for (std::size_t k = 0; k < maps.size(); ++k) parts.push_back(tokens.stacked(k));
+  for (std::size_t k = 0; k < query_maps.size(); ++k)
+    parts.push_back(tokens.stacked(maps.size() + k, queries));
+  const std::optional<Rows> Nq = pooled ? std::optional<Rows>(Rows{tokens.stacked(maps.size(), queries),
+                                                                   tokens.stacked(maps.size() + 1, queries),
+                                                                   tokens.stacked(maps.size() + 2, queries)})
+                                        : std::nullopt;
+  // parts: [queries,] keys, values by head (queries first: all tokens queried, or a subset's, moved there)
+  if (!query_maps.empty()) std::rotate(parts.begin(), parts.end() - L.heads, parts.end());
   const std::size_t first_key = pooled ? 0 : std::size_t(L.heads),
                     first_value = first_key + std::size_t(L.heads);
   auto queries_of = [&](std::size_t h) {
@@ -1245,19 +1344,20 @@ struct Deferred {
   bool present() const { return Zw.size() != 0; }
 };
 
-/// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm). `deferred` (the pooled row of the last
-/// block only): LN₂'s product remainder is left out of the result and described there instead.
+/// X + MLP(N(X)) (N = LN₂ for pre-norm, the identity for post-norm). `pooled`: X is the pooled row alone
+/// (after the last attention), which reads LN₂ through project; other rows read it as one form.
+/// `deferred` (the pooled row of the last block only): LN₂'s product remainder is left out of the result and
+/// described there instead.
 Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& blk, const Pass& p,
-               Deferred* deferred = nullptr) {
-  // The pooled row (n = 1 after the last attention) reads LN₂ through project; other rows as one form.
+               bool pooled, Deferred* deferred = nullptr) {
   std::optional<Rows> N;
   Form normed;
   if (m.prenorm) {
     N = normed_rows(X, n, m.width, m.norm, blk.norm2.gamma, blk.norm2.beta, m.eps, p);
-    if (n > 1) normed = materialise(*N, m.width, p);
+    if (!pooled) normed = materialise(*N, m.width, p);
   }
   auto linear = [&](const Affine& map) {
-    if (N && n == 1) return project(*N, n, map.W, map.b, p);
+    if (N && pooled) return project(*N, n, map.W, map.b, p);
     return linear_rows(N ? normed : X, n, map.W, map.b, p);
   };
   const Form H = linear(blk.fc1);
@@ -1266,7 +1366,7 @@ Form mlp_block(const Form& X, Index n, const Model& m, const TransformerBlock& b
                      : m.activation == Activation::tanh      ? Function::tanh
                      : m.activation == Activation::gelu_tanh ? Function::gelu_tanh
                                                              : Function::gelu_erf;
-  if (deferred && N && n == 1 && !blk.gated() && f != Function::relu) {
+  if (deferred && N && pooled && !blk.gated() && f != Function::relu) {
     // Deferred: fc1 without the norm's product remainder, whose range widens the activation's range only.
     const Form lin = linear_rows(N->linear, 1, blk.fc1.W, blk.fc1.b, p);
     deferred->Zw = linear_rows(N->scaled, 1, blk.fc1.W, Vector<double>(), p);
@@ -1347,8 +1447,16 @@ Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& 
     n = Index(queries.size());
     if (!m.prenorm) X = layer_norm(X, n, d, blk.norm1.gamma, blk.norm1.beta, m.eps, p);
     p.tick();
-    X = mlp_block(X, n, m, blk, p, b + 1 == m.blocks.size() ? deferred : nullptr);
-    if (!m.prenorm) X = layer_norm(X, n, d, blk.norm2.gamma, blk.norm2.beta, m.eps, p);
+    auto mlp = [&](const Form& rows, Index count, const Pass& pass) {
+      Form out = mlp_block(rows, count, m, blk, pass, n == 1, b + 1 == m.blocks.size() ? deferred : nullptr);
+      return m.prenorm ? out : layer_norm(out, count, d, blk.norm2.gamma, blk.norm2.beta, m.eps, pass);
+    };
+    X = n > 1 ? per_token(X, n, d, p,
+                          [&](Index, const Form& row, const Pass& pass) {
+                            return std::vector<Form>{mlp(row, 1, pass)};
+                          })
+                    .stacked(0)
+              : mlp(X, n, p);
   }
   if (n > 1) {
     if (m.pooling == Pooling::mean) {
