@@ -159,6 +159,34 @@ TEST(AffineMargin, TextModelsCentreOnTheForwardPassAndHoldAtSampledPoints) {
   }
 }
 
+TEST(AffineMargin, ATokensOwnColumnsGiveTheBoundOfAllColumns) {
+  // The row-wise steps run per token over only the columns its rows read (AffineOptions::compact_columns);
+  // over every column the forms are the same up to the numbering of fresh symbols, so the two bounds may
+  // differ only by the rounding terms, which count the (nonzero) terms of each sum: far below 10⁻⁹ of the
+  // margin. A column moved to the wrong place (a token's or the ledger's) changes the bound by O(1). On the
+  // digits ViT (the ledger, the last block's per-output norm products) and GPT-2 (causal, every token
+  // queried through the last block).
+  auto check = [](const Model& m, const Vector<double>& x, int y, double r, const std::string& what) {
+    const double compact = affine_margin(m, x, y, r);
+    const double all = affine_margin(m, x, y, r, {}, AffineOptions{false});
+    ASSERT_TRUE(std::isfinite(compact) && std::isfinite(all)) << what;
+    EXPECT_NEAR(compact, all, 1e-9 * (std::fabs(all) + 1)) << what;
+  };
+  const Model vit = load_model(dir / "vit_digits.safetensors");
+  const Sample s = test_image(3);
+  for (double r : {0.0, 0.02, 0.035}) check(vit, s.x, s.y, r, "digits image 3, r = " + std::to_string(r));
+  const auto root = std::filesystem::path(REGATTA_TEST_DATA_DIR) / "text_models" / "gpt2";
+  const Model gpt2 = load_model(root / "model.safetensors");
+  const io::Array tokens = io::read_npz_member(root / "test_set.npz", "tokens", io::default_max_file_bytes,
+                                               io::NonFloat::integers);
+  std::vector<int> ids;
+  for (std::size_t k = 0; k < tokens.shape[1]; ++k) ids.push_back(int(tokens.data[k]));
+  const Vector<double> x = gpt2.embed_tokens(ids);
+  Eigen::Index y = 0;
+  forward(gpt2, x).maxCoeff(&y);
+  check(gpt2, x, int(y), 0.03, "gpt2 input 0");
+}
+
 TEST(AffineRadius, BetweenTheRegionRadiusAndTheAttackAndKeepsTheLabel) {
   const Model m = load_model(dir / "vit_digits.safetensors");
   const ConvertedModel<double> md(m);

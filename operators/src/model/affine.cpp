@@ -84,6 +84,7 @@ struct Pass {
   std::vector<ProductGroup>* ledger = nullptr;
   mutable bool record = false;  ///< whether the steps now computed record their products in the ledger
   mutable bool exact = false;   ///< ProductGroup::exact_rest for the groups recorded now
+  bool compact = true;          ///< per_token keeps only the columns a token reads (else every column)
   /// The next unused column: every fresh symbol gets its own column for the whole pass (columns beyond a
   /// form's A are zeros), so two forms share a column exactly when they depend on the same symbol.
   mutable Index next = 0;
@@ -1133,7 +1134,7 @@ PerToken per_token(const Form& X, Index n, Index d, const Pass& p, Step step) {
     const Eigen::Array<bool, 1, Eigen::Dynamic> used = (rows.array() != 0).colwise().any();
     std::vector<Index> cols;
     for (Index j = 0; j < K; ++j)
-      if (j < q || used(j)) cols.push_back(j);
+      if (j < q || used(j) || !p.compact) cols.push_back(j);
     Form row{X.c.segment(i * d, d), Matrix<double>(d, Index(cols.size())), X.s.segment(i * d, d)};
     for (Index r = 0; r < d; ++r)
       for (std::size_t k = 0; k < cols.size(); ++k) row.A(r, Index(k)) = rows(r, cols[k]);
@@ -1143,6 +1144,7 @@ PerToken per_token(const Form& X, Index n, Index d, const Pass& p, Step step) {
     pass.poll = p.poll;
     pass.record = p.record;
     pass.exact = p.exact;
+    pass.compact = p.compact;
     std::vector<ProductGroup> ledger;
     if (p.ledger) pass.ledger = &ledger;
     out.results.push_back(step(i, row, pass));
@@ -1626,7 +1628,7 @@ std::string affine_unsupported(const Model& m) {
 }
 
 double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
-                     const std::function<void()>& poll) {
+                     const std::function<void()>& poll, const AffineOptions& options) {
   const std::string why = affine_unsupported(m);
   if (!why.empty()) throw std::logic_error("affine_margin: " + why);
   if (!m.accepts(x.size()) || y < 0 || y >= m.classes || !(r >= 0))
@@ -1634,6 +1636,7 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
   Pass p;
   p.q = p.next = x.size();
   p.poll = poll;
+  p.compact = options.compact_columns;
   std::vector<ProductGroup> ledger;
   p.ledger = &ledger;
   try {

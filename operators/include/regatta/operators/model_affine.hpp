@@ -39,12 +39,20 @@ namespace regatta::operators {
 /// Empty when affine_margin applies to the model, otherwise the reason it does not.
 std::string affine_unsupported(const Model& model);
 
+/// How affine_margin computes, not what.
+struct AffineOptions {
+  /// The steps that treat each token on its own (norms, projections, MLPs) run on a copy of the token's
+  /// rows that keeps only the columns those rows read (affine.cpp, per_token). Off: every column is kept,
+  /// which gives the same bound up to the rounding terms' counts, more slowly (the tests compare the two).
+  bool compact_columns = true;
+};
+
 /// CERTIFIED lower bound of min over ‖x′ − x‖₂ ≤ r and c ≠ y of z_y(x′) − z_c(x′) (a lower bound: positive
 /// means the ball is certified to keep label y). −∞ when a range became unbounded or a denominator's range
 /// reached 0 (nothing is certified then). `poll` (may be empty) is called between stages and may throw.
 /// Requires affine_unsupported(model) empty and model.accepts(x.size()) (std::logic_error otherwise).
 double affine_margin(const Model& model, const Vector<double>& x, int y, double r,
-                     const std::function<void()>& poll = {});
+                     const std::function<void()>& poll = {}, const AffineOptions& options = {});
 
 /// The largest radius in (0, upper] found certified by affine_margin > 0, within a factor 1 + tolerance of
 /// the smallest failing radius tried (a search on the loss L(0) − L(r) interpolated as a power law in r,
