@@ -1167,8 +1167,6 @@ PerToken per_token(const Form& X, Index n, Index d, const Pass& p, Step step) {
 Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, const AttentionLayer& L,
                      Prenorm prenorm, bool causal, const Pass& p) {
   const Index d = L.d, hd = L.head_dim, dv = L.value_dim, nq = Index(queries.size());
-  // Keys and values read the norm with its product remainder as one fresh symbol per entry; when only the
-  // pooled token is queried, its queries read it through project (one quadratic remainder per output).
   // Per token (tokens do not meet before the scores: per_token): the pre-norm with its product remainder as
   // one fresh symbol per entry (materialise), then every head's keys and values, and the queries when every
   // token is queried, in one product per token (linear_parts). In the last block every map reads the norm
@@ -1464,7 +1462,8 @@ Form pooled_form(const Model& m, const Vector<double>& x, double r, const Pass& 
     p.tick();
     auto mlp = [&](const Form& rows, Index count, const Pass& pass) {
       Form out = mlp_block(rows, count, m, blk, pass, n == 1, b + 1 == m.blocks.size() ? deferred : nullptr);
-      return m.prenorm ? out : layer_norm(out, count, d, blk.norm2.gamma, blk.norm2.beta, m.eps, pass);
+      if (!m.prenorm) out = layer_norm(out, count, d, blk.norm2.gamma, blk.norm2.beta, m.eps, pass);
+      return out;
     };
     X = n > 1 ? per_token(X, n, d, p,
                           [&](Index, const Form& row, const Pass& pass) {
