@@ -2,7 +2,7 @@
 torch's float64 logits of the same images saved with it, and its certified logit enclosures against them.
 Models from a state dict or a live torch module go through the loader's adapter and must be the file's model
 bit for bit. The per-input robustness (Model.robustness, one row of `regatta certify`) takes about 1.3 s per
-input here; its numbers are checked against the command line by hand (docs/python.md), not in this suite."""
+input here, and its row must be the command line's to the bit."""
 import importlib.util
 import json
 import os
@@ -153,6 +153,21 @@ def test_bad_state_dicts_and_configs_raise_input_error(state_dict, config, make,
     with pytest.raises(regatta.InputError) as info:
         make(state_dict, config)
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_robustness_is_the_command_lines_row(model, data, cli, tmp_path):
+    """Model.robustness makes the library calls of one row of `regatta certify` with the same defaults, so
+    image 0's row must be the command line's to the bit (a wrong default, label or image layout in the
+    binding moves it)."""
+    out = tmp_path / "row.json"
+    cli("certify", "--model", os.path.join(FIXTURE, "vit_digits.safetensors"), "--data",
+        os.path.join(FIXTURE, "test_set.npz"), "--limit", 1, "--threads", 1, "--out", out)
+    want = json.load(open(out))["inputs"][0]
+    row = model.robustness(data["images"][0], int(data["labels"][0]))
+    assert (row.label, row.prediction, row.method) == (want["label"], want["prediction"], want["method"])
+    for key in ("margin", "margin_lower", "attack_radius", "certified_radius", "refuted_radius"):
+        assert float(getattr(row, key)) == want[key], key
+    assert row.region_checks == want["region_checks"]
 
 
 def test_ctrl_c_interrupts_robustness_within_a_second_and_progress_is_reported(model, data):
