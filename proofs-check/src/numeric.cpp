@@ -3,10 +3,10 @@
 #include <mpfi.h>
 #include <mpfr.h>
 
-#include <Eigen/SVD>
 #include <string>
 
 #include <regatta/core/decimal.hpp>
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/spectral_norm.hpp>
 
@@ -14,10 +14,7 @@ namespace regatta::proofs::num {
 
 template <>
 double norm_2<double>(const Matrix<double>& M) {
-  if (M.size() == 0) return 0;
-  const Eigen::MatrixXd a = M;
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(a);
-  return svd.singularValues()(0);
+  return largest_singular_value(M);
 }
 
 template <>

@@ -1,18 +1,14 @@
 // Seeded random matrix families: deterministic, and each has the spectrum it promises (checked by SVD).
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
 #include <cmath>
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/random_matrix.hpp>
 
 #include "support/tolerance.hpp"
 
 namespace regatta {
 namespace {
-
-Eigen::VectorXd singular_values(const Matrix<double>& m) {
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(Eigen::MatrixXd(m)).singularValues();
-}
 
 /// Singular values of a matrix built and decomposed in double are exact up to ~(rows + cols) eps ‖M‖₂: the
 /// construction (products with inner dimension ≤ rows, orthonormal factors from QR) and the one-sided Jacobi

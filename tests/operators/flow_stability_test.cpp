@@ -4,11 +4,10 @@
 // — and the bound e^{Lt} d_0 against the distance between two integrated trajectories at every step.
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
-
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/measures/sampling.hpp>
 #include <regatta/operators/flow.hpp>
 #include <regatta/operators/flow_stability.hpp>
@@ -48,7 +47,7 @@ Matrix<double> weighted_jacobian(const ModelSpec& spec, const Matrix<double>& X,
 }
 
 double weighted_norm(const ModelSpec& spec, const Matrix<double>& X, const Vector<double>& a) {
-  return Eigen::JacobiSVD<Matrix<double>>(weighted_jacobian(spec, X, a)).singularValues()(0);
+  return largest_singular_value(weighted_jacobian(spec, X, a));
 }
 
 /// A random point of the product of unit balls: on the sphere with probability ½, else radius U^{1/d}.

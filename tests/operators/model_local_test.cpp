@@ -8,11 +8,11 @@
 // is at least the naive product certificate.
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/operators/differentiable.hpp>
@@ -56,7 +56,7 @@ Sample test_image(std::size_t i) {
 
 /// ‖J‖₂ by a divide-and-conquer SVD (singular values only; backward stable, so within the rounding bound
 /// below of the exact norm of the double matrix).
-double norm2(const Matrix<double>& J) { return Eigen::BDCSVD<Matrix<double>>(J).singularValues()(0); }
+double norm2(const Matrix<double>& J) { return largest_singular_value(J, SvdMethod::divide_and_conquer); }
 
 Matrix<double> layer_norm(const Matrix<double>& X, const NormParameters& p, double eps) {
   return normalize_rows(Prenorm::layernorm, X, p.gamma, p.beta, eps);

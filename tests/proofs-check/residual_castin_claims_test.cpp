@@ -7,8 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include <Eigen/Eigenvalues>
-
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/inversion.hpp>
@@ -122,8 +121,7 @@ Matrix<S> dense_jacobian(const Point& p, bool causal) {
 /// The two largest eigenvalues λ₁ ≥ λ₂ of JᵀJ for a dense double matrix J with at least two columns.
 std::pair<double, double> top_gram_eigenvalues(const Matrix<double>& J) {
   const Matrix<double> G = J.transpose() * J;
-  const Eigen::SelfAdjointEigenSolver<Matrix<double>> eig(G, Eigen::EigenvaluesOnly);
-  const auto& ev = eig.eigenvalues();  // ascending
+  const Eigen::VectorXd ev = symmetric_eigen(G, false).values;  // ascending
   return {ev(ev.size() - 1), ev(ev.size() - 2)};
 }
 

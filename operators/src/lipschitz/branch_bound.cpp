@@ -12,8 +12,7 @@
 #include <mpfi.h>
 #include <mpfr.h>
 
-#include <Eigen/SVD>
-
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/spectral_norm.hpp>
@@ -83,7 +82,7 @@ double norm_lower(const Matrix<interval64>& J, Norm norm) {
 }
 
 double norm_estimate(const Matrix<double>& J, Norm norm) {
-  if (norm == Norm::two) return Eigen::JacobiSVD<Matrix<double>>(J).singularValues()(0);
+  if (norm == Norm::two) return largest_singular_value(J);
   return J.cwiseAbs().rowwise().sum().maxCoeff();
 }
 

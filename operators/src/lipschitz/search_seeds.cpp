@@ -2,8 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include <Eigen/SVD>
-
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/operators/lipschitz/search.hpp>
@@ -66,9 +65,9 @@ std::vector<SeedFamily> near_extremal_families(const AttentionLayer& layer, cons
     if (layer.kind == AttentionKind::l2) {
       // §3.6: pairs (zero, ±) at scaled squared distance t = λ s², λ = uᵀA u; t from 0.05 to 40 (t* of the
       // table lies in [1.9, 12] for n up to 10^6).
-      Eigen::JacobiSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(layer.WQ[h]), Eigen::ComputeThinU);
+      const DenseSvd svd = dense_svd(Eigen::MatrixXd(layer.WQ[h]), true, false);
       const std::pair<const char*, Vector<double>> directions[] = {
-          {" (top singular vector)", normalized(svd.matrixU().col(0))}, {" (Gaussian direction)", gaussian}};
+          {" (top singular vector)", normalized(svd.U.col(0))}, {" (Gaussian direction)", gaussian}};
       for (const auto& [label, u] : directions) {
         const double lambda = std::abs(u.dot(A * u));
         if (!(lambda > 0)) continue;

@@ -11,9 +11,9 @@
 
 #include <mpfr.h>
 #include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
 
 #include <regatta/core/convert.hpp>
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
 
 namespace regatta::lip::detail {
@@ -28,8 +28,7 @@ double length_scale(const operators::AttentionLayer& layer, const operators::Att
   if (options.prenorm == operators::Prenorm::none) {
     double a = 0;
     for (int h = 0; h < layer.heads; ++h) {
-      Eigen::JacobiSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(score_matrix(layer, h)));
-      a = std::max(a, svd.singularValues()(0));
+      a = std::max(a, largest_singular_value(Eigen::MatrixXd(score_matrix(layer, h))));
     }
     if (a > 0 && std::isfinite(a)) ell = 1 / std::sqrt(a);
   }
@@ -62,19 +61,18 @@ ExtremeEigen extreme_eigen(const Matrix<double>& A) {
   }
   if (!found) {
     const Eigen::MatrixXd sym = (Ad + Ad.transpose()) / 2;
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> s(sym);
+    const SymmetricEigen s = symmetric_eigen(sym, true);
     const Eigen::Index last = sym.rows() - 1;
-    e.lambda_min = s.eigenvalues()(0);
-    e.lambda_max = s.eigenvalues()(last);
-    e.u_min = s.eigenvectors().col(0);
-    e.u_max = s.eigenvectors().col(last);
+    e.lambda_min = s.values(0);
+    e.lambda_max = s.values(last);
+    e.u_min = s.vectors.col(0);
+    e.u_max = s.vectors.col(last);
   }
   return e;
 }
 
 Vector<double> top_right_singular_vector(const Matrix<double>& M) {
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(M), Eigen::ComputeThinV);
-  Vector<double> v = svd.matrixV().col(0);
+  Vector<double> v = dense_svd(Eigen::MatrixXd(M), false, true).V.col(0);
   return v / v.norm();
 }
 

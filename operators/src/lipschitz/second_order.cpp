@@ -1,11 +1,11 @@
 // The second-order bound on the sup of ‖J‖ over a region (see second_order.hpp).
 #include "second_order.hpp"
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64_product.hpp>
 #include <regatta/core/spectral_norm.hpp>
@@ -117,9 +117,8 @@ struct SpectralGap {
       Eigen::MatrixXd mid(nd, nd);
       for (Index r = 0; r < nd; ++r)
         for (Index c = 0; c < nd; ++c) mid(r, c) = static_cast<double>(Jc(r, c));
-      const Eigen::BDCSVD<Eigen::MatrixXd> svd(mid, Eigen::ComputeThinV);
       // Any nonzero ṽ is sound; the SVD's makes the bound tight.
-      top = svd.matrixV().col(0);
+      top = dense_svd(mid, false, true, SvdMethod::divide_and_conquer).V.col(0);
     }
     interval64 norm2(0.0);
     for (Index c = 0; c < nd; ++c) norm2 = norm2 + square(interval64(top(c)));

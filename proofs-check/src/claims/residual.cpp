@@ -16,8 +16,7 @@
 #include <array>
 #include <cmath>
 
-#include <Eigen/SVD>
-
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
@@ -162,11 +161,10 @@ Point with_extremal_pair(Point p, bool largest) {
   const Matrix<double> X = l.matrix<double>(p, "X_star");
   Matrix<double> J = operators::dense_jacobian(block.linearize(X)) * (s.c / s.B);
   J += Matrix<double>::Identity(n * d, n * d);
-  const Eigen::JacobiSVD<Matrix<double>> svd(J, Eigen::ComputeFullV);
+  const Eigen::MatrixXd V = dense_svd(J, false, true).V;  // J is square: the thin V is the full one
   const Eigen::Index col = largest ? 0 : n * d - 1;
   const double step = 1e-3 * (1 + X.norm());
-  for (long i = 0; i < n * d; ++i)
-    p.x[l.at("D") + static_cast<std::size_t>(i)] = step * svd.matrixV()(i, col);
+  for (long i = 0; i < n * d; ++i) p.x[l.at("D") + static_cast<std::size_t>(i)] = step * V(i, col);
   return p;
 }
 

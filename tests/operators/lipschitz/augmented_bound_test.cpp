@@ -10,13 +10,13 @@
 // and every refusal.
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/random_matrix.hpp>
@@ -55,7 +55,7 @@ BoundSetting setting_with(std::optional<std::int64_t> n, std::optional<double> r
   return s;
 }
 
-double svd_norm(const Matrix<double>& M) { return Eigen::JacobiSVD<Matrix<double>>(M).singularValues()(0); }
+double svd_norm(const Matrix<double>& M) { return largest_singular_value(M); }
 
 /// The bare multi-head sum of the derivation's result, written from the full matrices, with the Remark's
 /// appended coordinate t = 2^k per head (|k| ≤ 8, the smallest term): √3‖V_h‖(‖[A_h; c_hᵀ/t]‖²(R² +
@@ -147,11 +147,11 @@ Matrix<double> in_ball(const Matrix<double>& Z, double R, const Vector<double>& 
 std::pair<double, Matrix<double>> jacobian_top(const operators::Block<double>& block,
                                                const Matrix<double>& X) {
   const Matrix<double> J = operators::dense_jacobian(block.linearize(X));
-  const Eigen::JacobiSVD<Matrix<double>> svd(J, Eigen::ComputeFullV);
+  const DenseSvd svd = dense_svd(J, false, true);  // J is square: its thin V is the full one
   Matrix<double> v(X.rows(), X.cols());
   for (Eigen::Index i = 0; i < X.rows(); ++i)
-    for (Eigen::Index a = 0; a < X.cols(); ++a) v(i, a) = svd.matrixV()(i * X.cols() + a, 0);
-  return {svd.singularValues()(0), v};
+    for (Eigen::Index a = 0; a < X.cols(); ++a) v(i, a) = svd.V(i * X.cols() + a, 0);
+  return {svd.singular_values(0), v};
 }
 
 TEST(AugmentedBound, CertifiedUpperEndIsAboveCertifiedJacobianNormsInTheBall) {

@@ -5,11 +5,11 @@
 // softmax, LayerNorm and RMSNorm).
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/measures/discrete_measure.hpp>
 #include <regatta/measures/wasserstein.hpp>
@@ -94,7 +94,7 @@ Matrix<double> fd_jacobian(const AttentionLayer& L, const AttentionOptions& o, c
   return J;
 }
 
-double norm_two(const Matrix<double>& M) { return Eigen::JacobiSVD<Matrix<double>>(M).singularValues()(0); }
+double norm_two(const Matrix<double>& M) { return largest_singular_value(M); }
 double norm_inf(const Matrix<double>& M) { return M.cwiseAbs().rowwise().sum().maxCoeff(); }
 
 BoundSetting with(std::optional<std::int64_t> n, std::optional<double> radius) {

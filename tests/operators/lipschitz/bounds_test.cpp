@@ -11,12 +11,12 @@
 #include <fstream>
 #include <set>
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/random_matrix.hpp>
@@ -57,7 +57,7 @@ AttentionLayer scalar_l2_layer(double q) {
   return L;
 }
 
-double svd_norm(const Matrix<double>& M) { return Eigen::JacobiSVD<Matrix<double>>(M).singularValues()(0); }
+double svd_norm(const Matrix<double>& M) { return largest_singular_value(M); }
 
 double max_row_sum(const Matrix<double>& M) { return M.cwiseAbs().rowwise().sum().maxCoeff(); }
 

@@ -15,7 +15,6 @@
 //                                      ‖J‖₂; below the first-order enclosure and → ‖J(X)‖₂ as ε → 0.
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include <regatta/core/convert.hpp>
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/random_matrix.hpp>
@@ -100,7 +100,7 @@ Matrix<double> double_jacobian(const AttentionLayer& L, const AttentionOptions& 
   return operators::dense_jacobian(Block<double>(L, o).linearize(X));
 }
 
-double sigma_max(const Matrix<double>& M) { return Eigen::JacobiSVD<Eigen::MatrixXd>(M).singularValues()(0); }
+double sigma_max(const Matrix<double>& M) { return largest_singular_value(M); }
 
 /// A point of the box: corner k (bit pattern over the first 20 entries, the rest from the generator) or a
 /// uniform point.
@@ -276,9 +276,8 @@ bool second_order_applies(const Case& c) { return c.rope_theta == 0; }
 /// ∂J/∂x_k by central differences of the double Jacobian (only the direction; the check uses exact norms).
 Matrix<double> steepest_direction(const AttentionLayer& L, const AttentionOptions& o,
                                   const Matrix<double>& X) {
-  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(double_jacobian(L, o, X),
-                                              Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Vector<double> v = svd.matrixU().col(0), w = svd.matrixV().col(0);
+  const DenseSvd svd = dense_svd(double_jacobian(L, o, X), true, true);
+  const Vector<double> v = svd.U.col(0), w = svd.V.col(0);
   const double h = 1e-6 * X.norm();
   Matrix<double> G(X.rows(), X.cols());
   for (Index k = 0; k < X.size(); ++k) {

@@ -9,11 +9,11 @@
 //   * the certified measure ratio against the estimate, and every ratio against its mean-field bound.
 #include <gtest/gtest.h>
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/measures/discrete_measure.hpp>
 #include <regatta/measures/wasserstein.hpp>
@@ -58,7 +58,7 @@ Matrix<double> dense_at(const AttentionLayer& layer, const AttentionOptions& opt
   return operators::dense_jacobian(block.linearize(X));
 }
 
-double spectral(const Matrix<double>& M) { return Eigen::JacobiSVD<Eigen::MatrixXd>(M).singularValues()(0); }
+double spectral(const Matrix<double>& M) { return largest_singular_value(M); }
 
 /// A double Jacobian norm against another double evaluation of the same matrix, relative: for n tokens of
 /// width d a JVP/VJP is a chain of n·d + d² + n operations per Sinkhorn sweep, then a sum over the n·d
@@ -98,7 +98,7 @@ TEST(JacobianSearch, WitnessValueMatchesDenseJacobian) {
       if (norm == Norm::two) {
         // The polished power iteration converges to the top singular value: iterated to the rounding floor,
         // where its error is that floor times 1/(1 − ρ⁴) for the gap ratio ρ = σ₂/σ₁.
-        const Vector<double> sv = Eigen::JacobiSVD<Eigen::MatrixXd>(J).singularValues();
+        const Vector<double> sv = singular_values(J);
         const double rho = sv(1) / sv(0), gap_factor = 1 / (1 - std::pow(rho, 4));
         ASSERT_TRUE(std::isfinite(gap_factor)) << "repeated top singular value";
         EXPECT_NEAR(r.best.value, spectral(J), rounding * gap_factor * spectral(J));

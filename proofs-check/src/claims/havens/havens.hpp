@@ -19,14 +19,13 @@
 // search; the non-template functions are defined in support.cpp. The claims, grouped by concept:
 // local_bound.cpp (havens.local_delta, havens.gradnorm_comparator, havens.certified_radius), identities.cpp
 // (havens.xi_exact, havens.score_identity), norms.cpp (havens.naive_ordering, havens.power_iteration).
-#include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
 #include <type_traits>
 
+#include <regatta/core/dense_svd.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/havens_operators.hpp>
@@ -272,8 +271,7 @@ Vector<mpfr> top_right_vector_mpfr(const Matrix<mpfr>& M);
 template <class S>
 Vector<S> top_right_vector(const Matrix<S>& M) {
   if constexpr (std::is_same_v<S, double>) {
-    Eigen::JacobiSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(M), Eigen::ComputeThinV);
-    return svd.matrixV().col(0);
+    return dense_svd(Eigen::MatrixXd(M), false, true).V.col(0);
   } else if constexpr (std::is_same_v<S, mpfr>) {
     return top_right_vector_mpfr(M);
   } else {

@@ -1,6 +1,8 @@
 // The non-template machinery of the Havens et al. family (declared and documented in havens.hpp).
 #include "havens.hpp"
 
+#include <Eigen/Eigenvalues>
+
 namespace regatta::proofs::claims::havens {
 
 Shape read_shape(const Point& p) {
