@@ -1075,11 +1075,6 @@ Form materialise(const Rows& H, Index d, const Pass& p) {
   return out;
 }
 
-/// The rows `rows` of H (n tokens × d features).
-Rows keep_tokens(const Rows& H, const std::vector<Index>& rows, Index d) {
-  return Rows{keep_tokens(H.linear, rows, d), keep_tokens(H.scaled, rows, d), gather(H.root, rows)};
-}
-
 /// Results of a step applied to each token on its own (per_token): per token, its forms in its own
 /// columns, and the column of the whole pass that each of those columns is.
 struct PerToken {
