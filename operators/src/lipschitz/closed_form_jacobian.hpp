@@ -17,7 +17,8 @@
 // With T = Dual<N> whose values are intervals of a box and whose partials are seeded with unit vectors, every
 // operation below is the interval extension of the forward-mode rules, so the value of entry (r, c) encloses
 // J_rc over the box and partial t encloses ∂J_rc/∂x_{k_t} over the box (inclusion isotonicity). The softmax
-// uses a point shift, exp(s − c)/Σ exp(s − c), exact for every constant c.
+// uses a point shift, exp(s − c)/Σ exp(s − c), exact for every constant c; for the forward-mode numbers its
+// partials come from the centred identity ∂p_j = p_j (∂s_j − Σ_m p_m ∂s_m) (softmax_numbers).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -91,6 +92,74 @@ Dual<N> sqrt(const Dual<N>& a) {
   const interval64 twice = interval64(2.0) * r.v;
   for (int k = 0; k < N; ++k) r.g[k] = a.g[k] / twice;
   return r;
+}
+
+/// Softmax of the scores s with a point shift: exp(s_j − shift)/Σ_m exp(s_m − shift), exact for every shift.
+/// The forward-mode numbers have their own overloads (below, and in hyper_dual.hpp), which form the partials
+/// from the centred identities of softmax instead of the quotient rule.
+template <class T>
+std::vector<T> softmax_numbers(const std::vector<T>& s, double shift) {
+  using std::exp;
+  std::vector<T> p(s.size());
+  T z(0.0);
+  for (std::size_t j = 0; j < s.size(); ++j) {
+    p[j] = exp(s[j] - T(shift));
+    z = z + p[j];
+  }
+  for (T& x : p) x = x / z;
+  return p;
+}
+
+/// x ∩ y into x, for two enclosures of the same number (disjoint only by a rounding accident: x is kept).
+inline void intersect_into(interval64& x, const interval64& y) {
+  const double lo = std::max(x.lower(), y.lower()), hi = std::min(x.upper(), y.upper());
+  if (lo <= hi) x = interval64::hull(lo, hi);
+}
+
+/// Enclosures of the softmax values p_j = exp(s_j − shift)/Σ_m exp(s_m − shift) for s_j in the intervals
+/// s[j], intersected with [0, 1].
+inline std::vector<interval64> softmax_values(const std::vector<interval64>& s, double shift) {
+  std::vector<interval64> p = softmax_numbers(s, shift);
+  for (interval64& x : p) x = interval64::hull(std::max(x.lower(), 0.0), std::min(x.upper(), 1.0));
+  return p;
+}
+
+/// Softmax of forward-mode numbers by the centred identity ∂_k p_j = p_j (∂_k s_j − s̄_k) with
+/// s̄_k = Σ_m p_m ∂_k s_m (∂ log p_j = ∂s_j − ∂ log Σ exp): the same derivative as the quotient rule, with p_j
+/// a common factor instead of two correlated terms (docs/local.md, "Centred softmax and weighted sums").
+template <int N>
+std::vector<Dual<N>> centred_softmax(const std::vector<Dual<N>>& s, double shift) {
+  std::vector<interval64> sv(s.size());
+  for (std::size_t j = 0; j < s.size(); ++j) sv[j] = s[j].v;
+  const std::vector<interval64> p = softmax_values(sv, shift);
+  std::array<interval64, N> mean;
+  mean.fill(interval64(0.0));
+  for (std::size_t m = 0; m < s.size(); ++m)
+    for (int k = 0; k < N; ++k) mean[k] = mean[k] + p[m] * s[m].g[k];
+  std::vector<Dual<N>> out(s.size());
+  for (std::size_t j = 0; j < s.size(); ++j) {
+    out[j].v = p[j];
+    for (int k = 0; k < N; ++k) out[j].g[k] = p[j] * (s[j].g[k] - mean[k]);
+  }
+  return out;
+}
+
+/// Componentwise x ∩ y into x for two enclosures of the same forward-mode numbers.
+template <int N>
+void intersect_into(std::vector<Dual<N>>& x, const std::vector<Dual<N>>& y) {
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    intersect_into(x[j].v, y[j].v);
+    for (int k = 0; k < N; ++k) intersect_into(x[j].g[k], y[j].g[k]);
+  }
+}
+
+/// The forward-mode softmax: the quotient rule's enclosure intersected with the centred one (usually the
+/// narrower, but not in every component).
+template <int N>
+std::vector<Dual<N>> softmax_numbers(const std::vector<Dual<N>>& s, double shift) {
+  std::vector<Dual<N>> out = softmax_numbers<Dual<N>>(s, shift);
+  intersect_into(out, centred_softmax(s, shift));
+  return out;
 }
 
 /// The constants of the layer: double for the point estimate, interval64 (exact products enclosed) otherwise.
@@ -233,19 +302,19 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
       }
       double shift = centre_of(s[0]);
       for (const T& x : s) shift = std::max(shift, centre_of(x));
-      std::vector<T> p(s.size());
-      T z(0.0);
-      for (std::size_t j = 0; j < s.size(); ++j) {
-        p[j] = exp(s[j] - T(shift));
-        z = z + p[j];
-      }
-      for (T& x : p) {
-        x = x / z;
-        hook(x);
-      }
+      std::vector<T> p = softmax_numbers(s, shift);
+      for (T& x : p) hook(x);
+      // F_ia = Σ_j P_ij u_ja = c_a + Σ_j P_ij (u_ja − c_a) for any constant c_a (Σ_j P_ij = 1), here a point
+      // near F_ia: the enclosures then pay the spread of u_ja over j, not its size.
       std::vector<T> F(std::size_t(d), T(0.0));
-      for (Index a = 0; a < d; ++a)
-        for (Index j = 0; j <= last; ++j) F[std::size_t(a)] = F[std::size_t(a)] + p[std::size_t(j)] * U(j, a);
+      for (Index a = 0; a < d; ++a) {
+        double c = 0;
+        for (Index j = 0; j <= last; ++j) c += centre_of(p[std::size_t(j)]) * centre_of(U(j, a));
+        if (!std::isfinite(c)) c = 0;
+        T acc(c);
+        for (Index j = 0; j <= last; ++j) acc = acc + p[std::size_t(j)] * (U(j, a) - T(c));
+        F[std::size_t(a)] = acc;
+      }
       for (T& x : F) hook(x);
       // D_j(a) = P_ij (u_ja − F_ia)
       Grid<T> D(last + 1, d);
@@ -275,10 +344,19 @@ Grid<T> closed_form(const operators::AttentionLayer& L, const operators::Attenti
           hook(gk(j, b));
         }
       if (!assemble) continue;
+      // Σ_j D_j(a) = Σ_j P_ij (u_ja − F_ia) = 0, so Σ_j D_j(a) gq(j, b) = Σ_j D_j(a) (gq(j, b) − c_b) for any
+      // constant c_b: a point near the weighted mean of gq(·, b), so that the enclosure pays its spread.
+      std::vector<double> gq_centre(std::size_t(d), 0.0);
+      for (Index b = 0; b < d; ++b) {
+        double c = 0;
+        for (Index j = 0; j <= last; ++j) c += centre_of(p[std::size_t(j)]) * centre_of(gq(j, b));
+        gq_centre[std::size_t(b)] = std::isfinite(c) ? c : 0.0;
+      }
       for (Index a = 0; a < d; ++a)
         for (Index b = 0; b < d; ++b) {
           T own(0.0);  // k = i: Σ_j D_j(a) gq(j, b)
-          for (Index j = 0; j <= last; ++j) own = own + D(j, a) * gq(j, b);
+          const T cb(gq_centre[std::size_t(b)]);
+          for (Index j = 0; j <= last; ++j) own = own + D(j, a) * (gq(j, b) - cb);
           J(i * d + a, i * d + b) = J(i * d + a, i * d + b) + own;
           for (Index k = 0; k <= last; ++k)
             J(i * d + a, k * d + b) =

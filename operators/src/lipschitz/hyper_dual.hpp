@@ -10,11 +10,15 @@
 // so, seeded on a box with unit partials, every component encloses the corresponding derivative of the
 // function over the box (inclusion isotonicity; φ' and φ'' are evaluated on the value's enclosure). The
 // closed form (closed_form_jacobian.hpp) runs on it unchanged: it needs T(double), T(interval64), + − × ÷,
-// the product with an interval64 constant, exp, sqrt and centre_of.
+// the product with an interval64 constant, exp, sqrt, centre_of and softmax_numbers (the centred identities
+// of softmax's derivatives, below).
 #include <array>
 #include <cmath>
+#include <vector>
 
 #include <regatta/core/interval64.hpp>
+
+#include "closed_form_jacobian.hpp"
 
 namespace regatta::lip::detail {
 
@@ -118,6 +122,74 @@ HyperDual<N> operator/(const HyperDual<N>& x, const HyperDual<N>& y) {
   HyperDual<N> r = x * chain(y, f, -f2, interval64(2.0) * f2 * f);
   r.v = x.v / y.v;
   return r;
+}
+
+/// Softmax of second-order numbers by the centred identities (closed_form_jacobian.hpp has the first-order
+/// one): with d_j = ∂s_j − s̄ along each set of coordinates (s̄ = Σ_m p_m ∂s_m),
+///   ∂_k p_j = p_j d_jk,   ∂_k∂_l p_j = p_j (d_jk d_jl + ∂_k∂_l s_j − Σ_m p_m ∂_k∂_l s_m − Σ_m p_m d_mk
+///   d_ml),
+/// from log p_j = s_j − log Σ exp and ∂_l s̄_k = Σ_m p_m ∂_k∂_l s_m + Σ_m p_m d_mk d_ml (Σ_m p_m d_ml = 0).
+template <int N>
+std::vector<HyperDual<N>> centred_softmax(const std::vector<HyperDual<N>>& s, double shift) {
+  const std::size_t m = s.size();
+  std::vector<interval64> sv(m);
+  for (std::size_t j = 0; j < m; ++j) sv[j] = s[j].v;
+  const std::vector<interval64> p = softmax_values(sv, shift);
+  std::array<interval64, N> ma, mb;
+  std::array<interval64, N * N> mab;
+  ma.fill(interval64(0.0));
+  mb.fill(interval64(0.0));
+  mab.fill(interval64(0.0));
+  for (std::size_t j = 0; j < m; ++j) {
+    for (int t = 0; t < N; ++t) {
+      ma[t] = ma[t] + p[j] * s[j].a[t];
+      mb[t] = mb[t] + p[j] * s[j].b[t];
+    }
+    for (int i = 0; i < N * N; ++i) mab[i] = mab[i] + p[j] * s[j].ab[i];
+  }
+  std::vector<std::array<interval64, N>> da(m), db(m);
+  std::array<interval64, N * N> cov;
+  cov.fill(interval64(0.0));
+  for (std::size_t j = 0; j < m; ++j) {
+    for (int t = 0; t < N; ++t) {
+      da[j][t] = s[j].a[t] - ma[t];
+      db[j][t] = s[j].b[t] - mb[t];
+    }
+    for (int t = 0; t < N; ++t)
+      for (int u = 0; u < N; ++u) cov[t * N + u] = cov[t * N + u] + p[j] * (da[j][t] * db[j][u]);
+  }
+  std::vector<HyperDual<N>> out(m);
+  for (std::size_t j = 0; j < m; ++j) {
+    HyperDual<N>& r = out[j];
+    r.v = p[j];
+    for (int t = 0; t < N; ++t) {
+      r.a[t] = p[j] * da[j][t];
+      r.b[t] = p[j] * db[j][t];
+    }
+    for (int t = 0; t < N; ++t)
+      for (int u = 0; u < N; ++u) {
+        const int i = t * N + u;
+        r.ab[i] = p[j] * (da[j][t] * db[j][u] + (s[j].ab[i] - mab[i]) - cov[i]);
+      }
+  }
+  return out;
+}
+
+/// The second-order softmax: the quotient rule's enclosure intersected componentwise with the centred one
+/// (neither is the narrower in every component).
+template <int N>
+std::vector<HyperDual<N>> softmax_numbers(const std::vector<HyperDual<N>>& s, double shift) {
+  std::vector<HyperDual<N>> out = softmax_numbers<HyperDual<N>>(s, shift);
+  const std::vector<HyperDual<N>> c = centred_softmax(s, shift);
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    intersect_into(out[j].v, c[j].v);
+    for (int t = 0; t < N; ++t) {
+      intersect_into(out[j].a[t], c[j].a[t]);
+      intersect_into(out[j].b[t], c[j].b[t]);
+    }
+    for (int i = 0; i < N * N; ++i) intersect_into(out[j].ab[i], c[j].ab[i]);
+  }
+  return out;
 }
 
 template <int N>

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,112 @@ TEST(HessianSweep, EnclosesFiniteDifferenceHessiansOverABox) {
           EXPECT_GE(fd0, H.jv[0](k, l).lower() - slack);
           EXPECT_LE(fd0, H.jv[0](k, l).upper() + slack);
           EXPECT_LE(std::fabs(fd0), H.rows[0](k, l) * vz.cwiseAbs().maxCoeff() + slack);
+        }
+    }
+  }
+}
+
+/// Scores s_j(x) = c_j + Σ_k A_jk x_k + ½ Σ_kl B_jkl x_k x_l of 8 coordinates, formed in any number type.
+struct QuadraticScores {
+  static constexpr int keys = 5, N = 8;
+  Vector<double> c = standard_normal(keys, 51);
+  Vector<double> A = standard_normal(keys * N, 52);
+  Vector<double> B = standard_normal(keys * N * N, 53);
+  double b(int j, int k, int l) const { return (B(j * N * N + k * N + l) + B(j * N * N + l * N + k)) / 2; }
+  template <class T>
+  std::vector<T> operator()(const std::vector<T>& x) const {
+    std::vector<T> s;
+    for (int j = 0; j < keys; ++j) {
+      T acc(c(j));
+      for (int k = 0; k < N; ++k) {
+        acc = acc + x[std::size_t(k)] * T(A(j * N + k));
+        for (int l = 0; l < N; ++l) acc = acc + x[std::size_t(k)] * x[std::size_t(l)] * T(b(j, k, l) / 2);
+      }
+      s.push_back(acc);
+    }
+    return s;
+  }
+  std::vector<double> softmax(const std::vector<double>& x) const {
+    std::vector<double> s = (*this)(x), p(s.size());
+    const double top = *std::max_element(s.begin(), s.end());
+    double z = 0;
+    for (std::size_t j = 0; j < s.size(); ++j) z += (p[j] = std::exp(s[j] - top));
+    for (double& v : p) v /= z;
+    return p;
+  }
+};
+
+// The centred softmax of the forward-mode numbers (docs/local.md, "Centred softmax and weighted sums")
+// against finite differences of a double softmax at points of the box, and against the quotient rule's width.
+TEST(CentredSoftmax, EnclosesTheDerivativesOverABoxAndIsNarrowerThanTheQuotientRule) {
+  constexpr int N = QuadraticScores::N;
+  const QuadraticScores f;
+  // A wide box for the widths, a narrow one where the enclosures are tight enough to catch a wrong formula.
+  for (const double r : {0.05, 1e-3}) {
+    SCOPED_TRACE(r);
+    std::vector<detail::Dual<N>> xd(N);
+    std::vector<detail::HyperDual<N>> xh(N);
+    for (int k = 0; k < N; ++k) {
+      xd[std::size_t(k)] = detail::Dual<N>(interval64::hull(-r, r));
+      xd[std::size_t(k)].g[std::size_t(k)] = interval64(1.0);
+      xh[std::size_t(k)] = detail::HyperDual<N>(interval64::hull(-r, r));
+      xh[std::size_t(k)].a[std::size_t(k)] = interval64(1.0);
+      xh[std::size_t(k)].b[std::size_t(k)] = interval64(1.0);
+    }
+    const auto pd = detail::softmax_numbers(f(xd), 0.3);  // the intersection of the two
+    const auto ph = detail::softmax_numbers(f(xh), 0.3);
+    const auto cd = detail::centred_softmax(f(xd), 0.3);  // the centred identities alone
+    const auto ch = detail::centred_softmax(f(xh), 0.3);
+    const auto qd = detail::softmax_numbers<detail::Dual<N>>(f(xd), 0.3);  // the quotient rule
+    const auto qh = detail::softmax_numbers<detail::HyperDual<N>>(f(xh), 0.3);
+    const auto width = [](const interval64& x) { return x.upper() - x.lower(); };
+    double centred = 0, quotient = 0, centred2 = 0, quotient2 = 0;
+    for (int j = 0; j < QuadraticScores::keys; ++j)
+      for (int k = 0; k < N; ++k) {
+        centred += width(cd[std::size_t(j)].g[std::size_t(k)]);
+        quotient += width(qd[std::size_t(j)].g[std::size_t(k)]);
+        for (int l = 0; l < N; ++l) {
+          centred2 += width(ph[std::size_t(j)].ab[std::size_t(k * N + l)]);
+          quotient2 += width(qh[std::size_t(j)].ab[std::size_t(k * N + l)]);
+        }
+      }
+    // The centred first partials are narrower; the intersection is no wider than the quotient rule.
+    EXPECT_LT(centred, quotient);
+    EXPECT_LE(centred2, quotient2);
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> unit(-1, 1);
+    const double h1 = 2e-5 * r, h2 = 1e-2 * r;
+    // Central differences: truncation ~h²·|∂³p|, resp. ~h²·|∂⁴p| (|∂s| ≲ 10 here), and rounding ~u/h, resp.
+    // u/h².
+    const double slack1 = 1e-7, slack2 = 1e-3;
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<double> x(N);
+      for (double& v : x) v = 0.9 * r * unit(rng);  // the stencils stay in the box
+      const auto at = [&](int k, double dk, int l, double dl) {
+        std::vector<double> y = x;
+        y[std::size_t(k)] += dk;
+        y[std::size_t(l)] += dl;
+        return f.softmax(y);
+      };
+      for (int k = 0; k < N; ++k)
+        for (int j = 0; j < QuadraticScores::keys; ++j) {
+          const std::size_t J = std::size_t(j);
+          const double g = (at(k, h1, k, 0)[J] - at(k, -h1, k, 0)[J]) / (2 * h1);
+          for (const interval64& e :
+               {pd[J].g[std::size_t(k)], ph[J].a[std::size_t(k)], cd[J].g[std::size_t(k)],
+                ch[J].a[std::size_t(k)], ch[J].b[std::size_t(k)]}) {
+            EXPECT_GE(g, e.lower() - slack1);
+            EXPECT_LE(g, e.upper() + slack1);
+          }
+          for (int l = 0; l < N; l += 3) {
+            const double H =
+                (at(k, h2, l, h2)[J] - at(k, h2, l, -h2)[J] - at(k, -h2, l, h2)[J] + at(k, -h2, l, -h2)[J]) /
+                (4 * h2 * h2);
+            for (const interval64& e : {ph[J].ab[std::size_t(k * N + l)], ch[J].ab[std::size_t(k * N + l)]}) {
+              EXPECT_GE(H, e.lower() - slack2);
+              EXPECT_LE(H, e.upper() + slack2);
+            }
+          }
         }
     }
   }
