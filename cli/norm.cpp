@@ -30,12 +30,12 @@ struct NormArgs {
   bool json = false;
 };
 
-constexpr long long max_random_dim = 8192;
+constexpr long long max_random_matrix_dim = 8192;
 
 RandomMatrixSpec parse_random(const std::string& text) {
   const Spec spec("--random", text, {"kind", "rank", "cond", "seed"});
   if (!spec.positional()) throw InputError("--random", "expected ROWSxCOLS first, e.g. 64x64,seed=1");
-  const auto [rows, cols] = parse_dimensions("--random", *spec.positional(), max_random_dim);
+  const auto [rows, cols] = parse_dimensions("--random", *spec.positional(), max_random_matrix_dim);
   RandomMatrixSpec r;
   r.rows = rows;
   r.cols = cols;

@@ -52,7 +52,7 @@ double sqrt_n_bound(const AttentionLayer& layer, const AttentionOptions& options
   return upper_double(lip::evaluate<interval>(lip::Bound::castin_sqrt_n, layer, options, setting));
 }
 
-void user_layer(const Context& ctx, Section& s) {
+void castin_user_layer(const Context& ctx, Section& s) {
   const ResolvedLayer& user = *ctx.user();
   const AttentionLayer& layer = user.layer;
   const AttentionOptions& options = user.options;
@@ -227,7 +227,7 @@ Section section_castin(const Context& ctx) {
                        " at n = " + std::to_string(ns.back()) + " (saturation past exp(γR²) ≈ 54.6).");
   s.figures.push_back(std::move(fig));
   s.add(std::move(causal), std::move(t));
-  if (ctx.user()) user_layer(ctx, s);
+  if (ctx.user()) castin_user_layer(ctx, s);
   return s;
 }
 

@@ -27,15 +27,15 @@ using operators::AttentionKind;
 using operators::AttentionLayer;
 using operators::AttentionOptions;
 
-struct Run {
+struct BnbRun {
   lip::BnbBracket bracket;
   std::uint64_t boxes = 0;
   double seconds = 0;
 };
 
 /// Branch and bound to `gap` or until `limit` seconds have passed (the bracket is certified either way).
-Run true_constant(const AttentionLayer& layer, Eigen::Index n, lip::DomainShape shape, double radius,
-                  double gap, double limit) {
+BnbRun true_constant(const AttentionLayer& layer, Eigen::Index n, lip::DomainShape shape, double radius,
+                     double gap, double limit) {
   lip::BnbDomain domain;
   domain.shape = shape;
   domain.radius = radius;
@@ -158,7 +158,7 @@ Section section_true_constant(const Context& ctx) {
                    colour};
       std::string bound_id;
       for (double R : st.radii) {
-        const Run run = true_constant(st.layer, n, st.shape, R, gap, limit);
+        const BnbRun run = true_constant(st.layer, n, st.shape, R, gap, limit);
         const Published p = published_bounds(st.layer, n, R);
         std::size_t best = 0;
         for (std::size_t k = 1; k < p.values.size(); ++k)

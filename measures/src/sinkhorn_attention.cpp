@@ -29,8 +29,6 @@ namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
 /// Keys per chunk of the fused kernel: 512 scores (2–4 KB) stay in L1 between the FMA, max and exp passes.
 constexpr Eigen::Index chunk_keys = 512;
-/// As in sinkhorn.cpp: below 2^16 pairs one thread is faster than waking a team.
-constexpr std::int64_t single_thread_pairs = std::int64_t(1) << 16;
 
 void check_options(const AttentionSinkhornOptions& options) {
   const SinkhornOptions& o = options.sinkhorn;
@@ -70,7 +68,7 @@ class Transform {
     x_sq_ = x_.rowwise().squaredNorm();
     threads_ = options.sinkhorn.reduce_options.threads;
     if (threads_ == 0)
-      threads_ = std::int64_t(x_.rows()) * m < single_thread_pairs ? 1 : omp_get_max_threads();
+      threads_ = std::int64_t(x_.rows()) * m < pairwise::single_thread_pairs ? 1 : omp_get_max_threads();
     const bool f32 = options.storage == SinkhornStorage::float32;
     narrow_ = d <= options.narrow_dimension;
     if (f32) {
@@ -372,7 +370,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
 int team_size(const AttentionSinkhornOptions& options, Eigen::Index n, Eigen::Index m) {
   const int threads = options.sinkhorn.reduce_options.threads;
   if (threads > 0) return threads;
-  return std::int64_t(n) * m < single_thread_pairs ? 1 : omp_get_max_threads();
+  return std::int64_t(n) * m < pairwise::single_thread_pairs ? 1 : omp_get_max_threads();
 }
 
 }  // namespace

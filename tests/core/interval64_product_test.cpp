@@ -100,7 +100,6 @@ void expect_contains_exact(const Matrix<interval64>& C, const Matrix<double>& A,
 }
 
 double radius(const interval64& x) { return (x.upper() - x.lower()) / 2; }
-double magnitude(const interval64& x) { return std::max(std::fabs(x.lower()), std::fabs(x.upper())); }
 /// η, the smallest subnormal.
 constexpr double eta = 0x1p-1074;
 

@@ -22,8 +22,6 @@ namespace regatta::pairwise {
 
 namespace {
 
-bool is_distance(ScoreKind kind) { return kind == ScoreKind::neg_sq_dist || kind == ScoreKind::neg_dist_pow; }
-
 /// The double v as S (scalar_cast: exact for mpfr at >= 53 bits, an outward enclosure for interval at any
 /// precision, rounded to nearest for float).
 template <class S>

@@ -66,8 +66,6 @@ bool is_minus_infinity(const S& w) {
   return ReductionOps<S>::is_neg_inf(w);
 }
 
-bool is_distance(ScoreKind kind) { return kind == ScoreKind::neg_sq_dist || kind == ScoreKind::neg_dist_pow; }
-
 }  // namespace
 
 template <class S>

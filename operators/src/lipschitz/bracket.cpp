@@ -21,14 +21,6 @@ namespace {
 using operators::AttentionLayer;
 using operators::AttentionOptions;
 
-constexpr double infinity = std::numeric_limits<double>::infinity();
-
-void check_precision(unsigned bits) {
-  if (bits < 53 || bits > max_precision_bits)
-    throw InputError("precision", "must be between 53 and " + std::to_string(max_precision_bits) +
-                                      " bits, got " + std::to_string(bits));
-}
-
 /// ‖J(X)v‖_F/‖v‖_F (2-norm) or Σ_k |J_rk(X)| (∞-norm) of a witness, in S.
 template <class S>
 S witness_value(const operators::Block<S>& block, const JacobianWitness& w, Norm norm) {
@@ -58,7 +50,7 @@ S witness_value(const operators::Block<S>& block, const JacobianWitness& w, Norm
 WitnessCertificate certify_witness(const AttentionLayer& layer, const AttentionOptions& options,
                                    const JacobianWitness& witness, Norm norm, std::optional<double> radius,
                                    unsigned precision_bits) {
-  check_precision(precision_bits);
+  detail::check_precision(precision_bits);
   WitnessCertificate c;
   if (witness.input.size() == 0) {
     c.reason = "no witness";
@@ -140,7 +132,7 @@ Bracket compute_bracket(const AttentionLayer& layer, const AttentionOptions& opt
   if (bracket.n < 1) throw InputError("n", "must be at least 1, got " + std::to_string(bracket.n));
   if (bracket.radius && !(*bracket.radius > 0 && std::isfinite(*bracket.radius)))
     throw InputError("radius", "must be positive and finite");
-  check_precision(bracket.precision_bits);
+  detail::check_precision(bracket.precision_bits);
 
   Bracket b;
   b.norm = bracket.norm;
@@ -252,7 +244,7 @@ std::vector<GrowthPoint> theorem31_growth(const AttentionLayer& layer, const Att
                                           Eigen::Index n, std::span<const double> scales, Norm norm,
                                           unsigned precision_bits, std::uint64_t seed) {
   layer.validate();
-  check_precision(precision_bits);
+  detail::check_precision(precision_bits);
   if (n < 2) throw InputError("n", "the construction needs n >= 2, got " + std::to_string(n));
   Vector<double> u = layer.d == 1 ? Vector<double>::Ones(1) : standard_normal(layer.d, seed);
   u /= u.norm();

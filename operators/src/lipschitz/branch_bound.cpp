@@ -30,8 +30,6 @@ using operators::AttentionLayer;
 using operators::AttentionOptions;
 using operators::Prenorm;
 
-constexpr double infinity = std::numeric_limits<double>::infinity();
-
 /// The best-first order: larger upper first, then older boxes first (a strict total order, so the pop
 /// order does not depend on the heap's layout).
 bool heap_less(const BnbBox& a, const BnbBox& b) {
@@ -45,7 +43,6 @@ bool has_bias(const std::vector<Vector<double>>& b) {
   return false;
 }
 
-double magnitude(const interval64& x) { return std::max(std::fabs(x.lower()), std::fabs(x.upper())); }
 double mignitude(const interval64& x) {
   if (x.lower() <= 0 && x.upper() >= 0) return 0;
   return std::min(std::fabs(x.lower()), std::fabs(x.upper()));

@@ -111,10 +111,7 @@ std::vector<T> softmax_numbers(const std::vector<T>& s, double shift) {
 }
 
 /// x ∩ y into x, for two enclosures of the same number (disjoint only by a rounding accident: x is kept).
-inline void intersect_into(interval64& x, const interval64& y) {
-  const double lo = std::max(x.lower(), y.lower()), hi = std::min(x.upper(), y.upper());
-  if (lo <= hi) x = interval64::hull(lo, hi);
-}
+inline void intersect_into(interval64& x, const interval64& y) { x = intersect(x, y); }
 
 /// Enclosures of the softmax values p_j = exp(s_j − shift)/Σ_m exp(s_m − shift) for s_j in the intervals
 /// s[j], intersected with [0, 1].

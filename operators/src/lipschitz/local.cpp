@@ -27,7 +27,7 @@ using operators::Block;
 using operators::Linearization;
 using operators::Prenorm;
 
-void check_precision(unsigned bits) {
+void check_interval_precision(unsigned bits) {
   if (bits < 64 || bits > max_precision_bits)
     throw InputError("precision", "must be between 64 and " + std::to_string(max_precision_bits) +
                                       " bits for the interval evaluations, got " + std::to_string(bits));
@@ -37,7 +37,7 @@ void check_precision(unsigned bits) {
 
 LocalNormReport local_jacobian_norms(const AttentionLayer& layer, const AttentionOptions& options,
                                      const Matrix<double>& X, const LocalNormOptions& local) {
-  check_precision(local.precision_bits);
+  check_interval_precision(local.precision_bits);
   check_spectral_options(local.spectral);
   if (local.certify && !local.certified_lower)
     throw InputError("certified_lower", "cannot be switched off when certifying");

@@ -19,11 +19,6 @@ namespace {
 using operators::AttentionLayer;
 using operators::AttentionOptions;
 
-void check_precision(unsigned bits) {
-  if (bits < 53 || bits > max_precision_bits)
-    throw InputError("precision", "must be between 53 and " + std::to_string(max_precision_bits) + " bits");
-}
-
 /// The midpoints of an interval matrix and the largest Euclidean distance from a midpoint row to any point
 /// of its box (rounded up, via Σ_a |mid − x_a| ≥ ‖mid − x‖).
 double midpoints(const Matrix<interval>& M, Matrix<double>& mid) {
@@ -47,7 +42,7 @@ MeasureCertificate certify_measure_witness(const AttentionLayer& layer, const At
                                            const MeasureWitness& w, const MeasureSearchOptions& s,
                                            unsigned precision_bits) {
   detail::validate_measure_search(layer, options, s);
-  check_precision(precision_bits);
+  detail::check_precision(precision_bits);
   MeasureCertificate c;
   if (w.mu.size() == 0) {
     c.reason = "no witness";
@@ -104,7 +99,7 @@ MeasureBracket compute_measure_bracket(const AttentionLayer& layer, const Attent
                                        const MeasureSearchOptions& search, bool certify,
                                        unsigned precision_bits) {
   detail::validate_measure_search(layer, options, search);
-  check_precision(precision_bits);
+  detail::check_precision(precision_bits);
   MeasureBracket b;
   const Bound bound = measure_bound(search.argument);
   BoundSetting setting;

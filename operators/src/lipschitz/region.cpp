@@ -20,10 +20,6 @@ using Eigen::Index;
 using operators::AttentionLayer;
 using operators::AttentionOptions;
 
-constexpr double infinity = std::numeric_limits<double>::infinity();
-
-double magnitude(const interval64& x) { return std::max(std::fabs(x.lower()), std::fabs(x.upper())); }
-
 void check_radius(const std::string& subject, double r) {
   if (!(std::isfinite(r) && r > 0)) throw InputError(subject, "must be finite and > 0");
 }

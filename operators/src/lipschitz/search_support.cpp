@@ -7,6 +7,7 @@
 #include <complex>
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <mpfr.h>
@@ -15,6 +16,8 @@
 #include <regatta/core/convert.hpp>
 #include <regatta/core/dense_svd.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
+#include <regatta/core/error.hpp>
+#include <regatta/core/precision.hpp>
 
 namespace regatta::lip::detail {
 
@@ -142,6 +145,12 @@ double round_up(const mpfr& x) { return mpfr_get_d(x.backend().data(), MPFR_RNDU
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void check_precision(unsigned bits) {
+  if (bits < 53 || bits > max_precision_bits)
+    throw InputError("precision", "must be between 53 and " + std::to_string(max_precision_bits) +
+                                      " bits, got " + std::to_string(bits));
 }
 
 }  // namespace regatta::lip::detail

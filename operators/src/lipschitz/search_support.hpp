@@ -74,4 +74,8 @@ double round_up(const mpfr& x);
 /// Monotonic seconds since an arbitrary origin (for time budgets only).
 double seconds_now();
 
+/// Throws InputError (argument "precision") unless 53 ≤ bits ≤ max_precision_bits: the MPFR/MPFI precision
+/// of a certified search or bracket.
+void check_precision(unsigned bits);
+
 }  // namespace regatta::lip::detail

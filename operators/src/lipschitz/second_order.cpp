@@ -26,10 +26,6 @@ using operators::AttentionOptions;
 constexpr int chunk = 8;
 using Tangent = Dual<chunk>;
 
-constexpr double infinity = std::numeric_limits<double>::infinity();
-
-double magnitude(const interval64& x) { return std::max(std::fabs(x.lower()), std::fabs(x.upper())); }
-
 /// Upper end of √x for x ≥ 0 given by its upper end.
 double sqrt_up(double x) { return sqrt(interval64(x)).upper(); }
 

@@ -140,10 +140,6 @@ I deviation_product(const Form& F, Index e, const Form& G, Index f, const Pass& 
   const double dot = q > 0 ? F.A.row(e).head(q).dot(G.A.row(f).head(q)) : 0.0;
   return deviation_bound(dot, F.inputs(e), G.inputs(f), rest_of(F, e), rest_of(G, f), q);
 }
-I intersect(const I& a, const I& b) {
-  const double lo = std::max(a.lower(), b.lower()), up = std::min(a.upper(), b.upper());
-  return lo <= up ? I::hull(lo, up) : a;  // both hold the exact values: never empty
-}
 
 /// Upper bounds of the row sums Σ_j |a_j|.
 const Vector<double>& row_sums(const Form& F, const Pass& p) {

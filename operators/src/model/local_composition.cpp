@@ -16,7 +16,6 @@ namespace {
 
 using Eigen::Index;
 using I = interval64;
-constexpr double infinity = std::numeric_limits<double>::infinity();
 
 enum class Kind { fixed, layer_norm, attention, mlp, pooler };
 

@@ -12,13 +12,6 @@
 namespace regatta::operators {
 namespace {
 
-double magnitude(const interval64& v) { return std::max(std::fabs(v.lower()), std::fabs(v.upper())); }
-
-interval64 intersect(const interval64& a, const interval64& b) {
-  const double lo = std::max(a.lower(), b.lower()), hi = std::min(a.upper(), b.upper());
-  return lo <= hi ? interval64::hull(lo, hi) : a;  // both hold the same set of exact values: never empty
-}
-
 /// The centred form V ± r·‖|T|‖₂ entrywise (the region of the stage over the ball; double: V itself).
 Matrix<double> centred_region(const Matrix<double>& V, const std::vector<Matrix<double>>&, double) {
   return V;

@@ -422,6 +422,14 @@ inline interval64 hull(const interval64& a, const interval64& b) {
 inline bool certainly_less(const interval64& a, const interval64& b) { return a.upper() < b.lower(); }
 inline bool certainly_less_equal(const interval64& a, const interval64& b) { return a.upper() <= b.lower(); }
 inline bool contains(const interval64& x, double v) { return x.lower() <= v && v <= x.upper(); }
+/// a ∩ b for two enclosures of the same exact values: never empty in exact arithmetic, so where the two are
+/// disjoint (a rounding accident) a is kept.
+inline interval64 intersect(const interval64& a, const interval64& b) {
+  const double lo = std::max(a.lower(), b.lower()), hi = std::min(a.upper(), b.upper());
+  return lo <= hi ? interval64::hull(lo, hi) : a;
+}
+/// The magnitude max(|lower|, |upper|): the largest absolute value of a member.
+inline double magnitude(const interval64& x) { return std::max(std::fabs(x.lower()), std::fabs(x.upper())); }
 
 /// "[lo, hi]" with both endpoints to 17 significant digits.
 std::ostream& operator<<(std::ostream& os, const interval64& x);

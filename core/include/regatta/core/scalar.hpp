@@ -9,6 +9,8 @@
 //                   applied to any points of the operands.
 //   interval64      a closed interval with binary64 endpoints, rounded outward (interval64.hpp): the same
 //                   guarantee as interval, at hardware speed and 53 bits.
+#include <limits>
+
 #include <boost/multiprecision/mpfi.hpp>
 #include <boost/multiprecision/mpfr.hpp>
 
@@ -20,6 +22,9 @@ using mpfr = boost::multiprecision::number<boost::multiprecision::mpfr_float_bac
                                            boost::multiprecision::et_off>;
 using interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<0>,
                                                boost::multiprecision::et_off>;
+
+/// +∞ in binary64: the value of a bound that does not exist (an enclosure that is not finite).
+inline constexpr double infinity = std::numeric_limits<double>::infinity();
 
 }  // namespace regatta
 
