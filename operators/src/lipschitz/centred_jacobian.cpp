@@ -77,9 +77,7 @@ Matrix<interval64> centred_enclosure(const AttentionLayer& layer, const Attentio
       for (Index q = 0; q < k; ++q) e = e + jd.partial[std::size_t(q)](r, c) * offset[std::size_t(q)];
       // Both enclose the range of J_rc over the box: so does their intersection (non-empty in exact
       // terms; if rounding made it look empty, the centred one alone is kept).
-      const interval64& naive = jd.value(r, c);
-      const double lo = std::max(e.lower(), naive.lower()), hi = std::min(e.upper(), naive.upper());
-      out(r, c) = lo <= hi ? interval64::hull(lo, hi) : e;
+      out(r, c) = intersect(e, jd.value(r, c));
     }
   return out;
 }

@@ -46,9 +46,7 @@ struct ValueBoundHook {
   void operator()(T& x) {
     const std::size_t i = next++;
     if (bound == nullptr || i >= bound->size()) return;
-    const interval64& b = (*bound)[i];
-    const double lo = std::max(x.v.lower(), b.lower()), hi = std::min(x.v.upper(), b.upper());
-    if (lo <= hi) x.v = interval64::hull(lo, hi);  // disjoint only by a rounding accident: keep x
+    x.v = intersect(x.v, (*bound)[i]);
   }
 };
 

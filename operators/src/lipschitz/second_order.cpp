@@ -64,10 +64,7 @@ struct BallTightening {
       at_centre.push_back(v.v);
       return;
     }
-    if (i < bound.size()) {
-      const double lo = std::max(v.v.lower(), bound[i].lower()), hi = std::min(v.v.upper(), bound[i].upper());
-      if (lo <= hi) v.v = interval64::hull(lo, hi);  // disjoint only by a rounding accident: keep v
-    }
+    if (i < bound.size()) v.v = intersect(v.v, bound[i]);
     if (mode == Mode::gradient) {
       if (gradient2.size() <= i) gradient2.resize(i + 1, interval64(0.0));
       interval64 sum = gradient2[i];
@@ -85,10 +82,7 @@ struct BallTightening {
     bound.resize(count, interval64::hull(-infinity, infinity));
     for (std::size_t i = 0; i < count; ++i) {
       const double reach = (interval64(rho) * sqrt(interval64(gradient2[i].upper()))).upper();
-      const interval64 ball = at_centre[i] + interval64::hull(-reach, reach);
-      const double lo = std::max(ball.lower(), bound[i].lower()),
-                   hi = std::min(ball.upper(), bound[i].upper());
-      if (lo <= hi) bound[i] = interval64::hull(lo, hi);
+      bound[i] = intersect(bound[i], at_centre[i] + interval64::hull(-reach, reach));
     }
   }
 };
@@ -135,8 +129,7 @@ struct SpectralGap {
     tw.col(k) = wT.row(0).transpose();
     // wᵀ([T_k]v̂) and (wᵀ[T_k])v̂ both enclose {wᵀT'v̂ : T' ∈ [T_k]}: keep their intersection.
     const interval64 left = midrad_product(wt, Tv)(0, 0), right = midrad_product(wT, v)(0, 0);
-    const double lo = std::max(left.lower(), right.lower()), hi = std::min(left.upper(), right.upper());
-    s[std::size_t(k)] = lo <= hi ? interval64::hull(lo, hi) : left;
+    s[std::size_t(k)] = intersect(left, right);
   }
 };
 
