@@ -87,11 +87,15 @@ def sampled_sup(fn, X, eps, steps=8, randoms=8, seed=0):
 
     _, g = grad(X)
     best = 0.0
-    for sign in (1.0, -1.0):
+    # A saturated softmax can make a gradient exactly zero: then there is no ascent direction, and the
+    # random points below are the search.
+    for sign in ((1.0, -1.0) if float(g.norm()) > 0 else ()):
         Z = X + sign * eps * g / g.norm()
         for _ in range(steps):
             s, gz = grad(Z)
             best = max(best, s)
+            if not float(gz.norm()) > 0:
+                break
             # ascent step within the sphere: move along the gradient, project back onto ||Z - X|| = eps
             D = (Z - X) + 0.5 * eps * gz / gz.norm()
             Z = X + eps * D / D.norm()
