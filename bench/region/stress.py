@@ -13,12 +13,13 @@ certified lower end above an upper one, a point estimate that disagrees with tor
 
 Usage (from the repository root):
   /usr/bin/python3 bench/region/stress.py BINARY [CASES [FIRST_SEED]]     (defaults: 30 cases, seed 9000)
-Writes its layer files under a temporary directory; prints one line per cell and a summary.
+Writes its layer files under a temporary directory (kept when something fails); prints one line per cell
+and a summary.
 """
-import importlib.util
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,18 +27,13 @@ import tempfile
 import numpy as np
 import torch
 
+import sampled  # bench/region/sampled.py, beside this script
+
 torch.set_default_dtype(torch.float64)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RHOS = [1e-4, 1e-3, 1e-2, 3e-2]
 SLACK = 1e-9  # relative: torch's own rounding
-
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def random_case(gen, seed):
@@ -91,8 +87,7 @@ def main():
     binary = sys.argv[1]
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     first = int(sys.argv[3]) if len(sys.argv) > 3 else 9000
-    gen = load(os.path.join(ROOT, "tests/data/torch/generate.py"), "generate")
-    sampled = load(os.path.join(HERE, "sampled.py"), "sampled")
+    gen = sampled.load(os.path.join(ROOT, "tests/data/torch/generate.py"), "generate")
     work = tempfile.mkdtemp(prefix="regatta-stress-")
     gen.HERE = work  # make_case writes <HERE>/<name>.npz
     failures, cells, certified_cells, tightest = [], 0, 0, (float("inf"), "")
@@ -161,7 +156,10 @@ def main():
           f"{tightest[0]:.15g} ({tightest[1]}); {len(failures)} failures")
     for f in failures:
         print("FAIL " + f)
-    sys.exit(1 if failures else 0)
+    if failures:
+        print(f"the layer files are kept in {work} for the commands above")
+        sys.exit(1)
+    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
