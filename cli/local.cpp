@@ -173,7 +173,9 @@ RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, co
   if (args.ball || args.box) {
     const lip::Region region{args.ball ? lip::RegionShape::ball : lip::RegionShape::box,
                              args.ball ? *args.ball : *args.box};
-    out.norms = lip::region_jacobian_norms(r.layer, r.options, X, region, options);
+    lip::RegionOptions with_lower = options;
+    with_lower.lower_witness = true;  // the certified lower ends: a point of the region found by ascent
+    out.norms = lip::region_jacobian_norms(r.layer, r.options, X, region, with_lower);
   }
   if (args.certify && args.margin) {
     lip::MarginSetting margin;
@@ -195,6 +197,31 @@ nlohmann::json closed_form_json(const std::optional<lip::ClosedFormBound>& b) {
   return {{"id", b->id}, {"certified_upper", number_or_null(b->upper)}, {"token_radius", b->radius}};
 }
 
+/// The certified lower end of sup ‖J‖ over the region: the larger of the centre's certified lower bound and
+/// the witness's (either may be missing).
+std::optional<double> region_lower(std::optional<double> centre, const std::optional<lip::RegionWitness>& w) {
+  std::optional<double> best = centre;
+  if (w && w->lower && (!best || *w->lower > *best)) best = w->lower;
+  return best;
+}
+
+std::optional<double> centre_two_lower(const lip::LocalNormReport& local) {
+  return local.has_two_lower ? std::optional<double>(local.two_lower) : std::nullopt;
+}
+
+std::optional<double> centre_inf_lower(const lip::LocalNormReport& local) {
+  return local.has_inf_enclosure ? std::optional<double>(local.inf_lower) : std::nullopt;
+}
+
+nlohmann::json witness_json(const std::optional<lip::RegionWitness>& w) {
+  if (!w) return nullptr;
+  return {{"certified_lower", w->lower ? number_or_null(*w->lower) : nlohmann::json(nullptr)},
+          {"estimate", number_or_null(w->estimate)},
+          {"distance_certified_upper", number_or_null(w->distance)},
+          {"origin", w->origin},
+          {"reason", w->reason}};
+}
+
 nlohmann::json region_json(const RegionResults& g, const lip::LocalNormReport& local) {
   nlohmann::json out{{"refused", g.refusal ? nlohmann::json(*g.refusal) : nlohmann::json(nullptr)}};
   if (g.norms) {
@@ -204,8 +231,14 @@ nlohmann::json region_json(const RegionResults& g, const lip::LocalNormReport& l
     out["status"] = n.status;
     out["sup_jacobian_norm_2_certified_upper"] =
         n.certified ? number_or_null(n.two_upper) : nlohmann::json(nullptr);
+    const auto two_lower = region_lower(centre_two_lower(local), n.two_witness);
+    const auto inf_lower = region_lower(centre_inf_lower(local), n.inf_witness);
     out["sup_jacobian_norm_2_certified_lower"] =
-        local.has_two_lower ? number_or_null(local.two_lower) : nlohmann::json(nullptr);
+        two_lower ? number_or_null(*two_lower) : nlohmann::json(nullptr);
+    out["sup_jacobian_norm_inf_certified_lower"] =
+        inf_lower ? number_or_null(*inf_lower) : nlohmann::json(nullptr);
+    out["lower_witness_2"] = witness_json(n.two_witness);
+    out["lower_witness_inf"] = witness_json(n.inf_witness);
     out["sup_jacobian_norm_2_method"] = n.two_upper_method;
     out["sup_jacobian_norm_2_form"] = n.two_upper_form;
     out["sup_jacobian_norm_inf_form"] = n.inf_upper_form;
@@ -348,13 +381,34 @@ void print_region(const RegionResults& g, const lip::LocalNormReport& local) {
                                   ? "Frobenius ball B(X, " + number(n.region.radius) + ")"
                                   : "box |X' - X|_max <= " + number(n.region.radius);
     std::cout << "  " << where << ": " << n.status << "\n";
+    const auto two_lower = region_lower(centre_two_lower(local), n.two_witness);
+    const auto inf_lower = region_lower(centre_inf_lower(local), n.inf_witness);
+    const auto lower_text = [](const std::optional<double>& v) {
+      return v ? lower_number(*v) : std::string("0");
+    };
+    const auto lower_source = [&](const std::optional<double>& v,
+                                  const std::optional<lip::RegionWitness>& w) {
+      if (w && w->lower && v && *w->lower >= *v)
+        return "lower: a point X' of the region found by ascent from the " + w->origin +
+               (n.region.shape == lip::RegionShape::ball ? ", ||X' - X||_F <= " : ", |X' - X|_max <= ") +
+               upper_number(w->distance);
+      return std::string("lower: the centre");
+    };
     if (n.certified) {
-      line("sup ||J||_2 certified",
-           "[" + (local.has_two_lower ? lower_number(local.two_lower) : std::string("0")) + ", " +
-               upper_number(n.two_upper) + "] ",
-           "(lower: the centre; upper: " + n.two_upper_method + ")");
-      line("sup ||J||_inf certified", upper_number(n.inf_upper), "(upper: " + n.inf_upper_form + ")");
+      line("sup ||J||_2 certified", "[" + lower_text(two_lower) + ", " + upper_number(n.two_upper) + "] ",
+           "(" + lower_source(two_lower, n.two_witness) + "; upper: " + n.two_upper_method + ")");
+      line("sup ||J||_inf certified", "[" + lower_text(inf_lower) + ", " + upper_number(n.inf_upper) + "] ",
+           "(" + lower_source(inf_lower, n.inf_witness) + "; upper: " + n.inf_upper_form + ")");
+    } else {
+      line("sup ||J||_2 certified", ">= " + lower_text(two_lower),
+           "(" + lower_source(two_lower, n.two_witness) + ")");
+      line("sup ||J||_inf certified", ">= " + lower_text(inf_lower),
+           "(" + lower_source(inf_lower, n.inf_witness) + ")");
     }
+    for (const auto* w : {&n.two_witness, &n.inf_witness})
+      if (*w && !(*w)->lower)
+        line(std::string("witness ") + (w == &n.two_witness ? "(2)" : "(inf)"), "-",
+             "(not certified: " + (*w)->reason + ")");
     if (n.second_order && std::isfinite(n.second_order->two_upper)) {
       line("second-order slope (2)", upper_number(n.second_order->slope_two),
            "(certified: ||J(X') - J(X)||_2 <= ||X' - X||_F * slope on the region)");

@@ -11,7 +11,9 @@ from below: a certified upper end must lie above it, and no sound bound can be c
 
 Usage (from the repository root):  /usr/bin/python3 bench/region/sampled.py [tightness.json]
 Prints a Markdown table: per layer and rho, the sampled ratio sup/||J(X)||_2 and, from tightness.json
-(bench/region/tightness.json by default), the certified ratio and certified/sampled.
+(bench/region/tightness.json by default), the certified lower and upper ratios (regatta's own ascent in the
+ball, verified in interval arithmetic, and its certified sup); it fails if a certified upper ratio lies below
+the sampled one or below the certified lower one.
 """
 import importlib.util
 import json
@@ -119,18 +121,22 @@ def main():
     layers = [(c.name + ".npz", *torch_case_function(gen, c)) for c in gen.CASES
               if not c.cross and c.sinkhorn == 1]
     layers.append(("vit_digits block 0 (trained)", *vit_function(tightness)))
-    print("| layer | " + " | ".join(f"ρ = {r:g}: sampled / certified" for r in rhos) + " |")
+    print("| layer | " + " | ".join(f"ρ = {r:g}: sampled / certified lower / certified upper" for r in rhos) + " |")
     print("|---|" + "---|" * len(rhos))
     for name, fn, X in layers:
         if name not in by_layer:
             continue
         centre = float(sigma(fn, X))
         cells = []
-        for rho, cert in zip(rhos, by_layer[name]["ratios"]):
+        lowers = by_layer[name].get("lower_ratios") or [None] * len(rhos)
+        for rho, cert, low in zip(rhos, by_layer[name]["ratios"], lowers):
             s = sampled_sup(fn, X, rho * float(X.norm())) / centre
             if cert is not None and cert < s * (1 - 1e-9):
                 raise SystemExit(f"{name} rho {rho}: certified ratio {cert} below the sampled {s}")
-            cells.append(f"{s:.6g} / " + (f"{cert:.6g}" if cert is not None else "wide"))
+            if cert is not None and low is not None and cert < low * (1 - 1e-12):
+                raise SystemExit(f"{name} rho {rho}: certified upper ratio {cert} below the certified lower {low}")
+            cells.append(f"{s:.6g} / " + (f"{low:.6g}" if low is not None else "-") + " / " +
+                         (f"{cert:.6g}" if cert is not None else "wide"))
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 

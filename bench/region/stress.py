@@ -9,7 +9,10 @@ for RMSNorm, a nearly zero input. For each and ρ in {10⁻⁴, 10⁻³, 10⁻²
 ‖J(X')‖₂ over the ball ‖X' − X‖_F ≤ ρ‖X‖_F (every form it reports, ‖J(X)‖₂ and the sup of ‖J‖∞), and torch float64
 (bench/region/sampled.py: autograd Jacobians, projected gradient ascent on the sphere, random and interior
 points) finds the largest value it can. Fails (exit 1) on any certified upper end below a found value, any
-certified lower end above an upper one, a point estimate that disagrees with torch, or a crash of regatta.
+certified lower end above an upper one (the lower end is ‖J(X')‖₂ at a point of the ball that regatta's own
+ascent found, so this pits two independent certified computations against each other), a point estimate that
+disagrees with torch, or a crash of regatta. The summary also gives the largest ratio of torch's value to the
+certified lower end (how far regatta's ascent falls short of torch's search).
 
 Usage (from the repository root):
   /usr/bin/python3 bench/region/stress.py BINARY [CASES [FIRST_SEED]]     (defaults: 30 cases, seed 9000)
@@ -91,6 +94,7 @@ def main():
     work = tempfile.mkdtemp(prefix="regatta-stress-")
     gen.HERE = work  # make_case writes <HERE>/<name>.npz
     failures, cells, certified_cells, tightest = [], 0, 0, (float("inf"), "")
+    behind = (0.0, "")  # the largest found / certified lower end: how far regatta's own ascent falls short
     for seed in range(first, first + count):
         case = random_case(gen, seed)
         gen.make_case(case)
@@ -136,6 +140,8 @@ def main():
                 wrong = [f"certified upper {u!r} < found {found!r}" for u in uppers if u < found * (1 - SLACK)]
                 if lower is not None and uppers and lower > min(uppers):
                     wrong.append(f"certified lower end {lower!r} above the upper end {min(uppers)!r}")
+                if lower is not None:
+                    behind = max(behind, (found / lower, where))
                 if centre_upper is not None and centre_upper < centre * (1 - SLACK):
                     wrong.append(f"certified ||J(X)||_2 <= {centre_upper!r} below torch's {centre!r}")
                 if inf_upper is not None and inf_upper < found_inf * (1 - SLACK):
@@ -153,7 +159,8 @@ def main():
                         (f"{min(uppers) / found:.6g}" if uppers else "none")
                 print(f"{where}: {shown}{' FAIL' if wrong else ''}", flush=True)
     print(f"\n{count} layers, {cells} cells, {certified_cells} with a certified region bound; smallest bound/found "
-          f"{tightest[0]:.15g} ({tightest[1]}); {len(failures)} failures")
+          f"{tightest[0]:.15g} ({tightest[1]}); largest found/certified lower end {behind[0]:.9g} ({behind[1]}); "
+          f"{len(failures)} failures")
     for f in failures:
         print("FAIL " + f)
     if failures:

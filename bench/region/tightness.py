@@ -9,18 +9,22 @@ followed by the form that gave it: (g) the spectral-gap form (a 2 x 2 bound spli
 of J(X): first-order rate of sigma_max itself; where n*d <= 128 each of its parts is also bounded by Taylor's
 formula, first-order terms at X and a remainder from a certified third-derivative bound over the ball, and the
 smaller kept), (2) the second-order form (centre + radius x second-derivative bound), (1) the first-order
-interval enclosure of the Jacobian over the box.
+interval enclosure of the Jacobian over the box. The certified lower end of the same sup (||J(X')||_2 at a
+point X' of the ball found by projected ascent, verified in interval arithmetic) is recorded beside it: the sup
+lies between the two, so no sound upper end can come closer to ||J(X)||_2 than the lower end.
 
 Layers: every self-attention case of tests/data/torch without Sinkhorn, and block 0 of the trained digits ViT
 (tests/data/vit_digits; pre-LayerNorm with its learned weights, residual) at the tokens reaching it for the
 first test image (patch embedding, class token and positional embedding computed here in numpy).
 
 Usage (from the repository root, after building):  /usr/bin/python3 bench/region/tightness.py [build/cli/regatta]
-Prints a Markdown table and writes bench/region/tightness.svg (ratio against rho, log-log, one line per layer)
-and bench/region/tightness.json (the ratios and forms).
+Prints two Markdown tables (the upper ends with their forms; lower / upper ends) and writes
+bench/region/tightness.svg (ratio against rho, log-log, one line per layer, the lower ends as dots) and
+bench/region/tightness.json (the ratios, forms and lower ends).
 """
 import glob
 import json
+import math
 import os
 import struct
 import subprocess
@@ -106,7 +110,7 @@ def main():
         print("|---|---|" + "---|" * len(RHOS))
         results = []
         for name, args, norm_x, ref in rows:
-            cells, ratios, forms, nd = [], [], [], 0
+            cells, ratios, forms, lowers, certified_lowers, nd = [], [], [], [], [], 0
             for rho in RHOS:
                 out = run(args + ["--ball", repr(rho * norm_x), "--norms-only"])
                 nd = out["n"] * out["d"]
@@ -116,8 +120,29 @@ def main():
                 cells.append(f"{up / ref:.6g} {form}" if up is not None else "wide")
                 ratios.append(up / ref if up is not None else None)
                 forms.append(form)
+                low = region.get("sup_jacobian_norm_2_certified_lower")
+                lowers.append(low / ref if low is not None else None)
+                # A certified lower bound of sup/||J(X)||_2 itself: the certified lower end over the certified
+                # upper bound of ||J(X)||_2 at the centre, the quotient rounded towards zero.
+                centre_up = (region.get("second_order") or {}).get("centre_jacobian_norm_2_certified_upper")
+                certified_lowers.append(math.nextafter(low / centre_up, 0) if low and centre_up else None)
             print(f"| {name} | {nd} | " + " | ".join(cells) + " |", flush=True)
-            results.append({"layer": name, "nd": nd, "ratios": ratios, "forms": forms})
+            results.append({"layer": name, "nd": nd, "ratios": ratios, "forms": forms, "lower_ratios": lowers,
+                            "certified_lower_ratios": certified_lowers})
+    print()
+    print("Certified lower end / certified upper end of sup ||J||_2 over the ball, both over ||J(X)||_2 (the "
+          "lower end: ||J(X')||_2 at a point X' of the ball found by ascent, certified); in brackets, the "
+          "lower end over the certified upper bound of ||J(X)||_2 (a certified lower bound of the ratio):")
+    print()
+    print("| layer | " + " | ".join(f"ρ = {r:g}" for r in RHOS) + " |")
+    print("|---|" + "---|" * len(RHOS))
+    for res in results:
+        cells = []
+        for low, up, cl in zip(res["lower_ratios"], res["ratios"], res["certified_lower_ratios"]):
+            cells.append(("-" if low is None else f"{math.floor(low * 1e5) / 1e5:.5f}") + " / " +
+                         ("wide" if up is None else f"{math.ceil(up * 1e5) / 1e5:.5f}") +
+                         ("" if cl is None else f" [{math.floor(cl * 1e5) / 1e5:.5f}]"))
+        print(f"| {res['layer']} | " + " | ".join(cells) + " |")
     with open(os.path.join(HERE, "tightness.json"), "w") as f:
         json.dump({"rhos": RHOS, "results": results}, f, indent=1)
     with open(os.path.join(HERE, "tightness.svg"), "w") as f:
@@ -153,11 +178,16 @@ def svg(results):
         if pts:
             out.append(f'<polyline fill="none" stroke="{c}"{dash} points="' +
                        " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
+        for r, q in zip(RHOS, res.get("lower_ratios", [])):  # the certified lower ends: small dots
+            if q is not None and q > 1:
+                out.append(f'<circle cx="{X(r):.1f}" cy="{Y(q - 1):.1f}" r="2.5" fill="{c}"/>')
         out.append(f'<text x="{W - R + 8}" y="{T + 12 * i + 10}" fill="{c}">{res["layer"][:38]}</text>')
     for r, t in ((1e-3, 0.01), (1e-2, 0.10)):  # the issue's targets
         out.append(f'<circle cx="{X(r):.1f}" cy="{Y(t):.1f}" r="5" fill="none" stroke="red" stroke-width="2"/>')
     out.append(f'<text x="{L + 6}" y="{T + 12}" fill="red">red circles: targets (1 % at 1e-3, 10 % at 1e-2); '
                'missing points: not certified</text>')
+    out.append(f'<text x="{L + 6}" y="{T + 26}">lines: certified upper ends; dots: certified lower ends '
+               '(a point of the ball)</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

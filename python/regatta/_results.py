@@ -47,13 +47,20 @@ class RegionResult:
         self.sup_norm_2_method = raw["two_upper_method"]
         self.sup_norm_inf = upper(raw["inf_upper"])
         self.relative_width = Estimate(raw["relative_width"])
+        # Certified lower ends of the sup: the larger of the centre's certified norm and ||J(X')|| at a point X'
+        # of the region found by ascent (the witness: its input, certified distance, estimate, origin).
+        self.sup_norm_2_lower = lower(raw["two_lower"])
+        self.sup_norm_inf_lower = lower(raw["inf_lower"])
+        self.witness_2 = raw["two_witness"]
+        self.witness_inf = raw["inf_witness"]
         closed = lambda c: None if c is None else dict(c, upper=Upper(c["upper"]))  # noqa: E731
         self.closed_form_2 = closed(raw["closed_form_2"])
         self.closed_form_inf = closed(raw["closed_form_inf"])
 
     def __repr__(self):
-        return (f"<RegionResult {self.shape} radius {self.radius}: sup ||J||_2 <= {_fmt(self.sup_norm_2)}, "
-                f"sup ||J||_inf <= {_fmt(self.sup_norm_inf)} ({self.status})>")
+        return (f"<RegionResult {self.shape} radius {self.radius}: sup ||J||_2 in "
+                f"[{_fmt(self.sup_norm_2_lower)}, {_fmt(self.sup_norm_2)}], sup ||J||_inf in "
+                f"[{_fmt(self.sup_norm_inf_lower)}, {_fmt(self.sup_norm_inf)}] ({self.status})>")
 
 
 class RobustnessResult:

@@ -138,11 +138,14 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
         // As `regatta local`: the second-order form for ball/box, and in the radius bisection only where one
         // evaluation is cheap (n·d ≤ 128).
         region_options.second_order = true;
-        if (ball || box)
+        if (ball || box) {
+          lip::RegionOptions with_lower = region_options;
+          with_lower.lower_witness = true;  // the certified lower ends: a point of the region found by ascent
           region = lip::region_jacobian_norms(
               l.layer, l.options, x,
               lip::Region{ball ? lip::RegionShape::ball : lip::RegionShape::box, ball ? *ball : *box},
-              region_options);
+              with_lower);
+        }
         if (margin) {
           lip::MarginSetting setting;
           setting.margin = *margin;
@@ -186,6 +189,28 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
     g["two_upper_method"] = region->two_upper_method;
     g["inf_upper"] = region->certified ? py::object(py::float_(region->inf_upper)) : py::object(py::none());
     g["relative_width"] = region->relative_width;
+    // The certified lower ends: the larger of the centre's certified norm and the witness's.
+    for (const auto& [key, witness, centre] :
+         {std::tuple{"two", &region->two_witness,
+                     norms.has_two_lower ? std::optional<double>(norms.two_lower) : std::nullopt},
+          std::tuple{"inf", &region->inf_witness,
+                     norms.has_inf_enclosure ? std::optional<double>(norms.inf_lower) : std::nullopt}}) {
+      std::optional<double> lower = centre;
+      py::dict w;
+      if (*witness) {
+        const lip::RegionWitness& rw = **witness;
+        if (rw.lower && (!lower || *rw.lower > *lower)) lower = rw.lower;
+        w["lower"] = rw.lower ? py::object(py::float_(*rw.lower)) : py::object(py::none());
+        w["estimate"] = rw.estimate;
+        w["distance"] = rw.distance;
+        w["origin"] = rw.origin;
+        w["reason"] = rw.reason;
+        w["input"] = rw.input;
+      }
+      g[(std::string(key) + "_lower").c_str()] =
+          lower ? py::object(py::float_(*lower)) : py::object(py::none());
+      g[(std::string(key) + "_witness").c_str()] = *witness ? py::object(w) : py::object(py::none());
+    }
     for (const auto& [key, bound] : {std::pair{"closed_form_2", &region->closed_form_two},
                                      std::pair{"closed_form_inf", &region->closed_form_inf}}) {
       if (*bound) {

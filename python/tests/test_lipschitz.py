@@ -65,6 +65,17 @@ def test_region_and_robustness_are_the_command_lines(tmp_path, cli):
     assert float(r.region.sup_norm_2) == t["sup_jacobian_norm_2_certified_upper"]
     assert float(r.region.sup_norm_inf) == t["sup_jacobian_norm_inf_certified_upper"]
     assert r.region.sup_norm_2 >= r.norm_2_lower  # sup over the ball >= the value at its centre
+    assert float(r.region.sup_norm_2_lower) == t["sup_jacobian_norm_2_certified_lower"]
+    assert float(r.region.sup_norm_inf_lower) == t["sup_jacobian_norm_inf_certified_lower"]
+    assert isinstance(r.region.sup_norm_2_lower, regatta.Lower)
+    # The lower end is ||J(X')||_2 at a point of the ball that the ascent moved to: the double Jacobian's SVD
+    # there is at least that, and it beats the centre.
+    w = r.region.witness_2
+    assert np.linalg.norm(w["input"] - X) <= 1e-3
+    sigma = np.linalg.svd(layer.jacobian(w["input"]), compute_uv=False)[0]
+    assert float(r.region.sup_norm_2_lower) <= sigma * (1 + 64 * 6 * EPS)
+    assert r.region.sup_norm_2_lower > r.norm_2_lower
+    assert r.region.sup_norm_2_lower <= r.region.sup_norm_2
     m = layer.local(X, certify=True, margin=0.5)
     t = cli("local", "--random", "d=2,heads=1,seed=1", "--input", save(tmp_path / "x.npy", X), "--certify",
             "--margin", 0.5, "--json")["region"]

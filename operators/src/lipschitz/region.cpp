@@ -90,6 +90,14 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
     out.closed_form_two = best_closed_form(layer, options, X, region, Norm::two);
     out.closed_form_inf = best_closed_form(layer, options, X, region, Norm::inf);
   }
+  if (options_region.lower_witness) {
+    // The lower ends hold whatever the upper end's outcome, so they come first.
+    if (options_region.progress) options_region.progress("region: lower end (ascent in the region)", 0, 2);
+    out.two_witness = region_witness(layer, options, X, region, Norm::two, options_region.witness);
+    if (options_region.progress) options_region.progress("region: lower end (ascent in the region)", 1, 2);
+    out.inf_witness = region_witness(layer, options, X, region, Norm::inf, options_region.witness);
+    if (options_region.progress) options_region.progress("region: lower end (ascent in the region)", 2, 2);
+  }
   const Matrix<interval64> box = region_box(X, region.radius);
   const Matrix<interval64> J =
       block_dense_jacobian_on_box<interval64>(layer, options, box, options_region.progress);

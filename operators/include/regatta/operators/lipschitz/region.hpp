@@ -17,7 +17,8 @@
 //                                                                    the interval matrix itself)
 //   sup over the region of ‖J(X')‖₂ ≤ certified upper bound on ‖·‖₂ for every matrix in [J]
 //                                     (core/spectral_norm.hpp on the interval64 matrix)
-// and the centre gives the lower ends: sup ≥ ‖J(X)‖ (certified lower bounds from local_jacobian_norms).
+// and a point of the region gives the lower ends: sup ≥ ‖J(X')‖ for any X' in the region — the centre
+// (certified lower bounds from local_jacobian_norms) or a point found by ascent (region_witness).
 //
 // Second-order form (docs/local.md; softmax attention without rotary embeddings): for X' in the region,
 // ‖J(X')‖ ≤ ‖J(X)‖ (certified at the centre) + ρ·slope, ρ ≥ ‖X' − X‖_F, slope a certified bound on the second
@@ -30,6 +31,7 @@
 // closed-form bound that applies on the region (bounds.hpp; tokens in B_R with R = max‖x_i‖ + ε for the
 // ball, + r√d for the box), is reported as "not certified: enclosure too wide" with that closed-form bound
 // beside it — never as a certified region constant.
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -37,6 +39,7 @@
 #include <regatta/core/eigen.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/layer.hpp>
+#include <regatta/operators/lipschitz/bounds.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
 
 namespace regatta::lip {
@@ -80,6 +83,21 @@ struct SecondOrderSummary {
   double gap_coupling = 0;   ///< c
 };
 
+/// A certified lower end of the supremum over the region: ‖J(X')‖ at one point X' of the region (the sup is
+/// at least that), found by projected ascent from the centre (region_witness).
+struct RegionWitness {
+  /// CERTIFIED lower bound (rounded down) on ‖J(X')‖ (this norm), and so on the sup over the region; unset
+  /// when the witness could not be verified (`reason`).
+  std::optional<double> lower;
+  double estimate = 0;   ///< ESTIMATE: the witness value in double (‖J(X')v‖ for a unit v, or a row sum)
+  Matrix<double> input;  ///< X' (certainly in the region when `lower` is set)
+  /// CERTIFIED upper bound (rounded up) on ‖X' − X‖_F (ball) or max |X'_ia − X_ia| (box), never above the
+  /// region's radius when `lower` is set.
+  double distance = 0;
+  std::string origin;  ///< the start it was reached from: "centre" or "random k"
+  std::string reason;  ///< why `lower` is unset
+};
+
 struct RegionNormReport {
   Region region;
   /// "certified", or "not certified: enclosure too wide (...)" with the reason.
@@ -95,6 +113,17 @@ struct RegionNormReport {
   double relative_width = 0;
   std::optional<ClosedFormBound> closed_form_two, closed_form_inf;  ///< best certified bound, if any applies
   std::optional<SecondOrderSummary> second_order;  ///< when the second-order form applies and was run
+  /// With RegionOptions::lower_witness: the certified lower ends of sup ‖J‖₂ and sup ‖J‖∞ over the region.
+  std::optional<RegionWitness> two_witness, inf_witness;
+};
+
+/// The projected ascent of region_witness: from the centre, and from `random_starts` seeded random points of
+/// the region's boundary, at most `ascent_steps` steps each (accepted or rejected).
+struct RegionWitnessOptions {
+  int random_starts = 2;
+  int ascent_steps = 30;
+  std::uint64_t seed = 0;
+  unsigned precision_bits = 128;  ///< of the interval re-evaluation at the witness (certify_witness)
 };
 
 struct RegionOptions {
@@ -110,6 +139,10 @@ struct RegionOptions {
   /// Largest n·d at which the second-order form also certifies ‖∂_k J‖₂ by the binary64 spectral certificate
   /// for each coordinate k (else the norm products of second_order.hpp).
   Eigen::Index second_order_spectral_limit = 256;
+  /// Also look for the certified lower ends (region_witness, both norms): a few dozen double linearisations
+  /// and one interval re-evaluation per norm.
+  bool lower_witness = false;
+  RegionWitnessOptions witness{};
   Progress progress{};
 };
 
@@ -128,6 +161,22 @@ std::optional<std::string> region_refusal(const operators::AttentionLayer& layer
 RegionNormReport region_jacobian_norms(const operators::AttentionLayer& layer,
                                        const operators::AttentionOptions& options, const Matrix<double>& X,
                                        const Region& region, const RegionOptions& options_region = {});
+
+/// A point X' of the region with a large ‖J(X')‖ (`norm`: 2 or ∞), and the certified lower bound it gives
+/// on the sup over the region. Projected ascent (the method of search.hpp, confined to the region): the
+/// objective is ‖J(X')v‖ for the unit v of a warm-started power iteration (2-norm) or the largest absolute
+/// row sum of J(X') (∞-norm: every row, from the structured rows); its X'-gradient, the bilinear form's
+/// d/dh VJP(X' + hv; u) by central differences, only chooses the step's direction. The first step from the
+/// centre goes to the boundary along that gradient (the first-order maximiser over the ball; over the box,
+/// along its signs); later steps are projected back onto the region, with a margin that interval
+/// arithmetic verifies (‖X' − X‖_F ≤ ε, or |X'_ia − X_ia| ≤ r, outward-rounded in interval64); a step is kept
+/// only when the probed value increases. The best point is polished by a converged power iteration and
+/// re-evaluated by certify_witness (interval arithmetic at options.precision_bits at the exact binary64
+/// point). Throws what region_jacobian_norms throws for bad input.
+RegionWitness region_witness(const operators::AttentionLayer& layer,
+                             const operators::AttentionOptions& options, const Matrix<double>& X,
+                             const Region& region, Norm norm,
+                             const RegionWitnessOptions& options_witness = {});
 
 /// The certified robustness radius from the region enclosure: with logits g = readout ∘ F, a readout of
 /// Lipschitz constant L_out (in ℓ₂) and margin m = g_y − max_{j≠y} g_j at X, for X' in B(X, ρ):
