@@ -85,4 +85,12 @@ Matrix<double> bilinear_gradient(const operators::Block<double>& block, const Ma
   return (plus - minus) / (2 * h);
 }
 
+Matrix<double> probe_gradient(const operators::Block<double>& block, const Matrix<double>& X,
+                              const Probe& probe, double length) {
+  if (probe.row >= 0)
+    return bilinear_gradient(block, X, unit_matrix(X.rows(), X.cols(), probe.row), probe.direction, length);
+  if (probe.left.size() == 0) return Matrix<double>();
+  return bilinear_gradient(block, X, probe.left, probe.direction, length);
+}
+
 }  // namespace regatta::lip::detail

@@ -44,6 +44,11 @@ Probe all_rows_probe(const operators::Linearization<double>& lin);
 Matrix<double> bilinear_gradient(const operators::Block<double>& block, const Matrix<double>& X,
                                  const Matrix<double>& U, const Matrix<double>& V, double length);
 
+/// The X-gradient of the bilinear form that `probe` maximises at X (bilinear_gradient): ⟨left, J(X)v⟩ for a
+/// power probe (empty when J v = 0), ⟨e_row, J(X)s⟩ for a row probe (row ≥ 0, s its signs).
+Matrix<double> probe_gradient(const operators::Block<double>& block, const Matrix<double>& X,
+                              const Probe& probe, double length);
+
 /// The n×d matrix with a single 1 at flat index r (i = r / d, a = r % d).
 Matrix<double> unit_matrix(Eigen::Index n, Eigen::Index d, Eigen::Index r);
 

@@ -23,7 +23,6 @@ constexpr int scan_points = 9;
 constexpr int golden_iterations = 10;
 constexpr int max_measure_seed_heads = 4;
 constexpr double min_relative_denominator = 1e-6;  // W_p(μ, ν) below this times the length scale: rejected
-constexpr double step_growth = 1.5, step_shrink = 3.0;
 
 /// The three arguments: the varied X, Y and the shared Z (empty for self).
 struct Vars {
@@ -221,31 +220,25 @@ class MeasureSearcher {
   }
 
   void ascend(Vars& current, Value& value) {
-    double step = 0.05 * ell_ * std::sqrt(double(s_.n));
-    int steps = 0;
-    while (steps < s_.ascent_steps && !exhausted()) {
-      const Vars& g = value.gradient;
-      double norm2 = g.X.squaredNorm() + g.Y.squaredNorm() + (g.Z.size() ? g.Z.squaredNorm() : 0.0);
-      const double gnorm = std::sqrt(norm2);
-      if (!(gnorm > 0) || !std::isfinite(gnorm)) break;
-      bool accepted = false;
-      while (steps < s_.ascent_steps && !exhausted() && step > 1e-9 * ell_) {
-        ++steps;
-        Vars trial{current.X + (step / gnorm) * g.X, current.Y + (step / gnorm) * g.Y, current.Z};
-        if (g.Z.size() != 0) trial.Z += (step / gnorm) * g.Z;
-        project(trial);
-        Value v = evaluate(trial, true);
-        if (v.valid() && v.ratio > value.ratio) {
-          current = std::move(trial);
-          value = std::move(v);
-          step *= step_growth;
-          accepted = true;
-          break;
-        }
-        step /= step_shrink;
-      }
-      if (!accepted) break;
-    }
+    Vars g;
+    double gnorm = 0;
+    const auto direction = [&] {
+      g = value.gradient;
+      gnorm = std::sqrt(g.X.squaredNorm() + g.Y.squaredNorm() + (g.Z.size() ? g.Z.squaredNorm() : 0.0));
+      return gnorm > 0 && std::isfinite(gnorm);
+    };
+    const auto climb = [&](double step) {
+      Vars trial{current.X + (step / gnorm) * g.X, current.Y + (step / gnorm) * g.Y, current.Z};
+      if (g.Z.size() != 0) trial.Z += (step / gnorm) * g.Z;
+      project(trial);
+      Value v = evaluate(trial, true);
+      if (!v.valid() || !(v.ratio > value.ratio)) return false;
+      current = std::move(trial);
+      value = std::move(v);
+      return true;
+    };
+    detail::adaptive_ascent(0.05 * ell_ * std::sqrt(double(s_.n)), 1e-9 * ell_, s_.ascent_steps, direction,
+                            climb, [this] { return exhausted(); });
   }
 
   Matrix<double> gaussian(Eigen::Index rows, double scale, std::uint64_t stream) const {

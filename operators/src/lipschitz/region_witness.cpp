@@ -122,7 +122,6 @@ class RegionAscent {
   static constexpr int warm_power_iterations = 8;   // from the direction of the previous point
   static constexpr int polish_power_iterations = 1000;
   static constexpr double probe_tolerance = 1e-9, polish_tolerance = 1e-13;
-  static constexpr double step_growth = 1.5, step_shrink = 3.0;
 
   struct Point {
     Matrix<double> X;
@@ -182,54 +181,36 @@ class RegionAscent {
     return probe(std::move(moved), {});
   }
 
-  /// The gradient of the bilinear form that the probe maximises (jacobian_probe.hpp): ⟨u, J(X')v⟩ with
-  /// u = Jv/‖Jv‖ (2-norm) or ⟨e_r, J(X')s⟩ with s the signs of row r (∞-norm).
-  Matrix<double> gradient(const Point& p) const {
-    if (norm_ == Norm::two) {
-      if (p.probe.left.size() == 0) return Matrix<double>();
-      return detail::bilinear_gradient(block_, p.X, p.probe.left, p.probe.direction, ell_);
-    }
-    return detail::bilinear_gradient(block_, p.X, detail::unit_matrix(X_.rows(), X_.cols(), p.probe.row),
-                                     p.probe.direction, ell_);
-  }
-
   /// Steps along the gradient (ball: its unit direction; box: its signs, the steepest direction in the
   /// box's ℓ∞ geometry), projected onto the region; the first step has the region's full size, so from the
-  /// centre it lands on the first-order maximiser. ×1.5 after an accepted step, ÷3 after a rejected one.
+  /// centre it lands on the first-order maximiser (detail::adaptive_ascent: ×1.5 after an accepted step, ÷3
+  /// after a rejected one).
   Point ascend(Point current) {
-    const double size = region_.radius;  // ball: ‖δ‖_F; box: every |δ_ia|
-    double step = size;
-    int steps = 0;
-    while (steps < settings_.ascent_steps) {
-      Matrix<double> G;
+    Matrix<double> G;
+    const auto direction = [&] {
       try {
-        G = gradient(current);
+        G = detail::probe_gradient(block_, current.X, current.probe, ell_);
       } catch (const InputError&) {
-        break;
+        return false;
       }
       const double gnorm = G.size() ? G.norm() : 0.0;
-      if (!(gnorm > 0) || !std::isfinite(gnorm)) break;
+      if (!(gnorm > 0) || !std::isfinite(gnorm)) return false;
       if (region_.shape == RegionShape::ball)
         G /= gnorm;
       else
         G = G.unaryExpr([](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
-      bool accepted = false;
-      while (steps < settings_.ascent_steps && step > 1e-6 * size) {
-        ++steps;
-        Matrix<double> moved = into_region(X_, current.X - X_ + step * G, region_);
-        Point trial = moved.size() ? probe(std::move(moved),
-                                           norm_ == Norm::two ? current.probe.direction : Matrix<double>())
-                                   : Point{};
-        if (trial.valid() && trial.probe.value > current.probe.value) {
-          current = std::move(trial);
-          step *= step_growth;
-          accepted = true;
-          break;
-        }
-        step /= step_shrink;
-      }
-      if (!accepted) break;
-    }
+      return true;
+    };
+    const auto climb = [&](double step) {
+      Matrix<double> moved = into_region(X_, current.X - X_ + step * G, region_);
+      if (moved.size() == 0) return false;
+      Point trial = probe(std::move(moved), norm_ == Norm::two ? current.probe.direction : Matrix<double>());
+      if (!trial.valid() || !(trial.probe.value > current.probe.value)) return false;
+      current = std::move(trial);
+      return true;
+    };
+    // Ball: ‖δ‖_F; box: every |δ_ia|. The first step has the region's full size.
+    detail::adaptive_ascent(region_.radius, 1e-6 * region_.radius, settings_.ascent_steps, direction, climb);
     return current;
   }
 

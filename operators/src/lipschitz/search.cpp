@@ -25,9 +25,8 @@ constexpr int warm_power_iterations = 8;   // from the direction of a nearby poi
 constexpr double search_power_tolerance = 1e-7;
 constexpr int polish_power_iterations = 1000;
 constexpr double polish_power_tolerance = 1e-13;
-constexpr int scan_points = 9;         // log-spaced scale values of a family scan
-constexpr int golden_iterations = 14;  // golden-section refinements around the best scan point
-constexpr double step_growth = 1.5, step_shrink = 3.0;
+constexpr int scan_points = 9;                 // log-spaced scale values of a family scan
+constexpr int golden_iterations = 14;          // golden-section refinements around the best scan point
 constexpr Eigen::Index start_row_limit = 256;  // a random start examines every row when n·d is at most this
 
 struct Point {
@@ -194,43 +193,32 @@ class Searcher {
   /// The bilinear form whose gradient is the ascent direction at p.
   Matrix<double> gradient(const Point& p) {
     evaluations_ += 2;
-    if (search_.norm == Norm::two) {
-      if (p.probe.left.size() == 0) return Matrix<double>();
-      return detail::bilinear_gradient(block_, p.X, p.probe.left, p.probe.direction, ell_);
-    }
-    return detail::bilinear_gradient(block_, p.X, detail::unit_matrix(n_, layer_.d, p.probe.row),
-                                     p.probe.direction, ell_);
+    return detail::probe_gradient(block_, p.X, p.probe, ell_);
   }
 
   Point ascend(Point current) {
-    double step = 0.1 * ell_ * std::sqrt(double(n_));
-    int steps = 0;
-    while (steps < search_.ascent_steps && !exhausted()) {
-      Matrix<double> G;
+    Matrix<double> G;
+    const auto direction = [&] {
       try {
         G = gradient(current);
       } catch (const InputError&) {
-        break;
+        return false;
       }
       const double gnorm = G.size() ? G.norm() : 0.0;
-      if (!(gnorm > 0) || !std::isfinite(gnorm)) break;
+      if (!(gnorm > 0) || !std::isfinite(gnorm)) return false;
       G /= gnorm;
-      bool accepted = false;
-      while (steps < search_.ascent_steps && !exhausted() && step > 1e-9 * ell_) {
-        ++steps;
-        Matrix<double> X = current.X + step * G;
-        project(X);
-        Point trial = probe(std::move(X), current.tokens, current.probe.direction);
-        if (trial.valid() && trial.probe.value > current.probe.value) {
-          current = std::move(trial);
-          step *= step_growth;
-          accepted = true;
-          break;
-        }
-        step /= step_shrink;
-      }
-      if (!accepted) break;
-    }
+      return true;
+    };
+    const auto climb = [&](double step) {
+      Matrix<double> X = current.X + step * G;
+      project(X);
+      Point trial = probe(std::move(X), current.tokens, current.probe.direction);
+      if (!trial.valid() || !(trial.probe.value > current.probe.value)) return false;
+      current = std::move(trial);
+      return true;
+    };
+    detail::adaptive_ascent(0.1 * ell_ * std::sqrt(double(n_)), 1e-9 * ell_, search_.ascent_steps, direction,
+                            climb, [this] { return exhausted(); });
     return current;
   }
 

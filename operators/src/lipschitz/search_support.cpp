@@ -140,6 +140,27 @@ ScalarMax maximize_log_scale(const std::function<double(double)>& f, double low,
   return best;
 }
 
+void adaptive_ascent(double step, double min_step, int max_steps, const std::function<bool()>& next_direction,
+                     const std::function<bool(double)>& climb, const std::function<bool()>& stop) {
+  constexpr double growth = 1.5, shrink = 3.0;
+  const auto stopped = [&] { return stop && stop(); };
+  int steps = 0;
+  while (steps < max_steps && !stopped()) {
+    if (!next_direction()) return;
+    bool accepted = false;
+    while (steps < max_steps && !stopped() && step > min_step) {
+      ++steps;
+      if (climb(step)) {
+        step *= growth;
+        accepted = true;
+        break;
+      }
+      step /= shrink;
+    }
+    if (!accepted) return;
+  }
+}
+
 double round_down(const mpfr& x) { return mpfr_get_d(x.backend().data(), MPFR_RNDD); }
 double round_up(const mpfr& x) { return mpfr_get_d(x.backend().data(), MPFR_RNDU); }
 

@@ -67,6 +67,16 @@ struct ScalarMax {
 ScalarMax maximize_log_scale(const std::function<double(double)>& f, double low, double high, int scan,
                              int golden, const std::function<bool()>& stop = {});
 
+/// The adaptive ascent with rejection shared by the searches (search.hpp, measure_ratio.hpp and the region's
+/// lower end, region.hpp): `next_direction()` takes the ascent direction at the current point (false: none,
+/// e.g. a zero or non-finite gradient, and the ascent ends); `climb(step)` tries the point at that step along
+/// it and returns whether it improved on the current point (the caller then keeps it). After an improvement
+/// the step grows ×1.5 and a new direction is taken; after a rejection it shrinks ÷3 and the same direction
+/// is tried again, until the step is at most min_step (the ascent ends), `max_steps` tries are spent, or
+/// `stop` (when set, polled before every try) returns true.
+void adaptive_ascent(double step, double min_step, int max_steps, const std::function<bool()>& next_direction,
+                     const std::function<bool(double)>& climb, const std::function<bool()>& stop = {});
+
 /// Directed conversions of MPFR numbers to double (for certified ends).
 double round_down(const mpfr& x);
 double round_up(const mpfr& x);

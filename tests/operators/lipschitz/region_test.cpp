@@ -12,11 +12,17 @@
 //                                      included); its sup against the double Jacobian's ‖·‖₂ on the sphere
 //                                      along the steepest direction of ‖J‖₂ (finite differences) and at
 //                                      sampled points; its slope against the finite-difference rate of
-//                                      ‖J‖₂; below the first-order enclosure and → ‖J(X)‖₂ as ε → 0.
+//                                      ‖J‖₂; below the first-order enclosure and → ‖J(X)‖₂ as ε → 0;
+//   lower end (region_witness)         its point lies in the region (distances in long double); its value is
+//                                      ‖J(X')‖ there (JacobiSVD, row sums; softmax and Sinkhorn); at least
+//                                      the centre's and every norm at 48 sampled points of the sphere, at
+//                                      most the certified upper end; its first-order gain is ‖∇σ_max‖ (finite
+//                                      differences); bad radii, tokens and counts throw.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,6 +70,7 @@ struct Case {
   Prenorm prenorm = Prenorm::none;
   Index n = 4;
   double rope_theta = 0;  ///< > 0: rotary position embeddings with this base
+  int sinkhorn = 1;       ///< Sinkhorn iterations (1: softmax)
 };
 
 std::vector<Case> cases() {
@@ -93,6 +100,7 @@ AttentionOptions options_for(const Case& c) {
   o.causal = c.causal;
   o.residual = c.residual;
   o.prenorm = c.prenorm;
+  o.sinkhorn_iterations = c.sinkhorn;
   return o;
 }
 
@@ -380,6 +388,130 @@ TEST(RegionSecondOrder, SlopeBoundsTheRateOfTheNormAndTheSupTendsToTheCentre) {
     EXPECT_GE(r.two_upper, centre * (1 - sampled_norm_slack));
     EXPECT_LE(r.two_upper - centre, 2 * eps * r.second_order->slope_two + 1e-8 * centre);
   }
+}
+
+long double frobenius_distance(const Matrix<double>& A, const Matrix<double>& B) {
+  long double s = 0;
+  for (Index k = 0; k < A.size(); ++k) {
+    const long double e = (long double)A.data()[k] - (long double)B.data()[k];
+    s += e * e;
+  }
+  return std::sqrt(s);
+}
+
+long double max_distance(const Matrix<double>& A, const Matrix<double>& B) {
+  long double m = 0;
+  for (Index k = 0; k < A.size(); ++k)
+    m = std::max(m, std::fabs((long double)A.data()[k] - (long double)B.data()[k]));
+  return m;
+}
+
+/// The region cases and a Sinkhorn block (no structured rows: the ∞-norm examines every row by VJPs).
+std::vector<Case> witness_cases() {
+  std::vector<Case> all = cases();
+  all.push_back({"sinkhorn_3", AttentionKind::dot, 4, 1, false, false, false, Prenorm::none, 4, 0, 3});
+  return all;
+}
+
+double row_sum_norm(const Matrix<double>& J) { return J.cwiseAbs().rowwise().sum().maxCoeff(); }
+
+TEST(RegionWitness, LiesInTheRegionAndItsLowerEndIsTheNormThere) {
+  for (const Case& c : witness_cases()) {
+    SCOPED_TRACE(c.name);
+    const AttentionLayer L = layer_for(c, 7);
+    const AttentionOptions o = options_for(c);
+    const Matrix<double> X = gaussian(c.n, c.d, 11);
+    for (const Region region : {Region{RegionShape::ball, 1e-2 * X.norm()}, Region{RegionShape::box, 3e-3}}) {
+      SCOPED_TRACE(to_string(region.shape));
+      for (const Norm norm : {Norm::two, Norm::inf}) {
+        const RegionWitness w = region_witness(L, o, X, region, norm);
+        ASSERT_TRUE(w.lower.has_value()) << w.reason;
+        const long double distance =
+            region.shape == RegionShape::ball ? frobenius_distance(w.input, X) : max_distance(w.input, X);
+        EXPECT_LE(distance, (long double)region.radius);
+        EXPECT_LE(distance, (long double)w.distance);
+        // The ascent reaches the boundary (the norm grows outwards on these layers).
+        EXPECT_GT(distance, 0.5L * region.radius);
+        const Matrix<double> J = double_jacobian(L, o, w.input);
+        const double there = norm == Norm::two ? sigma_max(J) : row_sum_norm(J);
+        EXPECT_LE(*w.lower, there * (1 + sampled_norm_slack));
+        // Converged: the certified value is the norm at X' (a converged power iteration, or every row).
+        EXPECT_GE(*w.lower, there * (1 - 1e-9));
+        EXPECT_LE(*w.lower, w.estimate * (1 + sampled_norm_slack));
+      }
+    }
+  }
+}
+
+TEST(RegionWitness, IsAtLeastTheCentreAndSampledPointsAndAtMostTheUpperEnd) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const AttentionLayer L = layer_for(c, 23);
+    const AttentionOptions o = options_for(c);
+    const Matrix<double> X = gaussian(c.n, c.d, 29);
+    const double eps = 1e-2 * X.norm();
+    RegionOptions options;
+    options.closed_form = false;
+    options.second_order = true;
+    options.lower_witness = true;
+    const RegionNormReport r = region_jacobian_norms(L, o, X, Region{RegionShape::ball, eps}, options);
+    ASSERT_TRUE(r.certified) << r.status;
+    ASSERT_TRUE(r.two_witness && r.two_witness->lower) << (r.two_witness ? r.two_witness->reason : "none");
+    ASSERT_TRUE(r.inf_witness && r.inf_witness->lower) << (r.inf_witness ? r.inf_witness->reason : "none");
+    const double two = *r.two_witness->lower, inf = *r.inf_witness->lower;
+    EXPECT_LE(two, r.two_upper);
+    EXPECT_LE(inf, r.inf_upper);
+    const Matrix<double> J0 = double_jacobian(L, o, X);
+    EXPECT_GT(two, sigma_max(J0));
+    EXPECT_GT(inf, row_sum_norm(J0));
+    for (int sample = 0; sample < 48; ++sample) {
+      const Matrix<double> J = double_jacobian(L, o, sphere_point(X, eps, 1000 + sample));
+      EXPECT_GE(two, sigma_max(J) * (1 - sampled_norm_slack)) << "sample " << sample;
+      EXPECT_GE(inf, row_sum_norm(J) * (1 - sampled_norm_slack)) << "sample " << sample;
+    }
+  }
+}
+
+TEST(RegionWitness, FirstOrderGainIsTheGradientNormOfTheLargestSingularValue) {
+  for (const Case& c : witness_cases()) {
+    SCOPED_TRACE(c.name);
+    const AttentionLayer L = layer_for(c, 31);
+    const AttentionOptions o = options_for(c);
+    const Matrix<double> X = gaussian(c.n, c.d, 37);
+    // ‖∇σ_max(J(X))‖ by central differences of the double Jacobian along each coordinate (σ_max simple here).
+    const double h = 1e-6 * X.norm();
+    double gradient2 = 0;
+    for (Index k = 0; k < X.size(); ++k) {
+      Matrix<double> P = X, M = X;
+      P.data()[k] += h;
+      M.data()[k] -= h;
+      const double g = (sigma_max(double_jacobian(L, o, P)) - sigma_max(double_jacobian(L, o, M))) / (2 * h);
+      gradient2 += g * g;
+    }
+    const double rate = std::sqrt(gradient2);
+    const double eps = 1e-5 * X.norm();
+    const RegionWitness w = region_witness(L, o, X, Region{RegionShape::ball, eps}, Norm::two);
+    ASSERT_TRUE(w.lower.has_value()) << w.reason;
+    const double gain = (*w.lower - sigma_max(double_jacobian(L, o, X))) / eps;
+    // σ(X + δ) = σ(X) + ∇σ·δ + O(ε²): the best point of the ball gains ε‖∇σ‖ up to the curvature term.
+    EXPECT_NEAR(gain, rate, 2e-2 * rate + 1e-6);
+  }
+}
+
+TEST(RegionWitness, BadInputIsRefused) {
+  const Case c = cases().front();
+  const AttentionLayer L = layer_for(c, 41);
+  const AttentionOptions o = options_for(c);
+  const Matrix<double> X = gaussian(c.n, c.d, 43);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const double r : {0.0, -1.0, nan, inf})
+    EXPECT_THROW(region_witness(L, o, X, Region{RegionShape::ball, r}, Norm::two), InputError) << r;
+  Matrix<double> bad = X;
+  bad(1, 2) = nan;
+  EXPECT_THROW(region_witness(L, o, bad, Region{RegionShape::ball, 0.1}, Norm::two), InputError);
+  RegionWitnessOptions negative;
+  negative.random_starts = -1;
+  EXPECT_THROW(region_witness(L, o, X, Region{RegionShape::box, 0.1}, Norm::inf, negative), InputError);
 }
 
 }  // namespace
