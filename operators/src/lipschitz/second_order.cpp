@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include <regatta/core/dense_svd.hpp>
@@ -13,6 +14,7 @@
 
 #include "closed_form_jacobian.hpp"
 #include "hessian_sweep.hpp"
+#include "parallel_passes.hpp"
 
 namespace regatta::lip::detail {
 
@@ -240,22 +242,23 @@ void taylor_bound(const SecondOrderBound& centre, const std::vector<HessianSweep
   std::vector<interval64> jv(std::size_t(nd), interval64(0.0)), jtw = jv;
   Matrix<interval64> entry = Matrix<interval64>::Constant(nd, nd, interval64(0.0));
   std::vector<interval64> row_sum(std::size_t(nd), interval64(0.0)), col_sum = row_sum;
-  for (std::size_t i = 0; i < sweeps.size(); ++i) {
-    const HessianSweep& h = sweeps[i];
-    const interval64 wt = weights[i];
-    phi = phi + wt * interval64(two_norm_upper(h.phi).upper);
-    for (Index r = 0; r < nd; ++r) {
-      jv[std::size_t(r)] = jv[std::size_t(r)] + wt * interval64(two_norm_upper(h.jv[std::size_t(r)]).upper);
-      jtw[std::size_t(r)] =
-          jtw[std::size_t(r)] + wt * interval64(two_norm_upper(h.jtw[std::size_t(r)]).upper);
-      row_sum[std::size_t(r)] =
-          row_sum[std::size_t(r)] + wt * interval64(nonnegative_norm_upper(h.rows[std::size_t(r)]));
-      col_sum[std::size_t(r)] =
-          col_sum[std::size_t(r)] + wt * interval64(nonnegative_norm_upper(h.cols[std::size_t(r)]));
+  for (std::size_t i = 0; i < sweeps.size(); ++i)
+    phi = phi + weights[i] * interval64(two_norm_upper(sweeps[i].phi).upper);
+  // Row r's norms (4·pieces spectral certificates of n·d × n·d matrices) on OpenMP threads; each r writes
+  // only its own sums, in the order of the pieces.
+  parallel_passes(nd, [&](Index r) {
+    const std::size_t q = std::size_t(r);
+    for (std::size_t i = 0; i < sweeps.size(); ++i) {
+      const HessianSweep& h = sweeps[i];
+      const interval64 wt = weights[i];
+      jv[q] = jv[q] + wt * interval64(two_norm_upper(h.jv[q]).upper);
+      jtw[q] = jtw[q] + wt * interval64(two_norm_upper(h.jtw[q]).upper);
+      row_sum[q] = row_sum[q] + wt * interval64(nonnegative_norm_upper(h.rows[q]));
+      col_sum[q] = col_sum[q] + wt * interval64(nonnegative_norm_upper(h.cols[q]));
       for (Index c = 0; c < nd; ++c)
         entry(r, c) = entry(r, c) + wt * interval64(sqrt_up(h.entry_frob2(r, c)));
     }
-  }
+  });
   interval64 jv2(0.0), jtw2(0.0), frob2(0.0);
   for (Index r = 0; r < nd; ++r) {
     jv2 = jv2 + square(interval64(jv[std::size_t(r)].upper()));
@@ -345,6 +348,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   // j/m] of every segment X + tδ, i.e. over X + (j/m)(region − X) (ℓ₂ radius (j/m)ρ, box X + (j/m)(box − X));
   // [T_k] is the average of the m enclosures (the integral form of the mean-value theorem, piece by piece).
   const int pieces = nd <= so_options.pieces_limit ? std::max(1, so_options.radius_pieces) : 1;
+  const Index passes = (nd + chunk - 1) / chunk;
   const interval64 weight = interval64(1.0) / interval64(double(pieces));
   std::vector<Matrix<interval64>> boxes;
   std::vector<BallTightening> tights(static_cast<std::size_t>(pieces));
@@ -370,11 +374,26 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
       closed_form<Tangent>(layer, options, Xc, tight, false);
       tight.mode = BallTightening::Mode::gradient;
       for (int sweep = 0; sweep < so_options.tightening_sweeps; ++sweep) {
+        // The chunk passes in parallel, each accumulating into its own copy; their sums added in pass order.
+        std::vector<std::vector<interval64>> sums(static_cast<std::size_t>(passes));
         tight.gradient2.clear();
-        for (Index k0 = 0; k0 < nd; k0 += chunk) {
-          if (so_options.progress) so_options.progress("tightening the intermediates over the ball", k0, nd);
-          tight.begin_pass();
-          closed_form<Tangent>(layer, options, seeded(bj, k0), tight, false);
+        parallel_passes(
+            passes,
+            [&](Index q) {
+              BallTightening local = tight;
+              local.begin_pass();
+              closed_form<Tangent>(layer, options, seeded(bj, q * chunk), local, false);
+              sums[std::size_t(q)] = std::move(local.gradient2);
+            },
+            [&](Index q) {
+              if (so_options.progress)
+                so_options.progress("tightening the intermediates over the ball", q * chunk, nd);
+            });
+        for (const std::vector<interval64>& pass_sum : sums) {
+          if (tight.gradient2.size() < pass_sum.size())
+            tight.gradient2.resize(pass_sum.size(), interval64(0.0));
+          for (std::size_t i = 0; i < pass_sum.size(); ++i)
+            tight.gradient2[i] = tight.gradient2[i] + pass_sum[i];
         }
         tight.update_bounds();
       }
@@ -384,54 +403,70 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   std::optional<SpectralGap> gap;
   if (so_options.spectral_gap) gap.emplace(Jc, so_options.top);
   const std::string stage = "second derivative over the region (interval64)";
-  std::vector<Grid<Tangent>> parts;
-  for (Index k0 = 0; k0 < nd && finite; k0 += chunk) {
-    if (so_options.progress) so_options.progress(stage, k0, nd);
-    parts.clear();
-    for (int j = 0; j < pieces; ++j) {
-      tights[std::size_t(j)].begin_pass();
-      parts.push_back(
-          closed_form<Tangent>(layer, options, seeded(boxes[std::size_t(j)], k0), tights[std::size_t(j)]));
-    }
-    // The average of the pieces' partials (the pieces' own enclosure when there is one).
-    const auto entry = [&](Index r, Index c, Index t) {
-      if (pieces == 1) return parts[0](r, c).g[std::size_t(t)];
-      interval64 sum(0.0);
-      for (const Grid<Tangent>& J : parts) sum = sum + J(r, c).g[std::size_t(t)];
-      return sum * weight;
-    };
-    for (Index t = 0; t < chunk && k0 + t < nd; ++t) {
-      // [T_k]: entry (r, c) encloses ∂J_rc/∂x_k over the box, k = k0 + t.
-      interval64 frob2(0.0), norm_inf(0.0), norm_one(0.0);
-      std::fill(col.begin(), col.end(), interval64(0.0));
-      for (Index r = 0; r < nd; ++r) {
-        interval64 row(0.0);
-        for (Index c = 0; c < nd; ++c) {
-          const interval64 e = entry(r, c, t);
-          Tk(r, c) = e;
-          if (flatten) M(r, (k0 + t) * nd + c) = e;
-          const interval64 m(magnitude(e));
-          finite = finite && std::isfinite(m.upper());
-          row = row + m;
-          col[std::size_t(c)] = col[std::size_t(c)] + m;
-          frob2 = frob2 + m * m;
+  // The passes of a batch run in parallel (each with its own copies of the tightening hooks, which count the
+  // intermediates); their results are then added in the order of k, as one pass after another would.
+  const Index batch = std::max<Index>(1, 2 * Index(omp_get_max_threads()));
+  std::vector<std::vector<Grid<Tangent>>> batch_parts;
+  for (Index b0 = 0; b0 < passes && finite; b0 += batch) {
+    const Index count = std::min(batch, passes - b0);
+    batch_parts.assign(std::size_t(count), {});
+    parallel_passes(
+        count,
+        [&](Index q) {
+          std::vector<BallTightening> local = tights;
+          for (int j = 0; j < pieces; ++j) {
+            local[std::size_t(j)].begin_pass();
+            batch_parts[std::size_t(q)].push_back(closed_form<Tangent>(
+                layer, options, seeded(boxes[std::size_t(j)], (b0 + q) * chunk), local[std::size_t(j)]));
+          }
+        },
+        [&](Index q) {
+          if (so_options.progress) so_options.progress(stage, (b0 + q) * chunk, nd);
+        });
+    for (Index q = 0; q < count && finite; ++q) {
+      const Index k0 = (b0 + q) * chunk;
+      const std::vector<Grid<Tangent>>& parts = batch_parts[std::size_t(q)];
+      // The average of the pieces' partials (the pieces' own enclosure when there is one).
+      const auto entry = [&](Index r, Index c, Index t) {
+        if (pieces == 1) return parts[0](r, c).g[std::size_t(t)];
+        interval64 sum(0.0);
+        for (const Grid<Tangent>& J : parts) sum = sum + J(r, c).g[std::size_t(t)];
+        return sum * weight;
+      };
+      for (Index t = 0; t < chunk && k0 + t < nd; ++t) {
+        // [T_k]: entry (r, c) encloses ∂J_rc/∂x_k over the box, k = k0 + t.
+        interval64 frob2(0.0), norm_inf(0.0), norm_one(0.0);
+        std::fill(col.begin(), col.end(), interval64(0.0));
+        for (Index r = 0; r < nd; ++r) {
+          interval64 row(0.0);
+          for (Index c = 0; c < nd; ++c) {
+            const interval64 e = entry(r, c, t);
+            Tk(r, c) = e;
+            if (flatten) M(r, (k0 + t) * nd + c) = e;
+            const interval64 m(magnitude(e));
+            finite = finite && std::isfinite(m.upper());
+            row = row + m;
+            col[std::size_t(c)] = col[std::size_t(c)] + m;
+            frob2 = frob2 + m * m;
+          }
+          row_acc[std::size_t(r)] =
+              row_acc[std::size_t(r)] + interval64(row.upper()) * interval64(row.upper());
+          norm_inf = interval64(std::max(norm_inf.upper(), row.upper()));
         }
-        row_acc[std::size_t(r)] = row_acc[std::size_t(r)] + interval64(row.upper()) * interval64(row.upper());
-        norm_inf = interval64(std::max(norm_inf.upper(), row.upper()));
+        if (!finite) break;
+        for (Index c = 0; c < nd; ++c) {
+          const double g = col[std::size_t(c)].upper();
+          col_acc[std::size_t(c)] = col_acc[std::size_t(c)] + interval64(g) * interval64(g);
+          norm_one = interval64(std::max(norm_one.upper(), g));
+        }
+        double u2 = std::min(frob2.upper(), (norm_one * norm_inf).upper());
+        if (nd <= so_options.spectral_limit) {
+          const double u = two_norm_upper(Tk).upper;
+          u2 = std::min(u2, (interval64(u) * interval64(u)).upper());
+        }
+        sum_u2 = sum_u2 + interval64(u2);
+        if (gap) gap->add(Tk, k0 + t);
       }
-      if (!finite) break;
-      for (Index c = 0; c < nd; ++c) {
-        const double g = col[std::size_t(c)].upper();
-        col_acc[std::size_t(c)] = col_acc[std::size_t(c)] + interval64(g) * interval64(g);
-        norm_one = interval64(std::max(norm_one.upper(), g));
-      }
-      double u2 = std::min(frob2.upper(), (norm_one * norm_inf).upper());
-      if (nd <= so_options.spectral_limit) {
-        const double u = two_norm_upper(Tk).upper;
-        u2 = std::min(u2, (interval64(u) * interval64(u)).upper());
-      }
-      sum_u2 = sum_u2 + interval64(u2);
-      if (gap) gap->add(Tk, k0 + t);
     }
   }
   if (so_options.progress) so_options.progress(stage, nd, nd);

@@ -11,8 +11,10 @@
 //   taylor_two (the Taylor form's certified sup)   the same sampled sup on the ball;
 //   the third-derivative enclosures (hessian_sweep) fourth-order central differences of wᵀJ(X')v and of
 //                                                  (J(X')v)_r at points X' of the box: each lies in its
-//                                                  enclosure.
+//                                                  enclosure;
+//   one thread against three                       the same bits (the passes are combined in a fixed order).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -205,6 +207,28 @@ TEST(TaylorForm, BoundsTheSampledSupOnTheBallOfTorchLayers) {
     }
   }
   EXPECT_GE(formed, 3);
+}
+
+// The forward-mode passes run on OpenMP threads and are combined in a fixed order (parallel_passes.hpp): one
+// thread and three give the same bits, tightening sweeps, radius pieces and Taylor form included.
+TEST(TaylorForm, DoesNotDependOnTheNumberOfThreads) {
+  const TorchCase c = torch_case("prenorm_rmsnorm_d4_h2_bias");
+  const double eps = 1e-3 * c.X.norm();
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const detail::SecondOrderBound one =
+      detail::second_order_bound(c.layer, c.options, c.X, region_box(c.X, eps), eps);
+  omp_set_num_threads(3);
+  const detail::SecondOrderBound three =
+      detail::second_order_bound(c.layer, c.options, c.X, region_box(c.X, eps), eps);
+  omp_set_num_threads(before);
+  ASSERT_TRUE(std::isfinite(one.taylor_two));
+  for (const auto& [a, b] :
+       {std::pair{one.slope_two, three.slope_two}, std::pair{one.slope_inf, three.slope_inf},
+        std::pair{one.gap_two, three.gap_two}, std::pair{one.gap_rate, three.gap_rate},
+        std::pair{one.taylor_two, three.taylor_two}, std::pair{one.taylor_rate, three.taylor_rate},
+        std::pair{one.taylor_slope, three.taylor_slope}})
+    EXPECT_EQ(a, b);
 }
 
 /// ∂²f/∂x_k∂x_l by the four-point central difference with step h.

@@ -134,7 +134,8 @@ struct RegionOptions {
   bool closed_form = true;
   /// Also run the second-order form (it needs the closed-form Jacobian: softmax attention without rotary
   /// embeddings) and keep the smaller bound. Its cost is about n·d/8 forward-mode interval evaluations of the
-  /// Jacobian (about 140 s of one core at n·d = 544), so callers opt in (regatta local --ball/--box does).
+  /// Jacobian (about 200 s of one core at n·d = 544, its passes on OpenMP threads), so callers opt in
+  /// (regatta local --ball/--box does).
   bool second_order = false;
   /// Largest n·d at which the second-order form also certifies ‖∂_k J‖₂ by the binary64 spectral certificate
   /// for each coordinate k (else the norm products of second_order.hpp).
