@@ -157,6 +157,8 @@ def main():
                 else:
                     shown = f"{out['region'].get('status', 'not certified')}; best bound/found " + \
                         (f"{min(uppers) / found:.6g}" if uppers else "none")
+                if lower is not None:
+                    shown += f"; found/certified lower {found / lower:.6g}"
                 print(f"{where}: {shown}{' FAIL' if wrong else ''}", flush=True)
     print(f"\n{count} layers, {cells} cells, {certified_cells} with a certified region bound; smallest bound/found "
           f"{tightest[0]:.15g} ({tightest[1]}); largest found/certified lower end {behind[0]:.9g} ({behind[1]}); "

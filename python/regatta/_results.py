@@ -34,6 +34,15 @@ class BoundResult:
                 f"estimate {self.estimate} [{self.provenance}]>")
 
 
+def _region_witness(raw):
+    """The point behind a lower end: `input` (X', an array), `lower` (certified ||J(X')||, None if not verified,
+    with `reason`), `estimate`, `distance` (certified upper bound of ||X' - X||_F for a ball, max |X' - X| for a
+    box) and `origin` (the ascent's start)."""
+    if raw is None:
+        return None
+    return dict(raw, lower=lower(raw["lower"]), estimate=Estimate(raw["estimate"]), distance=Upper(raw["distance"]))
+
+
 class RegionResult:
     """The certified sup of ||J|| over a Frobenius ball or a box around X (region enclosure)."""
 
@@ -51,8 +60,8 @@ class RegionResult:
         # of the region found by ascent (the witness: its input, certified distance, estimate, origin).
         self.sup_norm_2_lower = lower(raw["two_lower"])
         self.sup_norm_inf_lower = lower(raw["inf_lower"])
-        self.witness_2 = raw["two_witness"]
-        self.witness_inf = raw["inf_witness"]
+        self.witness_2 = _region_witness(raw["two_witness"])
+        self.witness_inf = _region_witness(raw["inf_witness"])
         closed = lambda c: None if c is None else dict(c, upper=Upper(c["upper"]))  # noqa: E731
         self.closed_form_2 = closed(raw["closed_form_2"])
         self.closed_form_inf = closed(raw["closed_form_inf"])

@@ -71,7 +71,8 @@ def test_region_and_robustness_are_the_command_lines(tmp_path, cli):
     # The lower end is ||J(X')||_2 at a point of the ball that the ascent moved to: the double Jacobian's SVD
     # there is at least that, and it beats the centre.
     w = r.region.witness_2
-    assert np.linalg.norm(w["input"] - X) <= 1e-3
+    assert np.linalg.norm(w["input"] - X) <= w["distance"] <= 1e-3
+    assert isinstance(w["distance"], regatta.Upper) and isinstance(w["lower"], regatta.Lower)
     sigma = np.linalg.svd(layer.jacobian(w["input"]), compute_uv=False)[0]
     assert float(r.region.sup_norm_2_lower) <= sigma * (1 + 64 * 6 * EPS)
     assert r.region.sup_norm_2_lower > r.norm_2_lower

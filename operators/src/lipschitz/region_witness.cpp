@@ -81,15 +81,21 @@ class RegionAscent {
   RegionWitness run() {
     Point best;
     std::string best_origin;
-    for (int k = -1; k < settings_.random_starts; ++k) {
-      Point start = k < 0 ? probe(X_, {}) : random_start(k);
-      if (!start.valid()) continue;
+    const auto consider = [&](Point start, const std::string& origin) {
+      if (!start.valid()) return;
       Point p = ascend(std::move(start));
       if (!best.valid() || p.probe.value > best.probe.value) {
         best = std::move(p);
-        best_origin = k < 0 ? "centre" : "random " + std::to_string(k);
+        best_origin = origin;
       }
-    }
+    };
+    const Point centre = probe(X_, {});
+    consider(centre, "centre");
+    // Against the gradient too: at larger radii the other side of the boundary can be higher (a softmax row
+    // that the first-order step saturates further, the other step brings to a tie).
+    if (centre.valid()) consider(opposite_start(centre), "centre, against the gradient");
+    for (int k = 0; k < settings_.random_starts; ++k)
+      consider(random_start(k), "random " + std::to_string(k));
     RegionWitness out;
     if (!best.valid()) {
       out.reason = "no point of the region has a finite Jacobian value in double";
@@ -165,6 +171,28 @@ class RegionAscent {
     return Eigen::Map<const Matrix<double>>(g.data(), X_.rows(), X_.cols());
   }
 
+  Matrix<double> gradient(const Point& p) const { return detail::probe_gradient(block_, p.X, p.probe, ell_); }
+
+  /// The boundary point against the gradient at the centre, or an invalid point where it has no direction.
+  Point opposite_start(const Point& centre) {
+    Matrix<double> G;
+    try {
+      G = gradient(centre);
+    } catch (const InputError&) {
+      return Point{};
+    }
+    const double gnorm = G.size() ? G.norm() : 0.0;
+    if (!(gnorm > 0) || !std::isfinite(gnorm)) return Point{};
+    Matrix<double> delta = region_.shape == RegionShape::ball
+                               ? Matrix<double>((-region_.radius / gnorm) * G)
+                               : Matrix<double>(G.unaryExpr([&](double x) {
+                                   return x > 0 ? -region_.radius : (x < 0 ? region_.radius : 0.0);
+                                 }));
+    Matrix<double> moved = into_region(X_, std::move(delta), region_);
+    if (moved.size() == 0) return Point{};
+    return probe(std::move(moved), norm_ == Norm::two ? centre.probe.direction : Matrix<double>());
+  }
+
   /// A seeded point of the boundary: a Gaussian direction scaled to the ball's radius, or random signs at
   /// the box's half-width.
   Point random_start(int k) {
@@ -189,7 +217,7 @@ class RegionAscent {
     Matrix<double> G;
     const auto direction = [&] {
       try {
-        G = detail::probe_gradient(block_, current.X, current.probe, ell_);
+        G = gradient(current);
       } catch (const InputError&) {
         return false;
       }

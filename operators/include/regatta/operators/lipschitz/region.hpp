@@ -94,7 +94,7 @@ struct RegionWitness {
   /// CERTIFIED upper bound (rounded up) on ‖X' − X‖_F (ball) or max |X'_ia − X_ia| (box), never above the
   /// region's radius when `lower` is set.
   double distance = 0;
-  std::string origin;  ///< the start it was reached from: "centre" or "random k"
+  std::string origin;  ///< the start: "centre", "centre, against the gradient" or "random k"
   std::string reason;  ///< why `lower` is unset
 };
 
@@ -117,8 +117,9 @@ struct RegionNormReport {
   std::optional<RegionWitness> two_witness, inf_witness;
 };
 
-/// The projected ascent of region_witness: from the centre, and from `random_starts` seeded random points of
-/// the region's boundary, at most `ascent_steps` steps each (accepted or rejected).
+/// The projected ascent of region_witness: from the centre, from the boundary point against the gradient at
+/// the centre, and from `random_starts` seeded random points of the region's boundary, at most `ascent_steps`
+/// steps each (accepted or rejected).
 struct RegionWitnessOptions {
   int random_starts = 2;
   int ascent_steps = 30;
