@@ -6,6 +6,7 @@
 #include <limits>
 
 #include <regatta/core/checks.hpp>
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
@@ -171,9 +172,9 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
 
   std::string wider;
   if (out.closed_form_two && out.two_upper >= out.closed_form_two->upper)
-    wider = "sup ||J||_2 <= " + std::to_string(out.two_upper) + " is not below " + out.closed_form_two->id;
+    wider = "sup ||J||_2 <= " + upper_decimal(out.two_upper) + " is not below " + out.closed_form_two->id;
   if (out.closed_form_inf && out.inf_upper >= out.closed_form_inf->upper)
-    wider += (wider.empty() ? "" : "; ") + ("sup ||J||_inf <= " + std::to_string(out.inf_upper) +
+    wider += (wider.empty() ? "" : "; ") + ("sup ||J||_inf <= " + upper_decimal(out.inf_upper) +
                                             " is not below " + out.closed_form_inf->id);
   if (!wider.empty()) {
     out.status = "not certified: enclosure too wide (" + wider + ")";
