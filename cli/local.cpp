@@ -54,6 +54,7 @@ struct LocalArgs {
   double readout_lipschitz = 1;
   std::optional<double> ball, box;
   long long region_limit = 4096;
+  int region_pieces = 0;  // 0: automatic (lip::region_pieces)
   bool json = false;
 };
 
@@ -166,6 +167,7 @@ RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, co
   if (out.refusal) return out;
   lip::RegionOptions options;
   options.dense_limit = args.region_limit;
+  options.pieces = args.region_pieces;
   options.progress = progress;
   // The second-order form for --ball/--box (docs/local.md); in the bisection of the radius only where one
   // evaluation is cheap (n·d ≤ 128: at most 16 forward-mode passes per step).
@@ -185,6 +187,7 @@ RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, co
     radius.region = options;
     radius.region.progress = {};
     radius.region.second_order = X.size() <= 128;
+    radius.region.pieces_budget = 0;  // the smallest automatic pieces: one region per bisection step
     progress("region robustness radius (bisection)", 0, 1);
     out.radius = lip::region_certified_radius(r.layer, r.options, X, margin, local.two.estimate, radius);
     progress("region robustness radius (bisection)", 1, 1);
@@ -251,6 +254,8 @@ nlohmann::json region_json(const RegionResults& g, const lip::LocalNormReport& l
                              {"sup_jacobian_norm_2_certified_upper", number_or_null(so.two_upper)},
                              {"sup_jacobian_norm_inf_certified_upper", number_or_null(so.inf_upper)},
                              {"frobenius_radius", so.radius},
+                             {"radius_pieces", so.radius_pieces},
+                             {"taylor_pieces", so.taylor_pieces},
                              {"spectral_gap",
                               {{"sup_jacobian_norm_2_certified_upper", number_or_null(so.gap_two)},
                                {"first_order_rate_certified_upper", number_or_null(so.gap_rate)},
@@ -414,6 +419,11 @@ void print_region(const RegionResults& g, const lip::LocalNormReport& local) {
            "(certified: ||J(X') - J(X)||_2 <= ||X' - X||_F * slope on the region)");
       line("second-order sup ||J||_2", upper_number(n.second_order->two_upper),
            "(certified: ||J(X)||_2 upper + " + number(n.second_order->radius) + " * slope)");
+      const int taylor = n.second_order->taylor_pieces;
+      line("segment pieces", std::to_string(n.second_order->radius_pieces),
+           "(radius pieces of the enclosures over the region" +
+               (taylor > 0 ? "; the Taylor form's remainder in " + std::to_string(taylor) : std::string()) +
+               "; --region-pieces)");
     }
     if (n.second_order && std::isfinite(n.second_order->gap_two)) {
       line("spectral-gap rate", upper_number(n.second_order->gap_rate),
@@ -520,6 +530,8 @@ void run(const LocalArgs& args, int& result) {
                      "needs --ball or --box with --norms-only (its radius comes from delta otherwise)");
   if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz > 0))
     throw InputError("--readout-lipschitz", "must be finite and > 0");
+  if (args.region_pieces > 0 && !args.ball && !args.box && !(args.certify && args.margin))
+    throw InputError("--region-pieces", "needs a region: --ball, --box, or --certify with --margin");
   const TokenBatch inputs = load_token_batch(args.input, "--input", resolved.layer.d);
   // Every input of a batch has the same size, so one check covers them all, before any work.
   const Matrix<double>& first = inputs.inputs.front();
@@ -637,6 +649,10 @@ void add_local_command(CLI::App& app, int& result) {
   cmd->add_option("--region-limit", args->region_limit,
                   "Largest n*d for the region enclosure (dense interval64 Jacobian; default 4096)")
       ->check(CLI::Range(1LL, 1LL << 16));
+  cmd->add_option("--region-pieces", args->region_pieces,
+                  "Segment pieces M of the region's second-order forms: tighter at large radii, M times the "
+                  "passes (default: automatic by n*d, 4 to 16 where n*d <= 128, else 1)")
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &result] { run(*args, result); });
 }

@@ -1,6 +1,7 @@
 """regatta.Layer: one attention layer with its options, from PyTorch objects, state dicts, files or a seed,
 and everything the library computes for it. Numerics are the library's (regatta._regatta); this file only
 converts arguments and wraps results."""
+import numbers
 import numpy as np
 
 from . import _regatta
@@ -202,12 +203,20 @@ class Layer:
 
     def local(self, X, *, certify=False, precision=128, method="lanczos", tolerance=1e-10, max_iterations=500,
               dense_limit=256, ball=None, box=None, margin=None, readout_lipschitz=1.0, region_limit=4096,
-              progress=None):
+              region_pieces=None, progress=None):
         """||J(X)||_2 and ||J(X)||_inf with certified bounds (`regatta local`); ball / box: the certified sup
-        of ||J|| over B(X, ball) or the box X +- box; margin (with certify): the certified robustness radius."""
+        of ||J|| over B(X, ball) or the box X +- box; margin (with certify): the certified robustness radius.
+        region_pieces (`--region-pieces`): segment pieces of the region's second-order forms, tighter at large
+        radii for that many times the passes; None: automatic by n*d."""
+        if region_pieces is not None and (isinstance(region_pieces, bool) or not isinstance(
+                region_pieces, numbers.Integral) or not 1 <= region_pieces <= 256):
+            raise _regatta.InputError(f"region_pieces: must be an integer in [1, 256], or None for automatic; "
+                                      f"got {region_pieces!r}")
+        pieces = 0 if region_pieces is None else int(region_pieces)
         with hook(progress) as callback:
             raw = _regatta.local(self._core, array(X), certify, precision, method, tolerance, max_iterations,
-                                 dense_limit, ball, box, margin, readout_lipschitz, region_limit, callback)
+                                 dense_limit, ball, box, margin, readout_lipschitz, region_limit, pieces,
+                                 callback)
         return LocalResult(raw)
 
     def bracket(self, n, *, radius=None, norm="2", certify=False, precision=128, budget=10.0, evaluations=20000,

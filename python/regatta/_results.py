@@ -56,6 +56,9 @@ class RegionResult:
         self.sup_norm_2_method = raw["two_upper_method"]
         self.sup_norm_inf = upper(raw["inf_upper"])
         self.relative_width = Estimate(raw["relative_width"])
+        # The segment pieces the second-order forms used (0: the form did not run; taylor 0: no Taylor form).
+        self.radius_pieces = raw["radius_pieces"]
+        self.taylor_pieces = raw["taylor_pieces"]
         # Certified lower ends of the sup: the larger of the centre's certified norm and ||J(X')|| at a point X'
         # of the region found by ascent (the witness: its input, certified distance, estimate, origin).
         self.sup_norm_2_lower = lower(raw["two_lower"])

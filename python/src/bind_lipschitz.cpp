@@ -92,7 +92,8 @@ py::list bounds(const LayerCore& l, std::optional<std::int64_t> n, std::optional
 py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned precision,
                const std::string& method, double tolerance, int max_iterations, Eigen::Index dense_limit,
                std::optional<double> ball, std::optional<double> box, std::optional<double> margin,
-               double readout_lipschitz, Eigen::Index region_limit, const py::object& progress) {
+               double readout_lipschitz, Eigen::Index region_limit, int region_pieces,
+               const py::object& progress) {
   const Matrix<double> x = matrix_arg(X, "X", l.layer.d);
   check_sequence_memory("X", l, double(x.rows()), double(x.rows()));
   lip::LocalNormOptions options;
@@ -115,6 +116,8 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
   if (!(std::isfinite(readout_lipschitz) && readout_lipschitz >= 0))
     throw InputError("readout_lipschitz", "must be finite and >= 0");
   if (region_limit < 1) throw InputError("region_limit", "must be >= 1");
+  if (region_pieces < 0 || region_pieces > 256)
+    throw InputError("region_pieces", "must lie in [1, 256], or 0 for automatic");
 
   Interrupter interrupter(progress);
   const lip::Progress hook = [&](std::string_view stage, Eigen::Index done, Eigen::Index total) {
@@ -134,6 +137,7 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
       if (!refusal) {
         lip::RegionOptions region_options;
         region_options.dense_limit = region_limit;
+        region_options.pieces = region_pieces;
         region_options.progress = hook;
         // As `regatta local`: the second-order form for ball/box, and in the radius bisection only where one
         // evaluation is cheap (n·d ≤ 128).
@@ -153,6 +157,7 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
           lip::RegionRadiusOptions radius_options;
           radius_options.region = region_options;
           radius_options.region.second_order = x.size() <= 128;
+          radius_options.region.pieces_budget = 0;  // the smallest automatic pieces: one region per step
           radius = lip::region_certified_radius(l.layer, l.options, x, setting, norms.two.estimate,
                                                 radius_options);
         }
@@ -189,6 +194,8 @@ py::dict local(const LayerCore& l, const py::handle& X, bool certify, unsigned p
     g["two_upper_method"] = region->two_upper_method;
     g["inf_upper"] = region->certified ? py::object(py::float_(region->inf_upper)) : py::object(py::none());
     g["relative_width"] = region->relative_width;
+    g["radius_pieces"] = region->second_order ? region->second_order->radius_pieces : 0;
+    g["taylor_pieces"] = region->second_order ? region->second_order->taylor_pieces : 0;
     // The certified lower ends: the larger of the centre's certified norm and the witness's.
     for (const auto& [key, witness, centre] :
          {std::tuple{"two", &region->two_witness,
@@ -302,7 +309,8 @@ void bind_lipschitz(py::module_& m) {
         py::arg("precision") = 128u, py::arg("method") = "lanczos", py::arg("tolerance") = 1e-10,
         py::arg("max_iterations") = 500, py::arg("dense_limit") = lip::dense_certification_limit,
         py::arg("ball") = py::none(), py::arg("box") = py::none(), py::arg("margin") = py::none(),
-        py::arg("readout_lipschitz") = 1.0, py::arg("region_limit") = 4096, py::arg("progress") = py::none());
+        py::arg("readout_lipschitz") = 1.0, py::arg("region_limit") = 4096, py::arg("region_pieces") = 0,
+        py::arg("progress") = py::none());
   m.def("bracket", &bracket, py::arg("layer"), py::arg("n"), py::arg("radius") = py::none(),
         py::arg("norm") = "2", py::arg("certify") = false, py::arg("precision") = 128u,
         py::arg("budget") = 0.0, py::arg("evaluations") = 20000, py::arg("restarts") = 4, py::arg("seed") = 0,

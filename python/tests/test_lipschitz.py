@@ -77,6 +77,16 @@ def test_region_and_robustness_are_the_command_lines(tmp_path, cli):
     assert float(r.region.sup_norm_2_lower) <= sigma * (1 + 64 * 6 * EPS)
     assert r.region.sup_norm_2_lower > r.norm_2_lower
     assert r.region.sup_norm_2_lower <= r.region.sup_norm_2
+    # region_pieces is --region-pieces: the same bound and the same counts as the command line.
+    p = layer.local(X, certify=True, ball=1e-2, region_pieces=3)
+    t = cli("local", "--random", "d=2,heads=1,seed=1", "--input", save(tmp_path / "x.npy", X), "--certify",
+            "--ball", 1e-2, "--region-pieces", 3, "--json")["region"]
+    assert float(p.region.sup_norm_2) == t["sup_jacobian_norm_2_certified_upper"]
+    assert p.region.radius_pieces == t["second_order"]["radius_pieces"] == 3
+    assert p.region.taylor_pieces == t["second_order"]["taylor_pieces"] == 3
+    for bad in (0, -2, 257, 2.5, True, "4"):
+        with pytest.raises(regatta.InputError, match="region_pieces"):
+            layer.local(X, ball=1e-2, region_pieces=bad)
     m = layer.local(X, certify=True, margin=0.5)
     t = cli("local", "--random", "d=2,heads=1,seed=1", "--input", save(tmp_path / "x.npy", X), "--certify",
             "--margin", 0.5, "--json")["region"]

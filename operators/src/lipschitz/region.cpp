@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include <regatta/core/checks.hpp>
 #include <regatta/core/decimal.hpp>
@@ -58,6 +59,13 @@ std::optional<ClosedFormBound> best_closed_form(const AttentionLayer& layer, con
 }  // namespace
 
 std::string to_string(RegionShape shape) { return shape == RegionShape::ball ? "ball" : "box"; }
+
+std::pair<int, int> region_pieces(Index nd, Index budget) {
+  const Index chunks = (nd + 7) / 8, passes = chunks * (chunks + 1) / 2;
+  int taylor = 2;
+  while (taylor < 16 && 2 * taylor * passes <= budget) taylor *= 2;
+  return {nd <= 128 ? std::max(4, taylor) : 1, taylor};
+}
 
 Matrix<interval64> region_box(const Matrix<double>& X, double r) {
   check_radius("region radius", r);
@@ -141,10 +149,16 @@ RegionNormReport region_jacobian_norms(const AttentionLayer& layer, const Attent
     detail::SecondOrderOptions so;
     so.progress = options_region.progress;
     so.spectral_limit = options_region.second_order_spectral_limit;
+    if (options_region.pieces > 0) {
+      so.radius_pieces = so.taylor_pieces = options_region.pieces;
+      so.pieces_limit = std::numeric_limits<Index>::max();
+    } else {
+      std::tie(so.radius_pieces, so.taylor_pieces) = region_pieces(nd, options_region.pieces_budget);
+    }
     const detail::SecondOrderBound b = detail::second_order_bound(layer, options, X, box, l2_radius, so);
-    out.second_order =
-        SecondOrderSummary{b.centre_two, b.centre_inf, b.slope_two, b.slope_inf,     b.two_upper, b.inf_upper,
-                           l2_radius,    b.gap_two,    b.gap_rate,  b.gap_sigma_two, b.gap_c};
+    out.second_order = SecondOrderSummary{
+        b.centre_two, b.centre_inf, b.slope_two,     b.slope_inf, b.two_upper,     b.inf_upper,    l2_radius,
+        b.gap_two,    b.gap_rate,   b.gap_sigma_two, b.gap_c,     b.radius_pieces, b.taylor_pieces};
     if (b.finite && b.two_upper < out.two_upper) {
       out.two_upper = b.two_upper;
       out.two_upper_method = "second-order form: " + b.centre_two_method +

@@ -348,6 +348,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   // j/m] of every segment X + tδ, i.e. over X + (j/m)(region − X) (ℓ₂ radius (j/m)ρ, box X + (j/m)(box − X));
   // [T_k] is the average of the m enclosures (the integral form of the mean-value theorem, piece by piece).
   const int pieces = nd <= so_options.pieces_limit ? std::max(1, so_options.radius_pieces) : 1;
+  out.radius_pieces = pieces;
   const Index passes = (nd + chunk - 1) / chunk;
   const interval64 weight = interval64(1.0) / interval64(double(pieces));
   std::vector<Matrix<interval64>> boxes;
@@ -515,8 +516,10 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
       const interval64 M{double(m)};
       weights.push_back((interval64(1.0) - interval64(double(2 * i - 1)) / (interval64(2.0) * M)) / M);
     }
-    if (centre.finite && !sweeps.empty() && sweeps.back().finite && int(sweeps.size()) == m)
+    if (centre.finite && !sweeps.empty() && sweeps.back().finite && int(sweeps.size()) == m) {
       taylor_bound(centre, sweeps, weights, l2_radius, out);
+      out.taylor_pieces = m;
+    }
   }
   return out;
 }

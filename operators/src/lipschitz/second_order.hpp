@@ -113,6 +113,8 @@ struct SecondOrderBound {
   double taylor_two = std::numeric_limits<double>::infinity();  ///< CERTIFIED: sup over R of ‖J(X')‖₂
   double taylor_rate = 0;  ///< CERTIFIED: |wᵀ(J(X') − J(X))v̂| ≤ ρ·taylor_rate on R (linear + remainder)
   double taylor_slope = 0;  ///< CERTIFIED: ‖J(X') − J(X)‖₂ ≤ ρ·taylor_slope on R
+  int radius_pieces = 1;    ///< the radius pieces used
+  int taylor_pieces = 0;    ///< the Taylor form's pieces (0: not formed)
 };
 
 /// The bound above for a convex region that contains X, lies in `box` and has ‖X' − X‖_F ≤ l2_radius for

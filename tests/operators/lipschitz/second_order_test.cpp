@@ -209,6 +209,40 @@ TEST(TaylorForm, BoundsTheSampledSupOnTheBallOfTorchLayers) {
   EXPECT_GE(formed, 3);
 }
 
+// More segment pieces (RegionOptions::pieces, --region-pieces): each piece's enclosure is over a sub-box of
+// the region's box, so by inclusion isotonicity the ∞-norm slope (sums of magnitudes, no midpoint) cannot
+// grow beyond rounding; the bounds stay above the sampled sup; the report says how many pieces were used.
+TEST(TaylorForm, MorePiecesStayAboveTheSampledSupAndDoNotWidenTheSlope) {
+  for (const char* name : {"dot_d4_h1_bias", "prenorm_rmsnorm_d4_h2_bias"}) {
+    SCOPED_TRACE(name);
+    const TorchCase c = torch_case(name);
+    const double eps = 1e-2 * c.X.norm();
+    detail::SecondOrderOptions one, many;
+    one.radius_pieces = one.taylor_pieces = 1;
+    many.radius_pieces = many.taylor_pieces = 16;
+    const detail::SecondOrderBound a =
+        detail::second_order_bound(c.layer, c.options, c.X, region_box(c.X, eps), eps, one);
+    const detail::SecondOrderBound b =
+        detail::second_order_bound(c.layer, c.options, c.X, region_box(c.X, eps), eps, many);
+    ASSERT_TRUE(b.finite);
+    EXPECT_EQ(a.radius_pieces, 1);
+    EXPECT_EQ(b.radius_pieces, 16);
+    EXPECT_EQ(b.taylor_pieces, std::isfinite(b.taylor_two) ? 16 : 0);
+    EXPECT_LE(b.slope_inf, a.slope_inf * (1 + 1e-12));
+    const double sampled = sampled_sup(c, eps, 303);
+    EXPECT_LE(sampled, b.two_upper * (1 + sampled_norm_slack));
+    EXPECT_LE(sampled, b.gap_two * (1 + sampled_norm_slack));
+  }
+  // The automatic choice: Taylor pieces up to 16 while their passes number at most 64, radius pieces at
+  // least 4 where n·d ≤ 128 (docs/local.md, "Radius pieces").
+  EXPECT_EQ(region_pieces(16), (std::pair{16, 16}));
+  EXPECT_EQ(region_pieces(20), (std::pair{8, 8}));
+  EXPECT_EQ(region_pieces(40), (std::pair{4, 4}));
+  EXPECT_EQ(region_pieces(72), (std::pair{4, 2}));
+  EXPECT_EQ(region_pieces(544), (std::pair{1, 2}));
+  EXPECT_EQ(region_pieces(16, 0), (std::pair{4, 2}));  // the radius bisection's choice
+}
+
 // The forward-mode passes run on OpenMP threads and are combined in a fixed order (parallel_passes.hpp): one
 // thread and three give the same bits, tightening sweeps, radius pieces and Taylor form included.
 TEST(TaylorForm, DoesNotDependOnTheNumberOfThreads) {

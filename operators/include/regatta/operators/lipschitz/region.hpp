@@ -35,6 +35,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <regatta/core/eigen.hpp>
 #include <regatta/operators/differentiable.hpp>
@@ -81,6 +82,10 @@ struct SecondOrderSummary {
   double gap_rate = 0;       ///< ‖g‖, g_k ≥ sup |wᵀ ∂_kJ v| over the region (w = J(X)v)
   double gap_sigma_two = 0;  ///< ‖J(X)(I − vvᵀ)‖₂ ≤ gap_sigma_two
   double gap_coupling = 0;   ///< c
+  /// The segment pieces used (docs/local.md, "Radius pieces" and "Taylor form"); taylor_pieces = 0 when
+  /// the Taylor form was not formed.
+  int radius_pieces = 1;
+  int taylor_pieces = 0;
 };
 
 /// A certified lower end of the supremum over the region: ‖J(X')‖ at one point X' of the region (the sup is
@@ -141,12 +146,26 @@ struct RegionOptions {
   /// Largest n·d at which the second-order form also certifies ‖∂_k J‖₂ by the binary64 spectral certificate
   /// for each coordinate k (else the norm products of second_order.hpp).
   Eigen::Index second_order_spectral_limit = 256;
+  /// Segment pieces of the second-order forms (docs/local.md, "Radius pieces"): every enclosure over the
+  /// region is the average of M enclosures over the nested regions X + (j/M)(region − X), M times the
+  /// passes, and the tighter the larger the radius. 0: automatic (region_pieces below, with pieces_budget);
+  /// M ≥ 1: M radius pieces and, where the Taylor form runs (n·d ≤ 128), M Taylor pieces, at any n·d.
+  int pieces = 0;
+  /// The automatic choice's budget of second-order passes (region_pieces); 0 gives its smallest choice (4
+  /// radius pieces and 2 Taylor pieces where n·d ≤ 128), which the radius bisection uses because it
+  /// evaluates the region at every step.
+  Eigen::Index pieces_budget = 64;
   /// Also look for the certified lower ends (region_witness, both norms): a few dozen double linearisations
   /// and one interval re-evaluation per norm.
   bool lower_witness = false;
   RegionWitnessOptions witness{};
   Progress progress{};
 };
+
+/// The automatic segment pieces at n·d = nd: {radius pieces, Taylor pieces}. The Taylor pieces are the
+/// largest power of two up to 16 whose second-order passes (⌈n·d/8⌉(⌈n·d/8⌉ + 1)/2 per piece) number at most
+/// `budget` in all, and at least 2; the radius pieces are max(4, Taylor pieces) where n·d ≤ 128, else 1.
+std::pair<int, int> region_pieces(Eigen::Index nd, Eigen::Index budget = 64);
 
 /// The box of half-width r around X as an interval64 matrix: entry (i, a) contains [X_ia − r, X_ia + r]
 /// (endpoints rounded outward).
