@@ -135,8 +135,9 @@ def main():
                 raise SystemExit(f"{name} rho {rho}: certified ratio {cert} below the sampled {s}")
             if cert is not None and low is not None and cert < low * (1 - 1e-12):
                 raise SystemExit(f"{name} rho {rho}: certified upper ratio {cert} below the certified lower {low}")
-            cells.append(f"{s:.6g} / " + (f"{low:.6g}" if low is not None else "-") + " / " +
-                         (f"{cert:.6g}" if cert is not None else "wide"))
+            # The sampled value is an estimate (to nearest); the certified ends are rounded outward.
+            cells.append(f"{s:.6g} / " + (f"{math.floor(low * 1e5) / 1e5:.5f}" if low is not None else "-") +
+                         " / " + (f"{math.ceil(cert * 1e5) / 1e5:.5f}" if cert is not None else "wide"))
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 

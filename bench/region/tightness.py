@@ -117,7 +117,7 @@ def main():
                 region = out["region"]
                 up = region.get("sup_jacobian_norm_2_certified_upper")
                 form = FORM.get(region.get("sup_jacobian_norm_2_form", ""), "")
-                cells.append(f"{up / ref:.6g} {form}" if up is not None else "wide")
+                cells.append(f"{math.ceil(up / ref * 1e5) / 1e5:.5f} {form}" if up is not None else "wide")  # rounded up
                 ratios.append(up / ref if up is not None else None)
                 forms.append(form)
                 low = region.get("sup_jacobian_norm_2_certified_lower")
