@@ -314,6 +314,28 @@ Matrix<double> closed_form_block_jacobian(const AttentionLayer& layer, const Att
   return closed_form_at(layer, options, X);
 }
 
+RegionPiece region_piece(const Matrix<double>& X, const Matrix<interval64>& box, double l2_radius, int j,
+                         int m) {
+  const interval64 scale = interval64(double(j)) / interval64(double(m));
+  RegionPiece piece{Matrix<interval64>(X.rows(), X.cols()), (scale * interval64(l2_radius)).upper()};
+  for (Index i = 0; i < X.rows(); ++i)
+    for (Index a = 0; a < X.cols(); ++a) {
+      const interval64 x(X(i, a));
+      const interval64 lo = x + scale * (interval64(box(i, a).lower()) - x),
+                       hi = x + scale * (interval64(box(i, a).upper()) - x);
+      piece.box(i, a) = interval64::hull(std::min(lo.lower(), x.lower()), std::max(hi.upper(), x.upper()));
+    }
+  return piece;
+}
+
+interval64 taylor_piece_weight(int i, int m) {
+  // ∫ (1 − t) dt over [(i − 1)/m, i/m] = (1/m)(1 − (2i − 1)/(2m)).
+  const interval64 M{double(m)};
+  return (interval64(1.0) - interval64(double(2 * i - 1)) / (interval64(2.0) * M)) / M;
+}
+
+std::size_t taylor_piece_region(int i, int m, int pieces) { return std::size_t(i * (pieces / m) - 1); }
+
 SecondOrderBound second_order_bound(const AttentionLayer& layer, const AttentionOptions& options,
                                     const Matrix<double>& X, const Matrix<interval64>& box, double l2_radius,
                                     const SecondOrderOptions& so_options) {
@@ -354,20 +376,12 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   std::vector<Matrix<interval64>> boxes;
   std::vector<BallTightening> tights(static_cast<std::size_t>(pieces));
   for (int j = 0; j < pieces; ++j) {
-    const interval64 scale = interval64(double(j + 1)) / interval64(double(pieces));
-    Matrix<interval64> bj(n, d);
-    for (Index i = 0; i < n; ++i)
-      for (Index a = 0; a < d; ++a) {
-        const interval64 x(X(i, a));
-        const interval64 lo = x + scale * (interval64(box(i, a).lower()) - x),
-                         hi = x + scale * (interval64(box(i, a).upper()) - x);
-        bj(i, a) = interval64::hull(std::min(lo.lower(), x.lower()), std::max(hi.upper(), x.upper()));
-      }
-    boxes.push_back(bj);
+    RegionPiece piece = region_piece(X, box, l2_radius, j + 1, pieces);
+    boxes.push_back(std::move(piece.box));
     // Tighten the intermediates over the piece's region first (BallTightening): a pass at the centre, then
     // sweeps of gradient bounds.
     BallTightening& tight = tights[std::size_t(j)];
-    tight.rho = (scale * interval64(l2_radius)).upper();
+    tight.rho = piece.l2_radius;
     if (so_options.tightening_sweeps > 0) {
       Grid<Tangent> Xc(n, d);
       for (Index i = 0; i < n; ++i)
@@ -383,7 +397,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
             [&](Index q) {
               BallTightening local = tight;
               local.begin_pass();
-              closed_form<Tangent>(layer, options, seeded(bj, q * chunk), local, false);
+              closed_form<Tangent>(layer, options, seeded(boxes.back(), q * chunk), local, false);
               sums[std::size_t(q)] = std::move(local.gradient2);
             },
             [&](Index q) {
@@ -509,12 +523,11 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
     std::vector<HessianSweep> sweeps;
     std::vector<interval64> weights;
     for (int i = 1; i <= m && centre.finite; ++i) {
-      const std::size_t piece = std::size_t(i * (pieces / m) - 1);  // the region X + (i/m)(R − X)
+      const std::size_t piece = taylor_piece_region(i, m, pieces);
       sweeps.push_back(hessian_sweep(layer, options, boxes[piece], tights[piece].bound, gap->v, gap->w,
                                      so_options.progress));
       if (!sweeps.back().finite) break;
-      const interval64 M{double(m)};
-      weights.push_back((interval64(1.0) - interval64(double(2 * i - 1)) / (interval64(2.0) * M)) / M);
+      weights.push_back(taylor_piece_weight(i, m));
     }
     if (centre.finite && !sweeps.empty() && sweeps.back().finite && int(sweeps.size()) == m) {
       taylor_bound(centre, sweeps, weights, l2_radius, out);

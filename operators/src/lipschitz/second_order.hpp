@@ -34,6 +34,7 @@
 // enclosures, no width), the remainders an enclosure of the third derivative over the region
 // (hessian_sweep.hpp), e.g. |wᵀEv̂| ≤ ρ‖g(X)‖ + ρ² Σ_i ω_i ‖[∇²φ]_i‖₂ (ω_i = ∫ over piece i of 1 − t).
 // Each part is the smaller of the two forms' bounds.
+#include <cstddef>
 #include <limits>
 #include <optional>
 #include <string>
@@ -116,6 +117,23 @@ struct SecondOrderBound {
   int radius_pieces = 1;    ///< the radius pieces used
   int taylor_pieces = 0;    ///< the Taylor form's pieces (0: not formed)
 };
+
+/// Radius piece j of m (1 ≤ j ≤ m) of a convex region R ∋ X that lies in `box` and has ‖X' − X‖_F ≤
+/// l2_radius: the region X + (j/m)(R − X), given by a box that contains X + (j/m)(box − X) and X, and an
+/// upper bound of its ℓ₂ radius (j/m)·l2_radius (docs/local.md, "Radius pieces"; both rounded outward).
+struct RegionPiece {
+  Matrix<interval64> box;
+  double l2_radius = 0;
+};
+RegionPiece region_piece(const Matrix<double>& X, const Matrix<interval64>& box, double l2_radius, int j,
+                         int m);
+
+/// The Taylor form's weight of piece i of m: an enclosure of ω_i = ∫ over [(i − 1)/m, i/m] of (1 − t) dt.
+interval64 taylor_piece_weight(int i, int m);
+
+/// The 0-based index, among `pieces` radius pieces, of the region X + (i/m)(R − X) (Taylor piece i of m,
+/// 1 ≤ i ≤ m, m a divisor of pieces).
+std::size_t taylor_piece_region(int i, int m, int pieces);
 
 /// The bound above for a convex region that contains X, lies in `box` and has ‖X' − X‖_F ≤ l2_radius for
 /// all its points. Throws InputError when second_order_refusal gives a reason.

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -26,6 +27,7 @@
 
 #include <regatta/core/dense_svd.hpp>
 #include <regatta/core/io/npz.hpp>
+#include <regatta/core/precision.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/layer.hpp>
@@ -424,6 +426,70 @@ TEST(CentredSoftmax, EnclosesTheDerivativesOverABoxAndIsNarrowerThanTheQuotientR
         }
     }
   }
+}
+
+// The geometry of the segment pieces, exactly: piece j of m must contain X + (j/m)(box − X) and X, with an
+// ℓ₂ radius of at least (j/m)ρ, or every bound built on it is unsound — and the loss from too small a piece
+// is far below the slack of any sampled check (a piece shrunk by 1/16 passes all of them), so each end is
+// compared with the exact value in 256-bit arithmetic, where m·(end − x) and j·(box end − x) are exact.
+TEST(RegionPieces, ContainTheScaledRegionExactly) {
+  const PrecisionGuard guard(256);
+  std::mt19937_64 rng(20261206);
+  std::uniform_real_distribution<double> coord(-10.0, 10.0), log_radius(-9.0, 0.0);
+  const auto radius = [&] { return std::pow(10.0, log_radius(rng)); };
+  for (int trial = 0; trial < 40; ++trial) {
+    const Index n = 3, d = 4;
+    Matrix<double> X(n, d);
+    Matrix<interval64> box(n, d);
+    for (Index i = 0; i < n; ++i)
+      for (Index a = 0; a < d; ++a) {
+        X(i, a) = trial % 5 == 0 ? 1e6 * coord(rng) : coord(rng);
+        box(i, a) = interval64::hull(X(i, a) - radius(), X(i, a) + radius());  // asymmetric
+      }
+    const double rho = radius();
+    for (int m : {1, 2, 3, 4, 7, 8, 16, 64})
+      for (int j = 1; j <= m; ++j) {
+        const detail::RegionPiece piece = detail::region_piece(X, box, rho, j, m);
+        EXPECT_GE(mpfr(piece.l2_radius) * m, mpfr(rho) * j) << m << " " << j;
+        for (Index i = 0; i < n; ++i)
+          for (Index a = 0; a < d; ++a) {
+            const mpfr x(X(i, a)), lo(piece.box(i, a).lower()), hi(piece.box(i, a).upper());
+            EXPECT_LE(lo, x);
+            EXPECT_GE(hi, x);
+            EXPECT_LE((lo - x) * m, (mpfr(box(i, a).lower()) - x) * j) << m << " " << j;
+            EXPECT_GE((hi - x) * m, (mpfr(box(i, a).upper()) - x) * j) << m << " " << j;
+            // and no wider than a few roundings: the pieces exist to be narrower than the box
+            EXPECT_LE(piece.box(i, a).upper() - piece.box(i, a).lower(),
+                      double(j) / m * (box(i, a).upper() - box(i, a).lower()) * (1 + 1e-12) +
+                          8 * std::abs(X(i, a)) * std::numeric_limits<double>::epsilon());
+          }
+      }
+  }
+}
+
+// The Taylor form's weights enclose ω_i = ∫ over [(i − 1)/m, i/m] of (1 − t) dt, computed here as the exact
+// difference of the antiderivative t − t²/2, and the piece used for weight i is the region of radius i/m.
+TEST(RegionPieces, TaylorWeightsAndRegionsMatchTheirPieces) {
+  const PrecisionGuard guard(256);
+  for (int pieces : {1, 2, 4, 8, 16, 64})
+    for (int m = 1; m <= pieces; m *= 2) {
+      mpfr total(0);
+      for (int i = 1; i <= m; ++i) {
+        const auto antiderivative = [&](int k) {
+          const mpfr t = mpfr(k) / m;
+          return t - t * t / 2;
+        };
+        const mpfr exact = antiderivative(i) - antiderivative(i - 1);
+        const interval64 w = detail::taylor_piece_weight(i, m);
+        EXPECT_LE(mpfr(w.lower()), exact) << i << "/" << m;
+        EXPECT_GE(mpfr(w.upper()), exact) << i << "/" << m;
+        total += exact;
+        // radius piece p is X + ((p + 1)/pieces)(R − X): the one with (p + 1)/pieces = i/m
+        const std::size_t p = detail::taylor_piece_region(i, m, pieces);
+        EXPECT_EQ(int(p + 1) * m, i * pieces) << i << "/" << m << " of " << pieces;
+      }
+      EXPECT_EQ(total, mpfr(0.5));
+    }
 }
 
 }  // namespace
