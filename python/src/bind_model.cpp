@@ -173,7 +173,7 @@ void bind_model(py::module_& m) {
               double lower = INFINITY;
               for (Eigen::Index k = 0; k < zi.size(); ++k)
                 if (k != y) lower = std::min(lower, (zi(y) - zi(k)).lower());
-              margin_lower = std::max(lower, 0.0);
+              margin_lower = lower;  // may be ≤ 0: then no radius is certified
               const operators::AttackResult a = operators::attack(*c.md, x, y, attack_options);
               attack = a.found ? a.radius : INFINITY;
               if (prediction == y && margin_lower > 0) {

@@ -170,6 +170,20 @@ def test_robustness_is_the_command_lines_row(model, data, cli, tmp_path):
     assert row.region_checks == want["region_checks"]
 
 
+def test_robustness_for_a_label_the_model_does_not_predict(model, data):
+    """The certified lower end of the margin stays a lower bound when it is negative (it was clamped to 0
+    once): below the estimate, and below the margin's upper end from the logits' enclosure."""
+    image = data["images"][0]
+    wrong = (int(model(image).argmax()) + 1) % 10
+    row = model.robustness(image, wrong)
+    enclosure = model.logits_enclosure(image)
+    others = [k for k in range(10) if k != wrong]
+    upper = min(float(enclosure[wrong].upper) - float(enclosure[k].lower) for k in others)
+    assert float(row.margin_lower) <= float(row.margin) < 0
+    assert float(row.margin_lower) <= upper
+    assert float(row.certified_radius) == 0
+
+
 def test_ctrl_c_interrupts_robustness_within_a_second_and_progress_is_reported(model, data):
     from test_lipschitz import assert_ctrl_c_stops_within_a_second
     image, label = data["images"][0], int(data["labels"][0])

@@ -2,8 +2,9 @@
 """`regatta certify` end to end on the tiny text models of tests/data/text_models (GPT-2: pre-norm, causal,
 last-token head; BERT: post-norm, CLS pooler; LLaMA: RMSNorm, rotary grouped-query attention, SwiGLU): it runs, labels the kinds, says why the naive certificate is
 not available, and per input no certified radius exceeds the attack radius (an upper bound on the true
-radius), every correctly classified input with a positive certified margin gets a positive certified radius
-and a misclassified one gets 0. With --compare local the same holds for the composition of local bounds on
+radius), the certified lower end of the margin is at most its estimate (negative when misclassified), every
+correctly classified input with a positive certified margin gets a positive certified radius and a
+misclassified one gets 0. With --compare local the same holds for the composition of local bounds on
 GPT-2 and BERT, and LLaMA reports it absent with the reason. Needs only the Python standard library.
 
     certify_text.py REGATTA TEXT_MODELS_DIR WORK_DIR
@@ -43,6 +44,11 @@ for name, limit, why in (("gpt2", "7", "causal attention"), ("bert", "2", "post-
             failures.append(f"{name} input {r['index']}: certified {r['certified_radius']} > attack {attack}")
         right = r["prediction"] == r["label"]
         correct += right
+        # the certified lower end of the margin, never above the estimate (up to its rounding), and
+        # negative where the label is not the prediction (it was once clamped to 0 there)
+        if r["margin_lower"] > r["margin"] + 1e-9 * (1 + abs(r["margin"])) or (not right and r["margin_lower"] >= 0):
+            failures.append(f"{name} input {r['index']}: certified margin lower end {r['margin_lower']} "
+                            f"against the estimate {r['margin']}")
         if right and r["margin_lower"] > 0 and not r["certified_radius"] > 0:
             failures.append(f"{name} input {r['index']}: correct with a certified margin but radius 0")
         local = r["local_radius"]

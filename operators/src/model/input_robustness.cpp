@@ -27,6 +27,10 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   const Model& m = model_double.model;
   InputRobustness r;
   r.label = y;
+  // Affine forms where asked and where they apply (their first-order part is exact), region enclosures
+  // otherwise.
+  r.method = method == RadiusMethod::affine && affine_unsupported(m).empty() ? RadiusMethod::affine
+                                                                             : RadiusMethod::region;
   const Vector<double> z = forward<double>(m, x);
   Eigen::Index predicted = 0;
   z.maxCoeff(&predicted);
@@ -39,17 +43,13 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   double lower = std::numeric_limits<double>::infinity();
   for (Eigen::Index c = 0; c < zi.size(); ++c)
     if (c != y) lower = std::min(lower, (zi(y) - zi(c)).lower());
-  r.margin_lower = std::max(lower, 0.0);
+  r.margin_lower = lower;  // negative where the label is not certainly the top class: no radius then
   if (std::isfinite(naive_denominator) && r.margin_lower > 0)
     r.naive = (interval64(r.margin_lower) / interval64(naive_denominator)).lower();
   const AttackResult a = attack(model_double, x, y);
   r.attack = a.found ? a.radius : std::numeric_limits<double>::infinity();
   if (r.prediction == y && r.margin_lower > 0) {
-    // Affine forms where asked and where they apply (their first-order part is exact), region enclosures
-    // otherwise.
     const double upper = a.found ? a.radius : 100.0;
-    r.method = method == RadiusMethod::affine && affine_unsupported(m).empty() ? RadiusMethod::affine
-                                                                               : RadiusMethod::region;
     const CertifiedRadius c = r.method == RadiusMethod::affine
                                   ? affine_certified_radius(m, x, y, upper, tolerance)
                                   : certified_radius(model_interval, x, y, upper, tolerance);

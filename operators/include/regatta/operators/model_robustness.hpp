@@ -148,7 +148,7 @@ std::string to_string(RadiusMethod method);
 struct InputRobustness {
   int label = 0, prediction = 0;
   double margin = 0;        ///< ESTIMATE: z_y − max_{c≠y} z_c in double
-  double margin_lower = 0;  ///< CERTIFIED: lower end of that margin from the interval64 forward (0 when ≤ 0)
+  double margin_lower = 0;  ///< CERTIFIED: lower end of that margin from the interval64 forward (may be ≤ 0)
   double naive = 0;         ///< CERTIFIED: margin_lower / naive_denominator (0 without a naive certificate)
   double attack = 0;        ///< ESTIMATE: attack radius, an upper bound on the true radius (inf: none found)
   double certified = 0;     ///< CERTIFIED: certified_radius (0 unless the prediction is y and certified)
