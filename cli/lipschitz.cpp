@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
 #include <regatta/core/error.hpp>
@@ -52,7 +53,7 @@ bool available() { return false; }
 
 namespace {
 
-constexpr const char* checkpoint_format = "regatta-lipschitz-checkpoint-1";
+constexpr const char* checkpoint_format = "regatta-lipschitz-checkpoint-2";
 
 struct LipschitzArgs {
   LayerArgs layer;
@@ -103,10 +104,21 @@ std::string describe(const lip::Symmetries& s) {
   return out.empty() ? "none" : out;
 }
 
+/// CRC-32 of the state's compact text: catches a checkpoint edited or damaged after it was written (not a
+/// forgery that recomputes it; docs/branch-and-bound.md, "Checkpoints").
+std::uint32_t state_checksum(const nlohmann::json& state) {
+  const std::string text = state.dump();
+  boost::crc_32_type crc;
+  crc.process_bytes(text.data(), text.size());
+  return crc.checksum();
+}
+
 nlohmann::json checkpoint_json(const lip::BranchBound& problem, const lip::BnbState& state) {
-  return {{"format", checkpoint_format},
-          {"problem", problem.problem_json()},
-          {"state", lip::state_to_json(state)}};
+  nlohmann::json j = {{"format", checkpoint_format},
+                      {"problem", problem.problem_json()},
+                      {"state", lip::state_to_json(state)}};
+  j["checksum"] = state_checksum(j.at("state"));
+  return j;
 }
 
 lip::BnbState read_resume(const lip::BranchBound& problem, const std::string& file) {
@@ -118,7 +130,13 @@ lip::BnbState read_resume(const lip::BranchBound& problem, const std::string& fi
           lip::BranchBound::describe_mismatch(problem.problem_json(), j.value("problem", nlohmann::json())))
     throw InputError(file, "was written for another problem: " + *why);
   if (!j.contains("state")) throw InputError(file, "has no 'state'");
-  return lip::state_from_json(j.at("state"), problem.dimension(), file);
+  if (!j.contains("checksum") || !j.at("checksum").is_number_unsigned() ||
+      j.at("checksum").get<std::uint64_t>() != state_checksum(j.at("state")))
+    throw InputError(file,
+                     "its 'state' does not match its checksum: the file was changed after it was written");
+  lip::BnbState state = lip::state_from_json(j.at("state"), problem.dimension(), file);
+  problem.check_resumed(state, file);
+  return state;
 }
 
 /// The published bounds that hold on the domain (tokens in B_R: R√d for the box), certified.

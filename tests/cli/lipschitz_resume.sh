@@ -1,7 +1,7 @@
 #!/bin/sh
 # `regatta lipschitz` checkpoints: a run stopped after a few batches and resumed, and a run killed with
-# SIGKILL and resumed, end with the bracket, witness and box count of the uninterrupted run; a checkpoint of
-# another domain is refused (exit 2, one line naming the mismatch).
+# SIGKILL and resumed, end with the bracket, witness and box count of the uninterrupted run; a checkpoint
+# edited after it was written, or of another domain, is refused (exit 2, one line naming why).
 #   lipschitz_resume.sh REGATTA WORK_DIR
 set -u
 regatta=$1
@@ -35,6 +35,15 @@ if [ -f "$work/killed.json" ]; then
   [ "$(fields "$work/whole.json")" = "$(fields "$work/after_kill.json")" ] || fail "resume after kill differs"
 fi
 ls "$work" | grep -q '\.tmp' && fail "a temporary file was left behind"
+
+# Edited after it was written (the lower end raised, as a hostile file would): refused by the checksum.
+sed 's/"steps": *\([0-9]\)/"steps": 1\1/' "$work/cp.json" >"$work/edited.json"
+cmp -s "$work/cp.json" "$work/edited.json" && fail "the edit of the checkpoint did not apply"
+$regatta $problem --resume "$work/edited.json" >/dev/null 2>"$work/err"
+rc=$?
+[ "$rc" = 2 ] || fail "an edited checkpoint gave exit $rc, expected 2"
+[ "$(wc -l <"$work/err")" = 1 ] || fail "stderr is not one line: $(cat "$work/err")"
+grep -q "checksum" "$work/err" || fail "the message does not name the checksum: $(cat "$work/err")"
 
 # Another domain: refused, naming it.
 $regatta lipschitz --kim-unit --n 3 --box 3 --gap 1e-3 --batch 16 --resume "$work/cp.json" >/dev/null 2>"$work/err"

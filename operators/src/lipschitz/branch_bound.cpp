@@ -7,6 +7,7 @@
 #include <exception>
 #include <limits>
 #include <numbers>
+#include <set>
 #include <utility>
 
 #include <mpfi.h>
@@ -341,7 +342,7 @@ BnbEvaluation BranchBound::evaluate(const BnbBox& box, double threshold) const {
   return out;
 }
 
-BnbState BranchBound::initial_state() const {
+BnbBox BranchBound::root_box() const {
   const Index k = dimension();
   BnbBox root;
   root.lo.assign(k, -domain_.radius);
@@ -371,11 +372,71 @@ BnbState BranchBound::initial_state() const {
       }
     }
   }
+  return root;
+}
+
+BnbState BranchBound::initial_state() const {
+  BnbBox root = root_box();
   BnbState state;
   root.id = state.next_id++;
   const BnbEvaluation e = evaluate(root, 0);
   apply(state, {root}, {e});
   return state;
+}
+
+void BranchBound::check_resumed(const BnbState& state, const std::string& source) const {
+  const BnbBox root = root_box();
+  const Index n = domain_.n, d = layer_.d;
+  std::set<std::uint64_t> ids;
+  for (const BnbBox& b : state.frontier) {
+    if (!ids.insert(b.id).second)
+      throw InputError(source, "two frontier boxes have the id " + std::to_string(b.id));
+    for (std::size_t k = 0; k < b.lo.size(); ++k)
+      if (!(b.lo[k] >= root.lo[k] && b.hi[k] <= root.hi[k]))
+        throw InputError(source, "frontier box " + std::to_string(b.id) + " is not inside the domain");
+  }
+  if (state.evaluated < state.frontier.size())
+    throw InputError(source, "'evaluated' is below the number of frontier boxes");
+  // The lower end: re-certified at its witness, which must lie in D.
+  if (state.witness.empty()) {
+    if (state.lower != 0) throw InputError(source, "'lower' is positive but there is no witness");
+  } else {
+    Matrix<double> P(n, d);
+    for (Index i = 0; i < n; ++i)
+      for (Index a = 0; a < d; ++a) P(i, a) = state.witness[std::size_t(i * d + a)];
+    for (Index i = 0; i < n; ++i) {
+      interval64 sq(0.0);
+      for (Index a = 0; a < d; ++a) {
+        if (!(std::fabs(P(i, a)) <= domain_.radius))
+          throw InputError(source, "the witness is not in the domain");
+        sq = sq + interval64(P(i, a)) * interval64(P(i, a));
+      }
+      if (domain_.shape == DomainShape::ball && !(sqrt(sq).upper() <= domain_.radius))
+        throw InputError(source, "the witness is not in the domain");
+    }
+    const double certified = norm_lower(
+        block_dense_jacobian_on_box<interval64>(layer_, options_, P.cast<interval64>()), bnb_.norm);
+    if (!(state.lower <= certified))
+      throw InputError(source, "'lower' is above the certified norm at its witness");
+  }
+  // Each frontier box's bound, evaluated again (deterministic: the same number when the file is the run's).
+  std::vector<double> again(state.frontier.size());
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(again.size()); ++i) {
+    try {
+      const BnbEvaluation e = evaluate(state.frontier[std::size_t(i)], infinity);
+      again[std::size_t(i)] = e.feasible ? e.upper : 0;
+    } catch (...) {
+#pragma omp critical(regatta_bnb_resume_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  for (std::size_t i = 0; i < again.size(); ++i)
+    if (!(state.frontier[i].upper >= again[i]))
+      throw InputError(source, "frontier box " + std::to_string(state.frontier[i].id) +
+                                   " has an 'upper' below its evaluation");
 }
 
 BnbBracket BranchBound::bracket(const BnbState& state) const {

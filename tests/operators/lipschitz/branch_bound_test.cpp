@@ -297,6 +297,45 @@ TEST(BranchBound, ResumedRunEndsInTheSameStateAsAnUninterruptedOne) {
   EXPECT_EQ(resumed.witness, whole.witness);
 }
 
+// A state read back is checked against the problem where it can be (BranchBound::check_resumed): the
+// run's own state passes; a raised lower end, a moved witness, a box outside the domain, a lowered box
+// bound or a repeated id are refused — each of them made a resumed run print a false certified bracket.
+TEST(BranchBound, ResumedStatesAreCheckedAgainstTheProblem) {
+  const BranchBound problem(kim_unit_layer(), {}, {DomainShape::ball, 1.0, 2}, BnbOptions{Norm::two, 5e-3});
+  BnbState part = problem.initial_state();
+  int steps = 0;
+  run_branch_bound(problem, part, [&](const BnbState&) { return ++steps > 3; }, {});
+  ASSERT_GE(part.frontier.size(), 2u);
+  ASSERT_FALSE(part.witness.empty());
+  EXPECT_NO_THROW(problem.check_resumed(part, "f"));
+  const auto refused = [&](const BnbState& s, const std::string& what) {
+    try {
+      problem.check_resumed(s, "f");
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  BnbState bad = part;
+  bad.lower = std::nextafter(part.lower, 10.0);
+  refused(bad, "above the certified norm at its witness");
+  bad = part;
+  bad.witness[0] = 1.5;  // the first token outside the unit disk
+  refused(bad, "witness is not in the domain");
+  bad = part;
+  bad.witness.clear();
+  refused(bad, "no witness");
+  bad = part;
+  bad.frontier[0].hi[0] = 1.5;
+  refused(bad, "is not inside the domain");
+  bad = part;
+  bad.frontier[1].upper = bad.frontier[1].upper * 0.5;
+  refused(bad, "below its evaluation");
+  bad = part;
+  bad.frontier[1].id = bad.frontier[0].id;
+  refused(bad, "two frontier boxes have the id");
+}
+
 TEST(BranchBound, RefusesBadProblemsAndMalformedStates) {
   const AttentionLayer L = kim_unit_layer();
   EXPECT_THROW(BranchBound(L, {}, {DomainShape::box, 1, 13}, {}), InputError);  // n·d above the limit

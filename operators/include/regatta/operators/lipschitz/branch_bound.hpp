@@ -137,6 +137,12 @@ class BranchBound {
 
   /// The root box of the reduced domain, evaluated.
   BnbState initial_state() const;
+  /// Checks a state read from a checkpoint against this problem, so that a corrupt or edited file cannot
+  /// make a certified bracket false in the parts that can be checked: every frontier box inside the root
+  /// box with a distinct id and a u(B) at least its re-evaluation, the witness in D and `lower` at most the
+  /// certified norm there. Throws InputError naming `source`. The pruned part (pruned_upper and the boxes
+  /// no longer in the frontier) cannot be checked without redoing the run: docs/branch-and-bound.md.
+  void check_resumed(const BnbState& state, const std::string& source) const;
   /// The certified bracket of a state.
   BnbBracket bracket(const BnbState& state) const;
   /// True when the gap is reached or the frontier is empty.
@@ -160,6 +166,8 @@ class BranchBound {
                                                       const nlohmann::json& theirs);
 
  private:
+  /// The root box of the reduced domain (no id, not evaluated).
+  BnbBox root_box() const;
   bool feasible(const BnbBox& box) const;
   std::vector<double> domain_point(const BnbBox& box) const;
   /// The width by which split_batch chooses the coordinate to halve (θ_i counts as r_i's upper end times
