@@ -41,9 +41,16 @@ struct AttendArgs {
 Matrix<double> apply(const ResolvedLayer& resolved, const AttendArgs& args, const Matrix<double>& X,
                      const Matrix<double>* context) {
   Matrix<double> Y = X;
-  for (int layer_index = 0; layer_index < args.depth; ++layer_index)
+  for (int layer_index = 0; layer_index < args.depth; ++layer_index) {
     Y = context ? operators::attend_cross(resolved.layer, Y, *context, resolved.options)
                 : operators::attend(resolved.layer, Y, resolved.options);
+    // Finite input, non-finite output: the scores or values left the double range. Nothing is written.
+    if (!Y.allFinite())
+      throw InputError(args.input,
+                       "the output" + (args.depth > 1 ? " of layer " + std::to_string(layer_index + 1) : "") +
+                           " is not finite (the scores or values overflow the double range): "
+                           "rescale the input or the layer's weights");
+  }
   return Y;
 }
 

@@ -19,6 +19,7 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
@@ -209,6 +210,7 @@ void run(const LipschitzArgs& args, int& result) {
   try {
     if (!args.resume.empty()) {
       state = read_resume(problem, args.resume);
+      io::release_input(args.resume);  // --checkpoint may rewrite the file it resumed from
       resumed = true;
     } else {
       state = problem.initial_state();

@@ -6,6 +6,7 @@
 #include <new>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/resources.hpp>
 #include "command.hpp"
 
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
+  // No output of a run replaces one of its inputs (a --witness or --out naming the layer file, a --checkpoint
+  // naming the layer): refused with exit 2 before anything is written.
+  regatta::io::protect_inputs(true);
   CLI::App app{
       "regatta: REGularity of ATTention Analysis.\n"
       "Every number printed says whether it is an estimate or certified.\n"

@@ -1,6 +1,7 @@
 // regatta norm (MATRIX | --random SPEC): the spectral norm ‖M‖₂ of a matrix as a power-iteration estimate and
 // a certified bracket [lower, upper] (interval arithmetic). Every bound on attention built later multiplies
 // spectral norms of weight matrices; this command exposes the certified building block on its own.
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -93,6 +94,12 @@ void run(const NormArgs& args, int& result) {
   const bool cholesky_allowed = std::min(m.rows(), m.cols()) <= args.cholesky_limit;
   options.allow_cholesky = cholesky_allowed;
   const PowerIterationResult<double> power = spectral_norm_power<double>(m, options.power);
+  const auto overflow = [&] {
+    return InputError(source, "the spectral norm is not a finite double (max |entry| = " +
+                                  number(m.cwiseAbs().maxCoeff(), 17) + "): rescale the matrix");
+  };
+  // A power vector that overflowed is no point to certify at (its NaN was reported as the vector's).
+  if (!std::isfinite(power.estimate) || !power.right_vector.allFinite()) throw overflow();
   const CertifiedNormBound bound = spectral_norm_upper_certified<double>(m, options);
   CertifiedNormOptions cheap = options;
   cheap.allow_cholesky = false;
@@ -100,16 +107,17 @@ void run(const NormArgs& args, int& result) {
   const double relative_width = bound.lower > 0 ? (bound.upper - bound.lower) / bound.lower : INFINITY;
   // The estimate and the certified lower end are finite for every finite matrix whose norm is a double;
   // otherwise the entries are too large for the double range: bad input, nothing printed as a result.
-  if (!std::isfinite(power.estimate) || !std::isfinite(bound.lower))
-    throw InputError(source, "the spectral norm is not a finite double (max |entry| = " +
-                                 number(m.cwiseAbs().maxCoeff(), 17) + "): rescale the matrix");
+  if (!std::isfinite(bound.lower)) throw overflow();
+  // Power iteration approaches ‖M‖₂ from below in exact arithmetic; its rounding can put the double just
+  // above the certified upper end, so the printed estimate is kept inside the certified bracket.
+  const double estimate = std::clamp(power.estimate, bound.lower, bound.upper);
 
   if (args.json) {
     nlohmann::json out{{"source", source},
                        {"rows", m.rows()},
                        {"cols", m.cols()},
-                       {"estimate", power.estimate},
-                       {"estimate_kind", "estimate (power iteration, from below)"},
+                       {"estimate", estimate},
+                       {"estimate_kind", "estimate (power iteration, from below up to rounding)"},
                        {"power_iterations", power.iterations},
                        {"power_converged", power.converged},
                        {"certified_lower", bound.lower},
@@ -126,9 +134,9 @@ void run(const NormArgs& args, int& result) {
   } else {
     std::cout << std::setprecision(17);
     std::cout << "matrix            " << source << " (" << m.rows() << " x " << m.cols() << ")\n"
-              << "estimate          " << power.estimate << "   [estimate: power iteration from below, "
-              << power.iterations << " iterations" << (power.converged ? ", converged" : ", NOT converged")
-              << "]\n"
+              << "estimate          " << estimate
+              << "   [estimate: power iteration from below up to rounding, " << power.iterations
+              << " iterations" << (power.converged ? ", converged" : ", NOT converged") << "]\n"
               << "certified lower   " << lower_decimal(bound.lower, 17)
               << "   [certified: interval ‖Mv‖/‖v‖ at the power vector]\n"
               << "certified upper   " << upper_decimal(bound.upper, 17) << "   [certified: " << bound.method

@@ -13,6 +13,7 @@
 
 #include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 
 namespace regatta::cli {
 
@@ -65,6 +66,7 @@ inline void check_output_folder(const std::string& option, const std::string& fi
   if (!folder.empty() && !std::filesystem::is_directory(folder, ec))
     throw InputError(option, "the folder " + regatta::quoted(folder.string()) + " does not exist" +
                                  (ec ? " (" + ec.message() + ")" : std::string()));
+  io::check_not_input(file);  // an input already read (io::protect_inputs)
 }
 
 }  // namespace regatta::cli

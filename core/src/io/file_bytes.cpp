@@ -9,8 +9,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/detail/bytes.hpp>
@@ -47,6 +50,52 @@ std::string file_kind(mode_t mode) {
 
 }  // namespace
 
+namespace {
+
+/// The inputs read while protect_inputs is on, by (device, inode).
+struct InputRegistry {
+  std::mutex mutex;
+  bool on = false;
+  std::set<std::pair<dev_t, ino_t>> files;
+};
+
+InputRegistry& inputs() {
+  static InputRegistry registry;
+  return registry;
+}
+
+bool is_input(const struct stat& info) {
+  InputRegistry& r = inputs();
+  const std::lock_guard lock(r.mutex);
+  return r.on && r.files.contains({info.st_dev, info.st_ino});
+}
+
+[[noreturn]] void refuse_input(const std::filesystem::path& path) {
+  fail(path, "is also an input of this run; it is not overwritten (choose another output name)");
+}
+
+}  // namespace
+
+void protect_inputs(bool on) {
+  InputRegistry& r = inputs();
+  const std::lock_guard lock(r.mutex);
+  r.on = on;
+  if (!on) r.files.clear();
+}
+
+void release_input(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return;
+  InputRegistry& r = inputs();
+  const std::lock_guard lock(r.mutex);
+  r.files.erase({info.st_dev, info.st_ino});
+}
+
+void check_not_input(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && is_input(info)) refuse_input(path);
+}
+
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path, std::size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO without a writer (or a device that waits for carrier) returns at once instead
   // of blocking, and the fstat below then refuses it. The type is checked on the open descriptor, so a file
@@ -65,6 +114,11 @@ std::vector<std::byte> read_file_bytes(const std::filesystem::path& path, std::s
   struct stat info {};
   if (::fstat(file.fd, &info) != 0) fail(path, "cannot stat: " + errno_text(errno));
   if (!S_ISREG(info.st_mode)) fail(path, "is " + file_kind(info.st_mode) + ", not a regular file");
+  {
+    InputRegistry& r = inputs();
+    const std::lock_guard lock(r.mutex);
+    if (r.on) r.files.insert({info.st_dev, info.st_ino});
+  }
   // Regular files never block; clear O_NONBLOCK anyway so reads behave as documented for them.
   if (const int flags = ::fcntl(file.fd, F_GETFL); flags >= 0) ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK);
   const auto size_hint = static_cast<std::size_t>(info.st_size);
@@ -172,6 +226,7 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::b
     if (!S_ISREG(target.st_mode))
       fail(path, "is " + file_kind(target.st_mode) +
                      "; only a regular file is replaced (or a character device or FIFO written to)");
+    if (is_input(target)) refuse_input(path);
     mode = target.st_mode & 07777;
   } else if (errno != ENOENT) {
     fail(path, "cannot stat: " + errno_text(errno));

@@ -178,6 +178,34 @@ TEST(ioWriteFile, SymbolicLinkToAFileIsRefusedAndBothAreUntouched) {
   EXPECT_TRUE(no_temporary_left(dir.path()));
 }
 
+// With input protection on (the command-line tool), a file read is not replaced: not by its own name, not
+// through a hard link, not through check_not_input; after release_input it is, and with protection off
+// (the default, as in the Python module) every file is.
+TEST(ioWriteFile, AnInputReadIsNotReplacedWhileProtectionIsOn) {
+  test::ScratchDir dir;
+  write_file_atomic(dir / "layer.npy", as_bytes("weights"));
+  write_file_atomic(dir / "other.npy", as_bytes("other"));
+  std::filesystem::create_hard_link(dir / "layer.npy", dir / "alias.npy");
+  protect_inputs(true);
+  (void)read_file_bytes(dir / "layer.npy");
+  EXPECT_NE(write_error(dir / "layer.npy", "results").find("layer.npy: is also an input of this run"),
+            std::string::npos);
+  EXPECT_NE(write_error(dir / "alias.npy", "results").find("is also an input"), std::string::npos);
+  EXPECT_THROW(check_not_input(dir / "alias.npy"), InputError);
+  EXPECT_NO_THROW(check_not_input(dir / "other.npy"));
+  EXPECT_EQ(contents(dir / "layer.npy"), "weights");
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+  write_file_atomic(dir / "other.npy", as_bytes("replaced"));  // not read: replaced as before
+  EXPECT_EQ(contents(dir / "other.npy"), "replaced");
+  release_input(dir / "layer.npy");
+  write_file_atomic(dir / "layer.npy", as_bytes("checkpoint"));
+  EXPECT_EQ(contents(dir / "layer.npy"), "checkpoint");
+  (void)read_file_bytes(dir / "other.npy");
+  protect_inputs(false);
+  write_file_atomic(dir / "other.npy", as_bytes("again"));
+  EXPECT_EQ(contents(dir / "other.npy"), "again");
+}
+
 TEST(ioWriteFile, DirectoryIsRefused) {
   test::ScratchDir dir;
   std::filesystem::create_directory(dir / "out.npy");

@@ -16,6 +16,17 @@ inline constexpr std::size_t default_max_file_bytes = 16ull << 30;
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path,
                                        std::size_t max_bytes = default_max_file_bytes);
 
+/// Input protection, for a process that must never overwrite what it read (the command-line tool turns it
+/// on; off by default, so that a long-lived Python session may rewrite a file it read earlier). While on,
+/// read_file_bytes remembers the identity (device, inode) of every regular file it reads, and
+/// write_file_atomic and check_not_input refuse a target that is one of them — also through another name or
+/// a hard link — with an InputError naming it, before anything is written.
+void protect_inputs(bool on);
+/// Forgets `path` as an input: a file that the run is meant to replace (a checkpoint resumed and rewritten).
+void release_input(const std::filesystem::path& path);
+/// Throws InputError naming `path` when input protection is on and `path` is a file this process read.
+void check_not_input(const std::filesystem::path& path);
+
 /// Replaces (or creates) the regular file `path` with exactly `bytes`: writes a temporary file in the same
 /// directory, flushes it to disk and renames it over `path`, so readers see either the old file or the
 /// complete new one, never a partial write. A new file gets mode 0644; an existing file keeps its mode.
