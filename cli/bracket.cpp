@@ -13,6 +13,7 @@
 
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/io/npy.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
 #include "command.hpp"
@@ -61,6 +62,9 @@ void run(const BracketArgs& args, int& result) {
   options.search.seed = args.search.seed;
   options.search.progress = [](const std::string& line) { std::cerr << "bracket: " << line << "\n"; };
   check_output_folder("--witness", args.search.witness);
+  // Both files checked before the search, so that a failure leaves neither written.
+  io::check_replaceable(args.search.witness);
+  io::check_replaceable(direction_path(args.search.witness));
 
   const lip::Bracket b = lip::compute_bracket(resolved.layer, resolved.options, options);
   std::string witness_file, direction_file;

@@ -13,6 +13,7 @@
 
 #include <regatta/core/checks.hpp>
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/io/npy.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 #include "command.hpp"
@@ -67,6 +68,9 @@ void run(const MeasureArgs& args, int& result) {
   s.seed = args.search.seed;
   s.progress = [](const std::string& line) { std::cerr << "measure-lipschitz: " << line << "\n"; };
   check_output_folder("--witness", args.search.witness);
+  // Every witness file checked before the search, so that a failure leaves none written.
+  for (const char* suffix : {"_mu.npy", "_nu.npy", "_shared.npy"})
+    io::check_replaceable(args.search.witness + suffix);
 
   const lip::MeasureBracket b = lip::compute_measure_bracket(resolved.layer, resolved.options, s,
                                                              args.search.certify, args.search.precision);

@@ -204,25 +204,29 @@ void write_through(const std::filesystem::path& path, std::span<const std::byte>
 
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes) {
-  const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
-  if (path.filename().empty()) fail(path, "is not a file name");
+namespace {
 
+/// What write_file_atomic does with `path`: replace (or create) a regular file, write through a character
+/// device or FIFO (directly or through a symbolic link), or refuse with an InputError naming it.
+enum class Target { replace, through };
+
+Target classify_target(const std::filesystem::path& path, mode_t& mode) {
+  if (path.filename().empty()) fail(path, "is not a file name");
   // Only a regular file (or nothing) is replaced. A character device or FIFO, named directly or through a
   // symbolic link (/dev/null, /dev/stdout, a shell's process substitution), is written through in place:
   // renaming over it would replace the node with a regular file. Anything else is refused untouched.
-  mode_t mode = 0644;
+  mode = 0644;
   struct stat target {};
   if (::lstat(path.c_str(), &target) == 0) {
     if (S_ISLNK(target.st_mode)) {
       struct stat pointee {};
       if (::stat(path.c_str(), &pointee) == 0 && (S_ISCHR(pointee.st_mode) || S_ISFIFO(pointee.st_mode)))
-        return write_through(path, bytes);
+        return Target::through;
       fail(path,
            "is a symbolic link; only regular files are replaced (name the file it points to, or remove "
            "the link)");
     }
-    if (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)) return write_through(path, bytes);
+    if (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)) return Target::through;
     if (!S_ISREG(target.st_mode))
       fail(path, "is " + file_kind(target.st_mode) +
                      "; only a regular file is replaced (or a character device or FIFO written to)");
@@ -231,6 +235,20 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::b
   } else if (errno != ENOENT) {
     fail(path, "cannot stat: " + errno_text(errno));
   }
+  return Target::replace;
+}
+
+}  // namespace
+
+void check_replaceable(const std::filesystem::path& path) {
+  mode_t mode = 0;
+  (void)classify_target(path, mode);
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+  const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
+  mode_t mode = 0644;
+  if (classify_target(path, mode) == Target::through) return write_through(path, bytes);
   std::string temp_name = path.filename().string();  // ".name.tmp-XXXXXX", appended (see GCC PR 105651)
   temp_name.insert(0, 1, '.');
   temp_name += ".tmp-XXXXXX";

@@ -206,6 +206,22 @@ TEST(ioWriteFile, AnInputReadIsNotReplacedWhileProtectionIsOn) {
   EXPECT_EQ(contents(dir / "other.npy"), "again");
 }
 
+// check_replaceable says in advance what write_file_atomic would refuse, and writes nothing.
+TEST(ioWriteFile, CheckReplaceableRefusesWhatTheWriterRefuses) {
+  test::ScratchDir dir;
+  EXPECT_NO_THROW(check_replaceable(dir / "absent.npy"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "absent.npy"));
+  write_file_atomic(dir / "file.npy", as_bytes("x"));
+  EXPECT_NO_THROW(check_replaceable(dir / "file.npy"));
+  EXPECT_NO_THROW(check_replaceable("/dev/null"));
+  std::filesystem::create_directory(dir / "folder.npy");
+  EXPECT_THROW(check_replaceable(dir / "folder.npy"), InputError);
+  std::filesystem::create_symlink(dir / "file.npy", dir / "link.npy");
+  EXPECT_THROW(check_replaceable(dir / "link.npy"), InputError);
+  EXPECT_EQ(contents(dir / "file.npy"), "x");
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+}
+
 TEST(ioWriteFile, DirectoryIsRefused) {
   test::ScratchDir dir;
   std::filesystem::create_directory(dir / "out.npy");

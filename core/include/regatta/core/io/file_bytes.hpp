@@ -27,6 +27,11 @@ void release_input(const std::filesystem::path& path);
 /// Throws InputError naming `path` when input protection is on and `path` is a file this process read.
 void check_not_input(const std::filesystem::path& path);
 
+/// Throws the InputError that write_file_atomic would throw for what is at `path` now (a directory, a
+/// symbolic link to a regular file, a socket, an input of this run …), so that a command writing several
+/// files checks them all before it writes the first.
+void check_replaceable(const std::filesystem::path& path);
+
 /// Replaces (or creates) the regular file `path` with exactly `bytes`: writes a temporary file in the same
 /// directory, flushes it to disk and renames it over `path`, so readers see either the old file or the
 /// complete new one, never a partial write. A new file gets mode 0644; an existing file keeps its mode.
