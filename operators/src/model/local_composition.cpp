@@ -353,6 +353,7 @@ CertifiedRadius local_composition_radius(const ConvertedModel<I>& cm, const Vect
       c = std::clamp(crossing + (aim_below ? -offset : offset), a + 0.05 * w, b - 0.05 * w);
     }
     const double mid = std::exp(c);
+    if (!(mid > lo && mid < hi)) break;  // no double strictly inside: as tight as binary64 allows
     const Test t = test(mid);
     same_side = t.passed == !aim_below ? same_side + 1 : 1;
     if (t.passed)

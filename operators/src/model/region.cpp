@@ -332,6 +332,9 @@ CertifiedRadius certified_radius(const ConvertedModel<interval64>& cm, const Vec
         c = std::clamp(crossing + (aim_below ? -offset : offset), a + 0.05 * w, b - 0.05 * w);
     }
     const double mid = std::exp(c);
+    // No double strictly inside (a tolerance below what binary64 resolves): the bracket is as tight as it
+    // gets, and testing an end again would loop forever.
+    if (!(mid > lo.r && mid < hi.r)) break;
     const BallTest t = test(mid);
     const bool passed = t.certified;
     same_side = passed == !aim_below ? same_side + 1 : 1;
