@@ -258,9 +258,17 @@ void run(const LipschitzArgs& args, int& result) {
     lip::run_branch_bound(problem, state, should_stop, on_step);
   if (!args.checkpoint.empty()) io::write_json(args.checkpoint, checkpoint_json(problem, state));
 
-  const lip::BnbBracket b = problem.bracket(state);
-  const double relative = b.lower > 0 ? (b.upper - b.lower) / b.lower : std::nan("");
+  lip::BnbBracket b = problem.bracket(state);
   const std::vector<lip::BoundReport> bounds = published_bounds(resolved, domain, bnb.norm);
+  // The upper end: the search's, or a published bound's certified evaluation where that is smaller (where
+  // the region enclosures are not finite, e.g. LayerNorm over boxes that reach a token of zero spread).
+  std::string upper_from = "largest region enclosure over the remaining boxes";
+  for (const auto& r : bounds)
+    if (std::isfinite(r.certified_upper) && r.certified_upper < b.upper) {
+      b.upper = std::max(r.certified_upper, b.lower);
+      upper_from = "published bound " + std::string(lip::info(r.bound).id) + ", certified evaluation";
+    }
+  const double relative = b.lower > 0 ? (b.upper - b.lower) / b.lower : std::nan("");
   const std::string domain_text =
       domain.shape == lip::DomainShape::box
           ? "box [-" + number(domain.radius) + ", " + number(domain.radius) + "]^(" +
@@ -279,6 +287,7 @@ void run(const LipschitzArgs& args, int& result) {
         {"lower_kind", "certified"},
         {"upper", number_or_null(b.upper)},
         {"upper_kind", "certified"},
+        {"upper_from", upper_from},
         {"relative_gap", number_or_null(relative)},
         {"requested_gap", args.gap},
         {"gap_reached", b.gap_reached},
@@ -300,8 +309,7 @@ void run(const LipschitzArgs& args, int& result) {
               << "domain     " << domain_text << ", norm " << lip::to_string(bnb.norm) << "\n"
               << "symmetry   " << describe(problem.symmetries()) << "\n"
               << "lower      " << lower_number(b.lower) << "  (certified: ||J(X)|| at the witness)\n"
-              << "upper      " << upper_number(b.upper)
-              << "  (certified: largest region enclosure over the remaining boxes)\n"
+              << "upper      " << upper_number(b.upper) << "  (certified: " << upper_from << ")\n"
               << "gap        " << number(relative, 4) << " relative (requested " << number(args.gap) << "; "
               << (b.gap_reached ? "reached"
                                 : "NOT reached, stopped by " +
@@ -319,6 +327,13 @@ void run(const LipschitzArgs& args, int& result) {
                 << " (certified evaluation of the published form; " << number(r.certified_upper / b.upper, 4)
                 << " x the certified upper end)\n";
     if (!args.checkpoint.empty()) std::cout << "checkpoint " << args.checkpoint << "\n";
+  }
+  if (!std::isfinite(b.upper)) {
+    std::cerr << "regatta: the certified upper end is not finite: no region enclosure over the remaining "
+                 "boxes is bounded and no published bound applies (smaller boxes: a larger --max-boxes or "
+                 "--time-limit)\n";
+    result = exit_check_failed;
+    return;
   }
   result = exit_ok;
 }
