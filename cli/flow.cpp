@@ -223,6 +223,16 @@ void run(const FlowArgs& args, int& result) {
     }
     obs.push_back(ob);
   }
+  // A non-finite observable comes from the input (particles or --beta too large for the double range):
+  // refused before anything is written.
+  for (const Observation& ob : obs)
+    if (!std::isfinite(ob.energy) || !std::isfinite(ob.min_inner) || !std::isfinite(ob.max_inner))
+      throw InputError(fl::is_sphere_model(spec.model) ? "--beta"  // unit particles: beta is the cause
+                       : args.particles.empty()        ? "--init"
+                                                       : args.particles,
+                       "the interaction energy or the inner products at t = " + number(ob.time) +
+                           " are not finite doubles (beta <x_i, x_j> leaves the double range): rescale "
+                           "the particles or lower --beta");
   std::unique_ptr<Stability> stability;
   if (args.perturb_given) {
     const fl::Trajectory ty = fl::integrate(spec, Y0, w, o);
@@ -343,6 +353,18 @@ void run(const FlowArgs& args, int& result) {
     if (!args.out.empty()) std::cout << "\nwritten    " << args.out << "\n";
   }
   result = tr.status == fl::FlowStatus::completed ? exit_ok : exit_check_failed;
+  // A certified bound that overflowed is printed as it is (inf, null in JSON) and is no success.
+  if (stability && stability->lipschitz.available) {
+    bool finite = std::isfinite(stability->lipschitz.constant.upper());
+    for (const StabilityRow& row : stability->rows) finite = finite && !(std::isinf(row.bound));
+    if (!finite) {
+      std::cerr
+          << "regatta flow: the certified Gronwall bound is not a finite double (the Lipschitz constant "
+             "of the field, "
+          << stability->lipschitz.formula << ", overflows at this --beta)\n";
+      result = exit_check_failed;
+    }
+  }
 }
 
 }  // namespace
