@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from . import _regatta
+from ._args import flag, integer, optional_integer
 from ._progress import hook
 from ._results import BoundResult, BracketResult, LocalResult, MeasureBracketResult
 
@@ -73,7 +74,7 @@ class Layer:
         as `regatta ... --layer path --heads H --prefix P [--rope THETA|none]`. `rope`: the base theta of
         rotary position embeddings (Hugging Face's rope_theta), 'none', or None (not stated: LLaMA-layout
         weights, which carry RoPE with a theta they do not hold, are then refused)."""
-        return cls._with(_regatta.load_layer(str(path), int(heads), kind, prefix, no_out_proj, rope), options)
+        return cls._with(_regatta.load_layer(str(path), integer(heads, "heads"), kind, prefix, no_out_proj, rope), options)
 
     @classmethod
     def from_state_dict(cls, state_dict, heads, *, prefix="", kind="dot", no_out_proj=False, name="state_dict",
@@ -82,7 +83,7 @@ class Layer:
         selects one layer of a whole model ('blocks.3.', 'encoder.layer.0.attention.'); `name` names the
         collection in messages ('state_dict:in_proj_weight: ...'); `rope` as in from_file."""
         tensors = state_dict_arrays(state_dict)
-        return cls._with(_regatta.layer_from_tensors(tensors, int(heads), kind, prefix, no_out_proj, str(name),
+        return cls._with(_regatta.layer_from_tensors(tensors, integer(heads, "heads"), kind, prefix, no_out_proj, str(name),
                                                      rope), options)
 
     @classmethod
@@ -109,7 +110,9 @@ class Layer:
                no_out_proj=False, rope=None, **options):
         """The seeded random layer of `regatta ... --random d=..,heads=..,seed=.. [--rope THETA]` (same weights);
         `rope`: the rotary base theta, or None / 'none'."""
-        return cls._with(_regatta.random_layer(d, heads, head_dim, value_dim, scale, seed, kind, biases, no_out_proj,
+        return cls._with(_regatta.random_layer(integer(d, "d"), integer(heads, "heads"), integer(head_dim, "head_dim"),
+                                               integer(value_dim, "value_dim"), scale, integer(seed, "seed"), kind,
+                                               flag(biases, "biases"), flag(no_out_proj, "no_out_proj"),
                                                rope), options)
 
     def with_options(self, **options):
@@ -121,8 +124,9 @@ class Layer:
             raise _regatta.InputError(f"{sorted(unknown)[0]}: unknown layer option (known: {', '.join(_OPTIONS)})")
         merged.update(options)
         eps = options.get("norm_eps")
-        return Layer(c.with_options(bool(merged["causal"]), bool(merged["residual"]), str(merged["prenorm"]),
-                                    int(merged["sinkhorn"]), bool(merged["allow_untied_l2"]),
+        return Layer(c.with_options(flag(merged["causal"], "causal"), flag(merged["residual"], "residual"),
+                                    str(merged["prenorm"]), integer(merged["sinkhorn"], "sinkhorn"),
+                                    flag(merged["allow_untied_l2"], "allow_untied_l2"),
                                     None if eps is None else float(eps)))
 
     # ---- description --------------------------------------------------------------------------------------
@@ -154,14 +158,14 @@ class Layer:
         """F(X) (self-attention) or F(X, context) (cross-attention), n x d; depth > 1 applies the layer
         repeatedly (shared weights), as `regatta attend --depth`."""
         if context is None:
-            return self._core.attend(array(X), depth)
-        return self._core.attend_cross(array(X), array(context), depth)
+            return self._core.attend(array(X), integer(depth, "depth"))
+        return self._core.attend_cross(array(X), array(context), integer(depth, "depth"))
 
     forward = __call__
 
     def kernel(self, head, X, context=None):
         """The attention matrix of one head (n x m; softmax or Sinkhorn kernel), materialised."""
-        return self._core.kernel(int(head), array(X), None if context is None else array(context))
+        return self._core.kernel(integer(head, "head"), array(X), None if context is None else array(context))
 
     def attend_measure(self, atoms, weights=None, context=None, context_weights=None):
         """F(mu) = (T_mu)_# mu for mu = sum_j w_j delta_{x_j} (uniform weights by default), or the
@@ -197,8 +201,9 @@ class Layer:
     def bounds(self, n=None, *, radius=None, query_radius=None, depth=1, X=None, norm=None, interval_bits=128):
         """Every theoretical Lipschitz upper bound for this layer (`regatta bound`), each with its claim ID,
         hypotheses, provenance, double estimate and certified upper bound, or the reason it does not apply."""
-        raw = _regatta.bounds(self._core, n, radius, query_radius, depth, None if X is None else array(X),
-                              None if norm is None else str(norm), interval_bits)
+        raw = _regatta.bounds(self._core, optional_integer(n, "n"), radius, query_radius, integer(depth, "depth"),
+                              None if X is None else array(X), None if norm is None else str(norm),
+                              integer(interval_bits, "interval_bits"))
         return [BoundResult(r) for r in raw]
 
     def local(self, X, *, certify=False, precision=128, method="lanczos", tolerance=1e-10, max_iterations=500,
@@ -214,9 +219,10 @@ class Layer:
                                       f"got {region_pieces!r}")
         pieces = 0 if region_pieces is None else int(region_pieces)
         with hook(progress) as callback:
-            raw = _regatta.local(self._core, array(X), certify, precision, method, tolerance, max_iterations,
-                                 dense_limit, ball, box, margin, readout_lipschitz, region_limit, pieces,
-                                 callback)
+            raw = _regatta.local(self._core, array(X), flag(certify, "certify"), integer(precision, "precision"),
+                                 method, tolerance, integer(max_iterations, "max_iterations"),
+                                 integer(dense_limit, "dense_limit"), ball, box, margin, readout_lipschitz,
+                                 integer(region_limit, "region_limit"), pieces, callback)
         return LocalResult(raw)
 
     def bracket(self, n, *, radius=None, norm="2", certify=False, precision=128, budget=10.0, evaluations=20000,
@@ -225,8 +231,10 @@ class Layer:
         adversarial search (witness attached), upper the best applicable bound; certified with certify=True.
         Ctrl-C raises KeyboardInterrupt within a fraction of a second."""
         with hook(progress) as callback:
-            raw = _regatta.bracket(self._core, int(n), radius, str(norm), certify, precision, float(budget),
-                                   int(evaluations), int(restarts), int(seed), int(region_limit), callback)
+            raw = _regatta.bracket(self._core, integer(n, "n"), radius, str(norm), flag(certify, "certify"),
+                                   integer(precision, "precision"), float(budget),
+                                   integer(evaluations, "evaluations"), integer(restarts, "restarts"),
+                                   integer(seed, "seed"), integer(region_limit, "region_limit"), callback)
         return BracketResult(raw)
 
     def measure_lipschitz(self, n, *, cross=None, m=0, radius=None, query_radius=None, p=1.0, certify=False,
@@ -236,7 +244,9 @@ class Layer:
         (cross='query' / 'context', m atoms in the shared measure). Ctrl-C raises KeyboardInterrupt during the
         search (polled before every ratio evaluation), not during the final certification of the witness."""
         with hook(progress) as callback:
-            raw = _regatta.measure_lipschitz(self._core, int(n), cross, int(m), radius, query_radius, float(p),
-                                             bool(certify), int(precision), float(budget), int(evaluations),
-                                             int(restarts), int(seed), callback)
+            raw = _regatta.measure_lipschitz(self._core, integer(n, "n"), cross, integer(m, "m"), radius,
+                                             query_radius, float(p),
+                                             flag(certify, "certify"), integer(precision, "precision"), float(budget),
+                                             integer(evaluations, "evaluations"),
+                                             integer(restarts, "restarts"), integer(seed, "seed"), callback)
         return MeasureBracketResult(raw)

@@ -6,6 +6,7 @@ import math
 import os
 
 from . import _regatta
+from ._args import flag, integer
 from ._layer import array, state_dict_arrays
 from ._progress import hook
 from ._numbers import Estimate, Interval, Lower
@@ -95,7 +96,7 @@ class Model:
     def embed_tokens(self, tokens):
         """A text model's input for token ids: the rows of its token-embedding table (n x width; positions
         and the embedding LayerNorm are applied by the model)."""
-        return self._core.embed_tokens([int(t) for t in tokens])
+        return self._core.embed_tokens([integer(t, "tokens") for t in tokens])
 
     def __call__(self, image):
         """The logits of one image (any shape with C*H*W entries, C-order): a double evaluation (estimates)."""
@@ -119,6 +120,6 @@ class Model:
         per-stage local Lipschitz bounds (about as costly again; None with local_unavailable saying why for
         models it does not cover)."""
         with hook(progress) as callback:
-            raw = self._core.robustness(array(image), int(label), float(tolerance), str(method), callback,
-                                        bool(compare_local))
+            raw = self._core.robustness(array(image), integer(label, "label"), float(tolerance), str(method), callback,
+                                        flag(compare_local, "compare_local"))
         return RobustnessRow(raw)

@@ -2,6 +2,7 @@
 import json
 
 from . import _regatta
+from ._args import flag, integer, optional_integer
 from ._layer import array
 from ._progress import hook
 from ._results import ClaimResult, WassersteinResult
@@ -18,8 +19,10 @@ def wasserstein(a, b, *, weights_a=None, weights_b=None, p=2.0, method="exact", 
     opt = lambda x: None if x is None else array(x)  # noqa: E731
     with hook(progress) as callback:
         raw = _regatta.wasserstein(array(a), array(b), opt(weights_a), opt(weights_b), float(p), str(method),
-                                   bool(certify), epsilon, tolerance, max_iterations, directions, seed,
-                                   bool(normalize), callback)
+                                   flag(certify, "certify"), epsilon, tolerance,
+                                   optional_integer(max_iterations, "max_iterations"),
+                                   optional_integer(directions, "directions"), optional_integer(seed, "seed"),
+                                   flag(normalize, "normalize"), callback)
     return WassersteinResult(raw)
 
 
@@ -34,7 +37,10 @@ def proofs_check(claims=(), *, families=(), budget=2.0, samples=0, seed=0, preci
     verdict, whether it is certified, and the command's JSON document in .raw. Ctrl-C stops between claims."""
     if isinstance(claims, str):
         claims = [claims]
+    if isinstance(families, str):
+        families = [families]
     with hook(progress) as callback:
-        docs = _regatta.proofs_check(list(claims), list(families), float(budget), int(samples), int(seed),
-                                     int(precision), str(out_dir), callback)
+        docs = _regatta.proofs_check(list(claims), list(families), float(budget),
+                                     integer(samples, "samples"), integer(seed, "seed"),
+                                     integer(precision, "precision"), str(out_dir), callback)
     return [ClaimResult(json.loads(d)) for d in docs]

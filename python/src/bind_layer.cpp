@@ -22,6 +22,16 @@ namespace regatta::python {
 
 namespace {
 
+/// A forward result, or an InputError when finite inputs gave a non-finite output (the scores or values left
+/// the double range: huge weights or inputs), instead of returning NaN silently.
+Matrix<double> finite_output(Matrix<double> Y, int layer, int depth) {
+  if (!Y.allFinite())
+    throw InputError("X", "the output" + (depth > 1 ? " of layer " + std::to_string(layer) : std::string()) +
+                              " is not finite (the scores or values overflow the double range): rescale the "
+                              "input or the layer's weights");
+  return Y;
+}
+
 using operators::AttentionLayer;
 using operators::AttentionOptions;
 
@@ -113,8 +123,9 @@ void bind_layer(py::module_& m) {
             const MatrixView x = matrix_view(X, "X", l.layer.d);
             if (depth < 1) throw InputError("depth", "must be >= 1");
             py::gil_scoped_release release;
-            Matrix<double> Y = operators::attend(l.layer, x.map(), l.options);
-            for (int k = 1; k < depth; ++k) Y = operators::attend(l.layer, Y, l.options);
+            Matrix<double> Y = finite_output(operators::attend(l.layer, x.map(), l.options), 1, depth);
+            for (int k = 1; k < depth; ++k)
+              Y = finite_output(operators::attend(l.layer, Y, l.options), k + 1, depth);
             return Y;
           },
           py::arg("X"), py::arg("depth") = 1)
@@ -125,8 +136,10 @@ void bind_layer(py::module_& m) {
             const MatrixView c = matrix_view(context, "context", l.layer.d);
             if (depth < 1) throw InputError("depth", "must be >= 1");
             py::gil_scoped_release release;
-            Matrix<double> Y = operators::attend_cross(l.layer, x.map(), c.map(), l.options);
-            for (int k = 1; k < depth; ++k) Y = operators::attend_cross(l.layer, Y, c.map(), l.options);
+            Matrix<double> Y =
+                finite_output(operators::attend_cross(l.layer, x.map(), c.map(), l.options), 1, depth);
+            for (int k = 1; k < depth; ++k)
+              Y = finite_output(operators::attend_cross(l.layer, Y, c.map(), l.options), k + 1, depth);
             return Y;
           },
           py::arg("X"), py::arg("context"), py::arg("depth") = 1)
@@ -137,7 +150,8 @@ void bind_layer(py::module_& m) {
             const MatrixView c =
                 matrix_view(context.is_none() ? X : context, context.is_none() ? "X" : "context", l.layer.d);
             py::gil_scoped_release release;
-            return operators::attention_kernel(l.layer, head, q.map(), c.map(), l.options);
+            return finite_output(operators::attention_kernel(l.layer, head, q.map(), c.map(), l.options), 1,
+                                 1);
           },
           py::arg("head"), py::arg("X"), py::arg("context") = py::none())
       .def(

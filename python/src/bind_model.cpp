@@ -37,11 +37,10 @@ struct ModelCore {
 Vector<double> image_arg(const ModelCore& m, const py::handle& image) {
   const operators::Model& model = *m.model;
   const char* name = model.text() ? "input" : "image";
-  auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(image);
-  if (!a) {
-    PyErr_Clear();
-    throw InputError(name, "expected a real array");
-  }
+  auto a = as_doubles(image, name);  // complex, bool and object arrays refused, as for layers
+  if (model.text() && (a.ndim() != 2 || a.shape(1) != py::ssize_t(model.width)))
+    throw InputError(name, "expected a token-embedding matrix of shape (n, " + std::to_string(model.width) +
+                               "), got shape " + shape_text(a));
   if (!model.accepts(Eigen::Index(a.size()))) {
     if (model.text())
       throw InputError(name, "has " + std::to_string(a.size()) + " entries, the model takes n x " +

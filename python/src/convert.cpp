@@ -14,6 +14,8 @@ namespace {
 std::atomic<std::int64_t> conversions{0};
 std::atomic<std::int64_t> input_copies{0};
 
+}  // namespace
+
 std::string shape_text(const py::array& a) {
   std::ostringstream os;
   os << "(";
@@ -24,6 +26,8 @@ std::string shape_text(const py::array& a) {
 
 /// `object` as a C-contiguous float64 array; real dtypes only (float16/32/64, integers, bool refused).
 py::array_t<double, py::array::c_style> as_doubles(const py::handle& object, const std::string& name) {
+  if (object.is_none())
+    throw InputError(name, "expected an array (NumPy array, torch tensor or nested list), got None");
   py::array a = py::array::ensure(object);
   if (!a) {
     PyErr_Clear();
@@ -41,8 +45,6 @@ py::array_t<double, py::array::c_style> as_doubles(const py::handle& object, con
   if (!converted) throw py::error_already_set();
   return converted;
 }
-
-}  // namespace
 
 std::int64_t conversion_count() { return conversions.load(); }
 std::int64_t input_copy_count() { return input_copies.load(); }

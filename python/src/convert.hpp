@@ -43,6 +43,13 @@ class MatrixView {
 MatrixView matrix_view(const py::handle& object, const std::string& name, Eigen::Index cols = 0);
 
 /// The same, copied into an owning Matrix (for entry points that keep or own their input).
+/// An array's shape as Python prints it: "(3, 4)", "(5,)".
+std::string shape_text(const py::array& a);
+
+/// `object` as a C-contiguous float64 array; real dtypes only (float16/32/64, integers; complex, bool,
+/// object and strings refused with an InputError naming `name`).
+py::array_t<double, py::array::c_style> as_doubles(const py::handle& object, const std::string& name);
+
 Matrix<double> matrix_arg(const py::handle& object, const std::string& name, Eigen::Index cols = 0);
 
 /// A 1-D real array named `name` of length `size` (0: any), finite.

@@ -205,6 +205,19 @@ BAD_INPUTS = [
     (lambda l: l.jvp(np.zeros((3, 4)), np.zeros((2, 4))), "Xdot: has shape (2, 4), expected (3, 4)"),
     (lambda l: regatta.Layer.random(d=5, heads=2), None),
     (lambda l: regatta.Layer.from_state_dict({"a.weight": np.zeros((2, 2))}, heads=1, prefix="b."), "state_dict"),
+    # counts, indices and flags: a bool, a float or a string is refused, not truncated or coerced
+    (lambda l: l.bracket(2.7, radius=1.0, budget=0.1), "n: must be an integer, got 2.7"),
+    (lambda l: l.bracket(True, radius=1.0, budget=0.1), "n: must be an integer, got True"),
+    (lambda l: l.kernel(1.7, np.ones((3, 4))), "head: must be an integer"),
+    (lambda l: l(np.ones((3, 4)), depth=True), "depth: must be an integer"),
+    (lambda l: l.bounds(True, radius=1.0), "n: must be an integer"),
+    (lambda l: regatta.Layer.random(d=True, heads=True), "d: must be an integer"),
+    (lambda l: regatta.Layer.random(d=4, heads=2, sinkhorn=2.9), "sinkhorn: must be an integer"),
+    (lambda l: regatta.Layer.random(d=4, heads=2, causal="no"), "causal: must be True or False"),
+    (lambda l: regatta.wasserstein(np.ones((2, 1)), np.zeros((2, 1)), method="sinkhorn", max_iterations=True),
+     "max_iterations: must be an integer"),
+    # finite input, weights so large that the scores overflow: an error, not NaN
+    (lambda l: regatta.Layer.random(d=4, heads=2, scale=1e200)(np.ones((2, 4))), "X: the output is not finite"),
 ]
 
 

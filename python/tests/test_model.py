@@ -170,6 +170,14 @@ def test_robustness_is_the_command_lines_row(model, data, cli, tmp_path):
     assert row.region_checks == want["region_checks"]
 
 
+@pytest.mark.parametrize("dtype", [complex, bool, object])
+def test_model_inputs_of_a_non_real_dtype_are_refused(model, data, dtype):
+    """As for layers: a complex image was cut to its real part (certified enclosure included), bool and
+    object arrays were converted."""
+    with pytest.raises(regatta.InputError, match="image: has dtype"):
+        model.logits_enclosure(data["images"][0].astype(dtype))
+
+
 def test_robustness_for_a_label_the_model_does_not_predict(model, data):
     """The certified lower end of the margin stays a lower bound when it is negative (it was clamped to 0
     once): below the estimate, and below the margin's upper end from the logits' enclosure."""
@@ -231,5 +239,8 @@ def test_text_models_embed_tokens_match_torch_and_certify_below_the_attack(name)
         assert row.local_unavailable is None and 0 < float(row.local_radius) <= float(row.attack_radius)
     with pytest.raises(regatta.InputError, match="outside the vocabulary"):
         text.embed_tokens([0, 10**6])
-    with pytest.raises(regatta.InputError, match="input: has 7 entries, the model takes n x"):
+    # a token-embedding matrix of width columns: a flat array or the transpose is refused, not reshaped
+    with pytest.raises(regatta.InputError, match=r"input: expected a token-embedding matrix of shape \(n, "):
         text(np.zeros(7))
+    with pytest.raises(regatta.InputError, match=r"got shape \(%d, 2\)" % text.width):
+        text(text.embed_tokens(ids[:2]).T)
