@@ -48,7 +48,8 @@ struct WassersteinArgs {
 constexpr int max_directions = 100000000;
 
 /// Unit roundoff of the file's storage type: weights stored in single or half precision carry one rounding
-/// each, so they are accepted when they sum to 1 within 4 n u (and renormalised in double).
+/// each, so they are accepted when they sum to 1 within stored_weights_tolerance(n, u) (and renormalised in
+/// double).
 double storage_roundoff(io::DType dtype) {
   switch (dtype) {
     case io::DType::f16:
@@ -90,8 +91,7 @@ measures::DiscreteMeasure<double> load_measure(const std::string& atoms_spec, co
   check_nonnegative(w.source, weights);
   if (!(weights.sum() > 0)) throw InputError(w.source, "weights sum to 0");
   if (!normalize) {
-    const double tolerance =
-        std::max(normalisation_tolerance(std::size_t(n)), 4 * double(n) * storage_roundoff(w.source_dtype));
+    const double tolerance = stored_weights_tolerance(std::size_t(n), storage_roundoff(w.source_dtype));
     check_normalized(w.source + " (use --normalize to rescale)", weights, tolerance);
   }
   return measures::DiscreteMeasure<double>::from_weights(std::move(atoms), std::move(weights), true);

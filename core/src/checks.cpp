@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 #include <regatta/core/checks.hpp>
 #include <sstream>
@@ -6,6 +7,10 @@ namespace regatta {
 
 double normalisation_tolerance(std::size_t n) {
   return 64.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon();
+}
+
+double stored_weights_tolerance(std::size_t n, double roundoff) {
+  return std::max(normalisation_tolerance(n), std::min(4.0 * static_cast<double>(n) * roundoff, 0x1p-7));
 }
 
 namespace {

@@ -27,8 +27,9 @@ std::string fmt(double x) {
   return os.str();
 }
 
-/// Float32 weights carry one rounding each: accepted when they sum to 1 within 4 n 2^-24 (as the CLI does
-/// for float32 files); float64 weights within normalisation_tolerance(n).
+/// Float32 and float16 weights carry one rounding each: accepted when they sum to 1 within
+/// stored_weights_tolerance (as the CLI does for such files); float64 weights within
+/// normalisation_tolerance(n).
 measures::DiscreteMeasure<double> measure(const py::handle& atoms, const py::handle& weights,
                                           const std::string& name, bool normalize) {
   Matrix<double> x = atoms_arg(atoms, name);
@@ -45,7 +46,7 @@ measures::DiscreteMeasure<double> measure(const py::handle& atoms, const py::han
                  : a.dtype().itemsize() == 4 ? std::ldexp(1.0, -24)
                                              : roundoff;
     PyErr_Clear();
-    const double tolerance = std::max(normalisation_tolerance(std::size_t(n)), 4 * double(n) * roundoff);
+    const double tolerance = stored_weights_tolerance(std::size_t(n), roundoff);
     check_normalized(wname + " (use normalize=True to rescale)", w, tolerance);
   }
   return measures::DiscreteMeasure<double>::from_weights(std::move(x), std::move(w), true);

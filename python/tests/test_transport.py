@@ -77,6 +77,18 @@ def test_bad_input_raises_input_error(measures, kwargs, start):
     assert str(info.value).startswith(start), str(info.value)
 
 
+def test_weights_stored_in_half_precision_get_a_bounded_tolerance():
+    """float16 weights carry one rounding each, so a sum within 4 n 2^-11 of 1 is rounding — but never more
+    than 2^-7: 600 weights of 1/300 summing to 2 were accepted and silently halved (4 n u = 1.17)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((600, 2))
+    b = a[:3] + 1
+    with pytest.raises(regatta.InputError, match="weights_a .*sum to 1"):
+        regatta.wasserstein(a, b, weights_a=np.full(600, 1 / 300, dtype=np.float16))
+    ok = regatta.wasserstein(a[:6], b, weights_a=np.full(6, 1 / 6, dtype=np.float16))  # rounding only
+    assert float(ok.value) > 0
+
+
 def test_dimension_mismatch(measures):
     a, _, _, _ = measures
     with pytest.raises(regatta.InputError, match="^b: atoms have dimension 2, a has 3"):

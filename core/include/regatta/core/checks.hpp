@@ -16,6 +16,12 @@ namespace regatta {
 /// CLI converts float32 weights with check_normalized(..., float_tolerance).
 double normalisation_tolerance(std::size_t n);
 
+/// Tolerance for "weights sum to one" when the n weights were stored with unit roundoff `roundoff` (2^-24
+/// for float32, 2^-11 for float16, 2^-8 for bfloat16): 4·n·roundoff (normalised in that precision, each
+/// weight rounded once), but never more than 2^-7 — past about 1 % the weights are not normalised up to
+/// rounding (4·n·2^-11 exceeds 1 at n = 512) — and never less than normalisation_tolerance(n).
+double stored_weights_tolerance(std::size_t n, double roundoff);
+
 void check_shape(std::string_view name, Eigen::Index rows, Eigen::Index cols, Eigen::Index expected_rows,
                  Eigen::Index expected_cols);
 void check_rows(std::string_view name, Eigen::Index rows, Eigen::Index expected_rows);
