@@ -28,6 +28,7 @@
 #include "layer_options.hpp"
 #include "numbers.hpp"
 #include "spec.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -411,7 +412,8 @@ void add_flow_command(CLI::App& app, int& result) {
       "Also run the flow from the initial particles moved by EPS (a-weighted l2, Gaussian direction; "
       "projected back onto the sphere for the sphere models) and print the distance between the two flows "
       "(estimate) next to the certified Gronwall bound e^(L t) d0 (sphere models)");
-  cmd->add_option("--perturb-seed", args->perturb_seed, "Seed of the --perturb direction (default 1)");
+  cmd->add_option("--perturb-seed", args->perturb_seed, "Seed of the --perturb direction (default 1)")
+      ->check(seed_value());
   cmd->callback([args, &result] { run(*args, result); });
 }
 

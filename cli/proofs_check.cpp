@@ -15,6 +15,7 @@
 #include <regatta/proofs/registry.hpp>
 #include "command.hpp"
 #include "json_output.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -177,7 +178,7 @@ void add_proofs_check_command(CLI::App& app, int& result) {
       ->check(CLI::Range(53u, 65536u));
   cmd->add_option("--budget", args->budget, "Search time per claim in seconds (default 2)")
       ->check(CLI::Range(0.0, 3600.0));
-  cmd->add_option("--seed", args->seed, "Seed of the random and adversarial search");
+  cmd->add_option("--seed", args->seed, "Seed of the random and adversarial search")->check(seed_value());
   cmd->add_option(
          "--samples", args->samples,
          "Exactly N random points and N climb steps per claim (independent of the clock); 0: by budget")

@@ -12,6 +12,7 @@
 #include "command.hpp"
 #include "layer_options.hpp"
 #include "report/sections.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -97,7 +98,8 @@ void add_report_command(CLI::App& app, int& result) {
       "proofs-check, mean field; tables (CSV/JSON), plots (SVG/PNG), summary.md and index.html");
   cmd->add_option("--out", args->out, "Output directory (created; files replaced atomically)");
   cmd->add_flag("--quick", args->quick, "Small sizes (about a minute on 2 cores)");
-  cmd->add_option("--seed", args->seed, "Base seed of every random configuration (recorded in the summary)");
+  cmd->add_option("--seed", args->seed, "Base seed of every random configuration (recorded in the summary)")
+      ->check(seed_value());
   cmd->add_flag("--no-progress", args->no_progress, "No progress bars on stderr");
   cmd->add_option("--model", args->model,
                   "Trained ViT for section 9 (.safetensors, timm naming; default: the digits fixture of the "

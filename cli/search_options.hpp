@@ -34,7 +34,7 @@ inline void add_search_options(CLI::App* cmd, SearchArgs& args, const std::strin
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
   cmd->add_option("--restarts", args.restarts, "Random starts after the structured seeds (default 4)")
       ->check(CLI::Range(0, 100000));
-  cmd->add_option("--seed", args.seed, "Seed of the search (default 0)");
+  cmd->add_option("--seed", args.seed, "Seed of the search (default 0)")->check(seed_value());
   cmd->add_option("--witness", args.witness, witness_help);
   cmd->add_flag("--json", args.json, "Machine-readable output");
 }

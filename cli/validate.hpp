@@ -3,7 +3,9 @@
 // false) and accepts inf when the upper end is the largest double; these validators refuse NaN and ±inf by
 // construction and state the accepted interval, so that every option means the same in every subcommand.
 // The message is CLI11's "--option: ..." line, exit 2.
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -42,5 +44,20 @@ inline CLI::Validator positive(double hi = max_magnitude) { return finite_in(0, 
 
 /// A finite number >= 0 (at most `hi`).
 inline CLI::Validator nonnegative(double hi = max_magnitude) { return finite_in(0, hi); }
+
+/// A seed: an integer in [0, 2^64 − 1], written in decimal digits only (CLI11 would read "-1" as 2^64 − 1 and
+/// saturate larger values silently).
+inline CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        std::uint64_t v = 0;
+        const char* end = input.data() + input.size();
+        const auto [ptr, ec] = std::from_chars(input.data(), end, v);
+        if (input.empty() || ec != std::errc() || ptr != end)
+          return "must be an integer in [0, 18446744073709551615], got " + input;
+        return {};
+      },
+      "in [0, 2^64 - 1]");
+}
 
 }  // namespace regatta::cli

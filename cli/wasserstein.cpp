@@ -24,6 +24,7 @@
 #include "array_source.hpp"
 #include "command.hpp"
 #include "json_output.hpp"
+#include "validate.hpp"
 
 namespace regatta::cli {
 
@@ -284,8 +285,9 @@ void add_wasserstein_command(CLI::App& app, int& result) {
       "--directions", [args](int l) { args->directions = l, args->directions_set = true; },
       "Sliced: number of random directions L in [1, 1e8] (default 100)");
   cmd->add_option_function<std::uint64_t>(
-      "--seed", [args](std::uint64_t s) { args->seed = s, args->seed_set = true; },
-      "Sliced: seed of the directions (default 0)");
+         "--seed", [args](std::uint64_t s) { args->seed = s, args->seed_set = true; },
+         "Sliced: seed of the directions (default 0)")
+      ->check(seed_value());
   cmd->add_flag("--certify", args->certify,
                 "Exact only: add a certified bracket [lower, upper] (interval arithmetic)");
   cmd->add_flag("--normalize", args->normalize, "Rescale weights to sum 1 instead of rejecting them");
