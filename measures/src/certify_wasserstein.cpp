@@ -22,6 +22,7 @@ namespace detail {
 void check_exponent(double p);
 void check_same_dimension(Eigen::Index mu_dim, Eigen::Index nu_dim);
 int homogeneity_shift(const Matrix<double>& x, const Matrix<double>& y);
+Matrix<double> homogeneity_scaled(const Matrix<double>& z, int shift);
 }  // namespace detail
 
 namespace {
@@ -401,8 +402,8 @@ CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const Di
   // W_p(2^k mu, 2^k nu) = 2^k W_p(mu, nu), exactly representable: bracket the scaled problem, where the
   // costs neither underflow nor overflow, and divide its ends by 2^k (wasserstein.cpp, homogeneity_shift).
   const int shift = detail::homogeneity_shift(mu.atoms(), nu.atoms());
-  const Matrix<double> x = shift ? Matrix<double>(mu.atoms() * std::ldexp(1.0, shift)) : mu.atoms();
-  const Matrix<double> y = shift ? Matrix<double>(nu.atoms() * std::ldexp(1.0, shift)) : nu.atoms();
+  const Matrix<double> x = shift ? detail::homogeneity_scaled(mu.atoms(), shift) : mu.atoms();
+  const Matrix<double> y = shift ? detail::homogeneity_scaled(nu.atoms(), shift) : nu.atoms();
   // The solver's potentials scale like the costs (2^(shift p)); any values are a valid candidate.
   std::vector<double> u(plan.u.data(), plan.u.data() + n);
   const double cost_scale = std::pow(2.0, double(shift) * p);

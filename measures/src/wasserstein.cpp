@@ -39,6 +39,12 @@ int homogeneity_shift(const Matrix<double>& x, const Matrix<double>& y) {
   };
   return exact(x) && exact(y) ? shift : 0;
 }
+
+Matrix<double> homogeneity_scaled(const Matrix<double>& z, int shift) {
+  // Entry by entry: 2^shift itself leaves the double range for subnormal supports (shift > 1023), where
+  // multiplying by it gave 0 · inf = NaN.
+  return z.unaryExpr([shift](double v) { return std::ldexp(v, shift); });
+}
 }  // namespace detail
 
 namespace {
@@ -80,9 +86,8 @@ WassersteinResult wasserstein_exact(const DiscreteMeasure<double>& mu, const Dis
   WassersteinResult r;
   // Solved on the supports scaled by 2^shift (homogeneity_shift): costs in range, the same optimal plan.
   const int shift = detail::homogeneity_shift(mu.atoms(), nu.atoms());
-  const double factor = std::ldexp(1.0, shift);
-  const Matrix<double> x = shift ? Matrix<double>(mu.atoms() * factor) : mu.atoms();
-  const Matrix<double> y = shift ? Matrix<double>(nu.atoms() * factor) : nu.atoms();
+  const Matrix<double> x = shift ? detail::homogeneity_scaled(mu.atoms(), shift) : mu.atoms();
+  const Matrix<double> y = shift ? detail::homogeneity_scaled(nu.atoms(), shift) : nu.atoms();
   const std::int64_t pairs = std::int64_t(mu.size()) * nu.size();
   if (pairs <= dense_cost_limit) {
     Matrix<double> c(mu.size(), nu.size());

@@ -305,6 +305,18 @@ TEST(Wasserstein, CertifiedBracketIsScaleInvariantForTinySupports) {
   // One atom each (max C = W_p^p, which is subnormal in double here): the width is that of a handful of
   // directed roundings.
   EXPECT_LE(br.relative_width, cost_rounding(a.size(), b.size()));
+  // Subnormal supports: 2^shift itself overflows there (shift > 1023), and multiplying by it made the costs
+  // 0 · inf = NaN; the exact solver refused valid input. The distance is again W_p for every p.
+  for (double p : {1.0, 2.0, 3.0}) {
+    y << 1e-320;
+    const DiscreteMeasure<double> tiny = DiscreteMeasure<double>::empirical(y);
+    const WassersteinResult wt = wasserstein_exact(a, tiny, p);
+    EXPECT_EQ(wt.value, 1e-320) << "p " << p;
+    const CertifiedBracket bt = certify_wasserstein(a, tiny, p, wt.plan, true);
+    ASSERT_TRUE(bt.certified) << "p " << p;
+    EXPECT_LE(bt.lower, 1e-320) << "p " << p;
+    EXPECT_GE(bt.upper, 1e-320) << "p " << p;
+  }
 }
 
 // A far atom of subnormal weight: the completion of the rounded plan must charge that atom its own (tiny)
