@@ -228,7 +228,13 @@ void run(const LipschitzArgs& args, int& result) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const std::uint64_t first_step = state.steps;
+  // The frontier lives in memory: a search that never prunes (enclosures that are not finite) would grow it
+  // until the machine runs out, so it stops at half the available memory (about 64 + 16 n·d bytes a box).
+  const std::uint64_t frontier_cap =
+      available_memory_bytes() / 2 / (64 + 16 * std::uint64_t(problem.dimension()) + sizeof(lip::BnbBox));
   const auto should_stop = [&](const lip::BnbState& s) {
+    if (s.frontier.size() >= frontier_cap)
+      stopped_by = "memory (a frontier of " + std::to_string(s.frontier.size()) + " boxes)";
     if (args.max_steps > 0 && s.steps - first_step >= std::uint64_t(args.max_steps))
       stopped_by = "--max-steps";
     if (args.max_boxes > 0 && s.evaluated >= std::uint64_t(args.max_boxes)) stopped_by = "--max-boxes";

@@ -231,6 +231,13 @@ BranchBound::BranchBound(AttentionLayer layer, AttentionOptions options, BnbDoma
   // 1.6-2.4 times as many boxes as Cartesian ones on random d = 2 layers (bench/RESULTS.md).
   polar_ = symmetries_.rotation;
   centred_ = !detail::centred_refusal(layer_, options_).has_value();
+  // The origin lies in D: a Jacobian that overflows there leaves no finite constant to bracket, and the
+  // search would split boxes whose enclosures are all infinite without ever pruning one.
+  const Matrix<double> origin = Matrix<double>::Zero(domain_.n, layer_.d);
+  if (!block_dense_jacobian<double>(layer_, options_, origin).allFinite())
+    throw InputError("layer",
+                     "its Jacobian at X = 0 is not a finite double (the weights are too large for "
+                     "the double range): rescale them");
 }
 
 bool BranchBound::feasible(const BnbBox& box) const {

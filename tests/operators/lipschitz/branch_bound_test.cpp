@@ -352,6 +352,11 @@ TEST(BranchBound, RefusesBadProblemsAndMalformedStates) {
   sinkhorn.sinkhorn_iterations = 3;
   EXPECT_THROW(BranchBound(L, sinkhorn, {DomainShape::box, 1, 2}, {}), InputError);
 
+  AttentionLayer huge = L;  // its Jacobian overflows at the origin: refused (the search never pruned a box)
+  huge.WV[0] *= 1e300;
+  huge.WO *= 1e300;
+  EXPECT_THROW(BranchBound(huge, {}, {DomainShape::box, 1, 2}, {}), InputError);
+
   const BranchBound problem(L, {}, {DomainShape::box, 1, 2}, {});
   nlohmann::json s = state_to_json(problem.initial_state());
   nlohmann::json bad = s;
