@@ -4,11 +4,35 @@
 
 #include <iostream>
 #include <new>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/resources.hpp>
 #include "command.hpp"
+
+namespace {
+
+/// The line printed for an InputError. The library's checks of computed matrices and vectors name their
+/// parameter ("M: entry (0, 0) is NaN"), which means nothing on the command line: there a non-finite value
+/// computed from finite inputs is an overflow of the double range, and the line names the files read.
+std::string input_error_line(const regatta::InputError& e) {
+  static const std::set<std::string> internal = {"M", "v", "X", "Y", "J", "cost", "atoms"};
+  const std::string& p = e.problem();
+  const bool non_finite = p.find("NaN") != std::string::npos || p.find("infinite") != std::string::npos ||
+                          p.find("non-finite") != std::string::npos;
+  if (!internal.contains(e.subject()) || !non_finite) return e.what();
+  const std::vector<std::string> read = regatta::io::inputs_read();
+  std::string files;
+  for (const std::string& f : read) files += (files.empty() ? "" : ", ") + f;
+  return (files.empty() ? std::string("the input") : files) + ": a quantity computed from " +
+         (read.size() > 1 ? "them" : "it") + " is not a finite double (" + e.what() +
+         "): the input or the weights are too large for the double range; rescale them";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace regatta::cli;
@@ -62,7 +86,7 @@ int main(int argc, char** argv) {
     std::cerr << "regatta: " << e.what() << " (run 'regatta --help')\n";
     return exit_bad_input;
   } catch (const regatta::InputError& e) {
-    std::cerr << "regatta: " << e.what() << "\n";
+    std::cerr << "regatta: " << input_error_line(e) << "\n";
     return exit_bad_input;
   } catch (const std::bad_alloc&) {
     std::cerr << "regatta: out of memory\n";

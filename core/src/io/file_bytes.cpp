@@ -57,6 +57,7 @@ struct InputRegistry {
   std::mutex mutex;
   bool on = false;
   std::set<std::pair<dev_t, ino_t>> files;
+  std::vector<std::string> paths;  // as given, in the order first read
 };
 
 InputRegistry& inputs() {
@@ -80,7 +81,16 @@ void protect_inputs(bool on) {
   InputRegistry& r = inputs();
   const std::lock_guard lock(r.mutex);
   r.on = on;
-  if (!on) r.files.clear();
+  if (!on) {
+    r.files.clear();
+    r.paths.clear();
+  }
+}
+
+std::vector<std::string> inputs_read() {
+  InputRegistry& r = inputs();
+  const std::lock_guard lock(r.mutex);
+  return r.paths;
 }
 
 void release_input(const std::filesystem::path& path) {
@@ -117,7 +127,7 @@ std::vector<std::byte> read_file_bytes(const std::filesystem::path& path, std::s
   {
     InputRegistry& r = inputs();
     const std::lock_guard lock(r.mutex);
-    if (r.on) r.files.insert({info.st_dev, info.st_ino});
+    if (r.on && r.files.insert({info.st_dev, info.st_ino}).second) r.paths.push_back(path.string());
   }
   // Regular files never block; clear O_NONBLOCK anyway so reads behave as documented for them.
   if (const int flags = ::fcntl(file.fd, F_GETFL); flags >= 0) ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK);

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace regatta::io {
@@ -24,6 +25,8 @@ std::vector<std::byte> read_file_bytes(const std::filesystem::path& path,
 void protect_inputs(bool on);
 /// Forgets `path` as an input: a file that the run is meant to replace (a checkpoint resumed and rewritten).
 void release_input(const std::filesystem::path& path);
+/// The paths of the regular files read while input protection was on, in the order first read.
+std::vector<std::string> inputs_read();
 /// Throws InputError naming `path` when input protection is on and `path` is a file this process read.
 void check_not_input(const std::filesystem::path& path);
 
