@@ -279,10 +279,12 @@ void add_certify_command(CLI::App& app, int& result) {
       ->delimiter(',')
       ->check(nonnegative());
   cmd->add_option("--out", args->out,
-                  "Write every number, labelled certified / estimate: FILE.json or FILE.csv");
+                  "Write every number, labelled certified / estimate: FILE.json or FILE.csv")
+      ->check(file_name());
   cmd->add_option("--plot", args->plot,
                   "Directory for the figure of certified, naive and attack accuracy against the radius "
-                  "(DIR/plots/certified_accuracy.svg, .png, .dat; replaced atomically)");
+                  "(DIR/plots/certified_accuracy.svg, .png, .dat; replaced atomically)")
+      ->check(file_name());
   cmd->add_option("--limit", args->limit, "Only the first N inputs")->check(CLI::Range(1L, 1L << 40));
   cmd->add_option("--method", args->method,
                   "How the certified radius is searched: affine (affine forms through the whole network, "

@@ -378,11 +378,15 @@ void add_lipschitz_command(CLI::App& app, int& result) {
       ->check(nonnegative(1e9));
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many batches in this run (0: no limit)")
       ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 62));
-  cmd->add_option("--checkpoint", args->checkpoint,
-                  "Write the frontier to FILE (JSON, atomically) periodically and at the end");
+  auto* checkpoint =
+      cmd->add_option("--checkpoint", args->checkpoint,
+                      "Write the frontier to FILE (JSON, atomically) periodically and at the end")
+          ->check(file_name());
   cmd->add_option("--checkpoint-every", args->checkpoint_every, "Seconds between checkpoints (default 60)")
-      ->check(nonnegative(1e9));
-  cmd->add_option("--resume", args->resume, "Continue from a checkpoint FILE of the same problem");
+      ->check(nonnegative(1e9))
+      ->needs(checkpoint);
+  cmd->add_option("--resume", args->resume, "Continue from a checkpoint FILE of the same problem")
+      ->check(file_name());
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &result] { run(*args, result); });
 }

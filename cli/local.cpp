@@ -516,6 +516,10 @@ void run(const LocalArgs& args, int& result) {
   if (args.box) check_positive("--box", *args.box);
   if (args.estimate_only && args.certify)
     throw InputError("--estimate-only", "cannot be combined with --certify");
+  if (args.estimate_only && (args.ball || args.box))
+    throw InputError("--estimate-only", std::string("cannot be combined with ") +
+                                            (args.ball ? "--ball" : "--box") +
+                                            " (the region's sup is certified in interval arithmetic)");
   if (args.lower_bound_only) {
     const std::pair<bool, const char*> conflicts[] = {{args.certify, "--certify"},
                                                       {args.estimate_only, "--estimate-only"},
@@ -528,6 +532,10 @@ void run(const LocalArgs& args, int& result) {
   if (args.norms_only && args.margin && !args.ball && !args.box)
     throw InputError("--margin",
                      "needs --ball or --box with --norms-only (its radius comes from delta otherwise)");
+  if (args.norms_only && args.margin && !args.certify)
+    throw InputError("--margin",
+                     "with --norms-only needs --certify: delta is not computed, and the region "
+                     "robustness radius is certified");
   if (!(std::isfinite(args.readout_lipschitz) && args.readout_lipschitz > 0))
     throw InputError("--readout-lipschitz", "must be finite and > 0");
   if (args.region_pieces > 0 && !args.ball && !args.box && !(args.certify && args.margin))

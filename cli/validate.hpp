@@ -45,6 +45,12 @@ inline CLI::Validator positive(double hi = max_magnitude) { return finite_in(0, 
 /// A finite number >= 0 (at most `hi`).
 inline CLI::Validator nonnegative(double hi = max_magnitude) { return finite_in(0, hi); }
 
+/// A file name: not empty (an empty --out or --resume was accepted and silently did nothing).
+inline CLI::Validator file_name() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string { return input.empty() ? "needs a file name" : ""; }, "FILE");
+}
+
 /// A seed: an integer in [0, 2^64 − 1], written in decimal digits only (CLI11 would read "-1" as 2^64 − 1 and
 /// saturate larger values silently).
 inline CLI::Validator seed_value() {
