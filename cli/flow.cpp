@@ -21,6 +21,7 @@
 #include <regatta/measures/sinkhorn_attention.hpp>
 #include <regatta/measures/wasserstein.hpp>
 #include <regatta/operators/flow.hpp>
+#include "array_source.hpp"
 #include "command.hpp"
 #include "flow_plots.hpp"
 #include "flow_stability.hpp"
@@ -185,9 +186,13 @@ void run(const FlowArgs& args, int& result) {
       args.particles.empty() ? initial_particles(args.init) : load_tokens(args.particles, "--particles");
   Vector<double> w;
   if (!args.weights.empty()) {
-    const Matrix<double> wm = load_tokens(args.weights, "--weights");
-    if (wm.cols() != 1 && wm.rows() != 1) throw InputError("--weights", "must be a vector (n x 1 or 1 x n)");
-    w = wm.cols() == 1 ? Vector<double>(wm.col(0)) : Vector<double>(wm.row(0).transpose());
+    // A vector of n weights: 1-D (as --help says and as wasserstein's weights are), or n x 1 / 1 x n.
+    const io::Array a = load_array(args.weights);
+    if (a.shape.size() != 1 && !(a.shape.size() == 2 && (a.shape[0] == 1 || a.shape[1] == 1)))
+      throw InputError(a.source,
+                       "weights must be a vector (n, n x 1 or 1 x n), got shape " + io::shape_repr(a.shape));
+    io::require_finite(a);
+    w = a.vector();
   }
   if (spec.model == fl::Model::cross_attention) {
     if (args.context.empty()) throw InputError("--context", "is needed for the cross-attention model");
