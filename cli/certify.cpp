@@ -65,6 +65,7 @@ void run(const CertifyArgs& args, int& result) {
     const auto ext = std::filesystem::path(args.out).extension();
     if (ext != ".json" && ext != ".csv") throw InputError("--out", "must end in .json or .csv");
     check_output_folder("--out", args.out);
+    io::check_replaceable(args.out);  // a directory or link there: refused now, not after the whole run
   }
   // The plot directory is checked (and its staging folder made) before any work; it replaces DIR only once
   // the figure is written.

@@ -179,8 +179,24 @@ void run(const FlowArgs& args, int& result) {
     spec.attention = layer->options;
     // The layers integrator's Euler step is the residual: X + step·MHA(N(X)).
     if (o.method == fl::Integrator::layers) spec.attention.residual = false;
-  } else if (spec.model == fl::Model::sphere_sinkhorn) {
-    spec.sinkhorn_iterations = args.layer.sinkhorn > 1 ? args.layer.sinkhorn : 20;
+  } else {
+    // The sphere models have no layer: its options would be ignored, so they are refused (--sinkhorn
+    // sets the Sinkformer model's updates).
+    const LayerArgs& l = args.layer;
+    const std::pair<bool, const char*> layer_options[] = {
+        {!l.layer.empty(), "--layer"},
+        {!l.random.empty(), "--random"},
+        {l.causal, "--causal"},
+        {l.residual, "--residual"},
+        {l.prenorm != "none", "--prenorm"},
+        {l.sinkhorn > 1 && spec.model != fl::Model::sphere_sinkhorn, "--sinkhorn"}};
+    for (const auto& [given, name] : layer_options)
+      if (given)
+        throw InputError(name,
+                         "is an option of the layer models (self-attention, cross-attention); the "
+                         "sphere models have no layer");
+    if (spec.model == fl::Model::sphere_sinkhorn)
+      spec.sinkhorn_iterations = args.layer.sinkhorn > 1 ? args.layer.sinkhorn : 20;
   }
   const Matrix<double> X0 =
       args.particles.empty() ? initial_particles(args.init) : load_tokens(args.particles, "--particles");
