@@ -123,6 +123,15 @@ class LocalResult:
                 f"{self.norm_inf}, certified {inf}>")
 
 
+def _ends(lower, upper, bound):
+    """'[lower, upper] (lower certified, upper estimate; upper from BOUND)': each end labelled by its own
+    type (a certified lower end beside an estimated or absent upper one was once called 'estimates')."""
+    def kind(x):
+        return "absent" if x is None else "certified" if isinstance(x, (Lower, Upper)) else "estimate"
+    source = f"; upper from {bound}" if upper is not None and bound else ""
+    return f"[{lower}, {_fmt(upper)}] (lower {kind(lower)}, upper {kind(upper)}{source})"
+
+
 class BracketResult:
     """[lower, upper] for the Lipschitz constant on sequences of length n (`regatta bracket`). With
     certify=True and success both ends are certified (Lower, Upper, and `interval`); otherwise they are
@@ -157,9 +166,8 @@ class BracketResult:
         self.radius = raw["radius"]
 
     def __repr__(self):
-        kind = "certified" if self.certified else "estimates"
-        return (f"<BracketResult n={self.n} norm {self.norm}: [{self.lower}, {_fmt(self.upper)}] ({kind}; upper "
-                f"from {self.bound}), ratio {self.ratio}>")
+        return (f"<BracketResult n={self.n} norm {self.norm}: {_ends(self.lower, self.upper, self.bound)}, "
+                f"ratio {self.ratio}>")
 
 
 class MeasureBracketResult:
@@ -184,9 +192,8 @@ class MeasureBracketResult:
         self.note = raw["note"]
 
     def __repr__(self):
-        kind = "certified" if self.certified else "estimates"
-        return (f"<MeasureBracketResult {self.argument}: [{self.lower}, {_fmt(self.upper)}] ({kind}; upper from "
-                f"{self.bound}), ratio {self.ratio}>")
+        return (f"<MeasureBracketResult {self.argument}: {_ends(self.lower, self.upper, self.bound)}, "
+                f"ratio {self.ratio}>")
 
 
 class WassersteinResult:

@@ -153,6 +153,19 @@ def assert_ctrl_c_stops_within_a_second(call, after=0.5):
     assert threading.active_count() == threads  # nothing left running
 
 
+def test_bracket_reprs_label_each_end_by_its_kind():
+    """A certified lower end beside an absent upper one (no radius: no bound applies) was summarised as
+    'estimates'; each end is now labelled by its own type."""
+    layer = regatta.Layer.random(d=4, heads=2)
+    r = layer.bracket(3, budget=0.5, evaluations=100, certify=True)
+    assert isinstance(r.lower, regatta.Lower) and r.upper is None
+    assert "(lower certified, upper absent)" in repr(r)
+    r = layer.bracket(3, radius=1.0, budget=0.5, evaluations=100, certify=True)
+    assert "(lower certified, upper certified; upper from " in repr(r)
+    r = layer.bracket(3, radius=1.0, budget=0.5, evaluations=100)
+    assert "(lower estimate, upper estimate; upper from " in repr(r)
+
+
 def test_ctrl_c_interrupts_a_long_bracket_search_within_a_second():
     layer = regatta.Layer.random(d=16, heads=4, seed=2)
     assert_ctrl_c_stops_within_a_second(
