@@ -173,6 +173,8 @@ class Layer:
         weights) of the image (atoms of weight 0 removed)."""
         w = None if weights is None else array(weights)
         if context is None:
+            if context_weights is not None:
+                raise _regatta.InputError("context_weights: given without a context")
             return self._core.attend_measure(array(atoms), w)
         cw = None if context_weights is None else array(context_weights)
         return self._core.attend_measure_cross(array(atoms), w, array(context), cw)

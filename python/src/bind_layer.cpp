@@ -57,12 +57,17 @@ LayerCore with_options(const LayerCore& base, bool causal, bool residual, const 
   return r;
 }
 
+/// The measure (atoms, weights); messages name the Python arguments `name` and `weights_name`.
 measures::DiscreteMeasure<double> measure_of(const py::handle& atoms, const py::handle& weights,
-                                             const std::string& name) {
+                                             const std::string& name, const std::string& weights_name) {
   Matrix<double> x = atoms_arg(atoms, name);
   if (weights.is_none()) return measures::DiscreteMeasure<double>::empirical(std::move(x));
-  Vector<double> w = vector_arg(weights, name + "_weights", x.rows());
-  return measures::DiscreteMeasure<double>(std::move(x), std::move(w));
+  Vector<double> w = vector_arg(weights, weights_name, x.rows());
+  try {
+    return measures::DiscreteMeasure<double>(std::move(x), std::move(w));
+  } catch (const InputError& e) {  // the measure's own check names its parameter ("weights")
+    throw InputError(weights_name, e.problem());
+  }
 }
 
 py::tuple measure_tuple(const measures::DiscreteMeasure<double>& mu) {
@@ -157,7 +162,10 @@ void bind_layer(py::module_& m) {
       .def(
           "attend_measure",
           [](const LayerCore& l, const py::handle& atoms, const py::handle& weights) {
-            const auto mu = measure_of(atoms, weights, "atoms");
+            const auto mu = measure_of(atoms, weights, "atoms", "weights");
+            if (mu.dim() != l.layer.d)
+              throw InputError("atoms", "have dimension " + std::to_string(mu.dim()) +
+                                            ", the layer expects d = " + std::to_string(l.layer.d));
             std::optional<measures::DiscreteMeasure<double>> out;
             {
               py::gil_scoped_release release;
@@ -170,8 +178,8 @@ void bind_layer(py::module_& m) {
           "attend_measure_cross",
           [](const LayerCore& l, const py::handle& atoms, const py::handle& weights,
              const py::handle& context, const py::handle& context_weights) {
-            const auto eta = measure_of(atoms, weights, "atoms");
-            const auto mu = measure_of(context, context_weights, "context");
+            const auto eta = measure_of(atoms, weights, "atoms", "weights");
+            const auto mu = measure_of(context, context_weights, "context", "context_weights");
             std::optional<measures::DiscreteMeasure<double>> out;
             {
               py::gil_scoped_release release;

@@ -216,6 +216,12 @@ BAD_INPUTS = [
     (lambda l: regatta.Layer.random(d=4, heads=2, causal="no"), "causal: must be True or False"),
     (lambda l: regatta.wasserstein(np.ones((2, 1)), np.zeros((2, 1)), method="sinkhorn", max_iterations=True),
      "max_iterations: must be an integer"),
+    # measures: the messages name the Python arguments (they said 'atoms_weights', 'mu', or 'weights' for
+    # context_weights), and context_weights without a context is refused (it was ignored)
+    (lambda l: l.attend_measure(np.ones((3, 4)), [0.5, 0.5]), "weights: has length 2, expected 3"),
+    (lambda l: l.attend_measure(np.ones((3, 5))), "atoms: have dimension 5"),
+    (lambda l: l.attend_measure(np.ones((3, 4)), None, np.ones((2, 4)), [0.3, 0.3]), "context_weights: "),
+    (lambda l: l.attend_measure(np.ones((3, 4)), None, None, [0.3, 0.7]), "context_weights: given without"),
     # finite input, weights so large that the scores overflow: an error, not NaN
     (lambda l: regatta.Layer.random(d=4, heads=2, scale=1e200)(np.ones((2, 4))), "X: the output is not finite"),
 ]
