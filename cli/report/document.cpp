@@ -168,7 +168,7 @@ void write_pages(const std::vector<Section>& sections, const ReportMeta& meta, O
       if (ok && s.rendered[i].animated)
         html << "<img src=\"plots/" << f.id << "_animation.gif\" alt=\"" << html_escape(f.title)
              << " (animation)\">\n";
-      else
+      if (!ok)
         html << "<p class=\"missing\">Plot not rendered: "
              << html_escape(i < s.rendered.size() ? s.rendered[i].problem : "not published") << "</p>\n";
       html << "<figcaption><b>" << html_escape(f.title) << ".</b> " << inline_html(f.caption)
