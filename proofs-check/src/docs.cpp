@@ -112,6 +112,10 @@ void write_claims_markdown(std::ostream& out, const std::vector<ClaimResult>& re
     if (!i.growth_family.empty())
       out << " (growth family `" << i.growth_family << "`, thresholds 10^1 … 10^" << i.growth_decades << ")";
     out << "\n\n";
+    out << "**Evaluated at:** "
+        << (i.evaluated_at.empty() ? std::string("closed forms of the point's coordinates (no solver)")
+                                   : i.evaluated_at)
+        << "\n\n";
     if (!i.notes.empty()) out << i.notes << "\n\n";
     const auto it = by_id.find(i.id);
     if (it == by_id.end())

@@ -86,6 +86,10 @@ struct ClaimInfo {
   std::string growth_family;          ///< unbounded claims: the family whose points grow (in order)
   int growth_decades = 4;             ///< unbounded claims: thresholds 10^1 … 10^growth_decades
   std::string notes;                  ///< what is checked and how (one paragraph, for the docs)
+  /// What the sides are evaluated at when a solver is involved (a Sinkhorn iterate, a simplex plan, a power
+  /// vector, an ODE step, a bisection end) and how the approximation's error enters the certified sides;
+  /// empty: every side is a closed form of the point's coordinates (docs/claims.md prints "closed forms").
+  std::string evaluated_at;
 };
 
 /// Seeded, portable random numbers (raw bits of std::mt19937_64; no implementation-defined distribution).
