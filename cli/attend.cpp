@@ -1,6 +1,6 @@
 // regatta attend (--layer FILE --heads H | --random SPEC) --input X [--context C] --out Y.npy [--depth L]:
 // multi-head self- (or cross-) attention of a token matrix through a PyTorch / Hugging Face layer or a seeded
-// random one (shared/math/attention.md §2), with the shared layer options (causal, residual, pre-norm,
+// random one (docs/math/attention.md#layers), with the shared layer options (causal, residual, pre-norm,
 // Sinkhorn). --depth L applies the same layer L times (a stack with shared weights; with --context every
 // layer attends from the current queries to the fixed context). The output is computed in double precision
 // (a floating-point evaluation, not certified) and written atomically. A 3-D --input (B x n x d) is a batch:

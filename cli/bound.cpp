@@ -1,5 +1,5 @@
 // regatta bound (--layer FILE --heads H | --random SPEC) [--n N] [--radius R] [--norm 2|inf] [--json]: every
-// theoretical Lipschitz upper bound of shared/math/bounds.md for the layer, each with its claim ID, as a
+// theoretical Lipschitz upper bound of docs/math/bounds.md for the layer, each with its claim ID, as a
 // double estimate and a certified (interval) upper bound, or the reason it does not apply. A 3-D --input
 // (B x n x d) gives the bounds at each input of the batch (JSON: {"batch": B, "inputs": [{index, bounds}]}).
 #include <cmath>

@@ -4,7 +4,7 @@
 
 namespace regatta::cli {
 
-/// Exit codes (design.md, "The command line").
+/// Exit codes (docs/cli.md#exit-codes).
 enum ExitCode : int {
   exit_ok = 0,              ///< success
   exit_check_failed = 1,    ///< the program ran, and a claim or check it was asked about failed

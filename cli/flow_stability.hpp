@@ -1,7 +1,7 @@
 #pragma once
 // regatta flow --perturb EPS: a second flow from a nearby initial measure, the measured distances between the
 // two trajectories (estimates) and the certified Grönwall bound e^{Lt}·d_0 (operators/flow_stability.hpp,
-// docs/flow.md §4) at every recorded time.
+// docs/flow.md#flow-stability) at every recorded time.
 #include <cmath>
 #include <cstdint>
 #include <functional>

@@ -4,8 +4,8 @@
 //            bound (interval JVP at the witness) and, with --certify and n·d ≤ --dense-limit, a certified
 //            upper bound (dense interval Jacobian, interval Cholesky);
 //   ‖J(X)‖∞  the exact maximum row sum evaluated in double (certified enclosure with --certify);
-//   δ(X, ε)  the Havens et al. local sensitivity (shared/math/bounds.md §6, claims havens.*) with its naive
-//            variants, the gradient-norm comparator and, with --margin, the certified radius.
+//   δ(X, ε)  the Havens et al. local sensitivity (docs/math/bounds.md#havens-local, claims havens.*) with its
+//            naive variants, the gradient-norm comparator and, with --margin, the certified radius.
 // A 3-D --input (B x n x d) is a batch: every input is analysed on its own, in order (the JSON output is then
 // {"batch": B, "inputs": [...]}, one object per input as for that input alone, with its "index").
 // Progress goes to stderr once the command has run for more than a second.
@@ -329,7 +329,8 @@ nlohmann::json local_json(const ResolvedLayer& r, const Matrix<double>& X, const
       {"jacobian_norm_inf_certified_upper",
        norms.has_inf_enclosure ? number_or_null(norms.inf_upper) : nlohmann::json(nullptr)},
       {"epsilon", args.epsilon},
-      {"delta_claim", "havens.local_delta (derived reconstruction of Havens et al. 2024, bounds.md §6.3)"},
+      {"delta_claim",
+       "havens.local_delta (derived reconstruction of Havens et al. 2024, docs/math/bounds.md#havens-delta)"},
       {"delta_refused", s.refusal ? nlohmann::json(*s.refusal) : nlohmann::json(nullptr)},
   };
   if (s.refusal) {
@@ -473,8 +474,9 @@ void print_human(const ResolvedLayer& r, const Matrix<double>& X, const LocalArg
   if (norms.has_inf_enclosure)
     line("||J||_inf certified",
          "[" + lower_number(norms.inf_lower) + ", " + upper_number(norms.inf_upper) + "]", "");
-  std::cout << "\nlocal sensitivity at eps = " << number(args.epsilon)
-            << " (havens.*: derived reconstruction of Havens et al. 2024, bounds.md §6)\n";
+  std::cout
+      << "\nlocal sensitivity at eps = " << number(args.epsilon)
+      << " (havens.*: derived reconstruction of Havens et al. 2024, docs/math/bounds.md#havens-local)\n";
   if (s.refusal) {
     std::cout << (args.norms_only || args.lower_bound_only ? "  " : "  refused: ") << *s.refusal << "\n";
     return;

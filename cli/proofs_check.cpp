@@ -1,4 +1,4 @@
-// regatta proofs-check: runs the claims catalogue (shared/math/claims.md) through the checker engine
+// regatta proofs-check: runs the claims catalogue (docs/math/claims.md) through the checker engine
 // (proofs-check/): search in double, re-evaluation in mpfr, verdict certified in interval arithmetic. One
 // table row per claim; exit 1 when a verdict differs from the catalogue's expectation.
 #include <algorithm>

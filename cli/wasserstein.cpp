@@ -1,8 +1,11 @@
-// regatta wasserstein A B : W_p between two discrete measures given as atom files (transport.md).
-//   --method exact     network simplex (a floating-point value; --certify adds a rigorous bracket, §7)
-//   --method sinkhorn  entropic estimate <P_ε, C>^(1/p) by log-domain Sinkhorn with ε-scaling (§5)
-//   --method sliced    Monte-Carlo estimate of the sliced distance SW_p over L seeded directions (§4)
-//   --method 1d        the exact quantile formula (d = 1 only, §3)
+// regatta wasserstein A B : W_p between two discrete measures given as atom files (docs/math/transport.md).
+//   --method exact     network simplex (a floating-point value; --certify adds a rigorous bracket,
+//                      docs/math/transport.md#certified-bracket)
+//   --method sinkhorn  entropic estimate <P_ε, C>^(1/p) by log-domain Sinkhorn with ε-scaling
+//                      (docs/math/transport.md#entropic)
+//   --method sliced    Monte-Carlo estimate of the sliced distance SW_p over L seeded directions
+//                      (docs/math/transport.md#sliced)
+//   --method 1d        the exact quantile formula (d = 1 only, docs/math/transport.md#one-dimensional)
 // A and B hold atoms (n × d; a 1-D file is d = 1); weights are uniform unless --weights-a/--weights-b give
 // vectors (nonnegative, finite, right length, summing to 1 within tolerance unless --normalize). Exit codes:
 // 0 ok; 1 the solver did not converge / the bracket is not certified (the number is printed, marked so);

@@ -2,10 +2,10 @@
 """Recomputes numbers of a `regatta report` directory independently and compares them with its tables.
 
 Independent means: no regatta code. Λ_N from scipy's Lambert W, Jacobians from torch.autograd on the attention
-maps written out from their definitions (shared/math/attention.md), spectral norms from numpy's SVD. Checked:
+maps written out from their definitions (docs/math/attention.md), spectral norms from numpy's SVD. Checked:
 
   kim_lambda.csv     Λ_N = W0((N − 1)/e) lies in the certified bracket and equals the estimate;
-  kim_tightness.csv  UB∞ = 4Λ_N + 1 and UB₂ = √N·UB∞; the family column max_t ‖J‖∞ over the bounds.md §3.6 family
+  kim_tightness.csv  UB∞ = 4Λ_N + 1 and UB₂ = √N·UB∞; the family column max_t ‖J‖∞ over the docs/math/bounds.md#kim-tightness family
                      (L2 attention, d = H = 1, unit weights) recomputed by a bounded scalar search on autograd
                      Jacobians; every certified lower bound ≤ that maximum and ≤ UB;
   kim_dot_growth.csv (i) dot-product attention at X = (0, s, −s, s, −s): J₁₁ = 1/5 + 4s²/5 and the certified
@@ -96,7 +96,7 @@ def two_norm(J):
 
 
 def family_inf(n):
-    """max over t of ‖J‖∞ at x = (0, +√t × ⌈(n−1)/2⌉, −√t × ⌊(n−1)/2⌋) (bounds.md §3.6)."""
+    """max over t of ‖J‖∞ at x = (0, +√t × ⌈(n−1)/2⌉, −√t × ⌊(n−1)/2⌋) (docs/math/bounds.md#kim-tightness)."""
     up, down = (n - 1 + 1) // 2, (n - 1) // 2
 
     def value(t):

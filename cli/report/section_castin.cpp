@@ -1,7 +1,9 @@
-// Section 2 — dot-product attention on a bounded domain (Castin, Ablin, Peyré 2024; bounds.md §4).
+// Section 2 — dot-product attention on a bounded domain (Castin, Ablin, Peyré 2024;
+// docs/math/bounds.md#castin-bounded-domain).
 //
 // On B_R^n the Lipschitz constant is at most √3‖V‖(‖A‖²R⁴(4n + 1) + n)^{1/2} (castin.sqrt_n). The adversarial
-// inputs of §4.3 (one token captures the attention of all others) give ‖J‖₂ ≈ c√n while
+// inputs of docs/math/bounds.md#castin-adversarial (one token captures the attention of all others) give ‖J‖₂
+// ≈ c√n while
 // (n − 1)exp(−γR²) ≪ 1, then saturate (the mean-field regime) past n ≈ exp(γR²); a causal mask keeps the
 // growth going longer (castin.adversarial_regime). d = 1, V = 1:
 //   A = +1, R = 4:  x_1 = R, x_2..n = R/2,   γ = λ_max/4 = 1/4, exp(γR²) = e⁴ ≈ 54.6
@@ -132,7 +134,7 @@ Section section_castin(const Context& ctx) {
       "constant O(√n), attained for moderate n by inputs where one token captures every query, and that past "
       "n ≈ exp(γR²) the constant stops growing (the mean-field regime). The curves below are ‖J(X)‖₂ on "
       "those "
-      "inputs (d = 1, V = 1), against √n and the derived √n bound (bounds.md §4.1).");
+      "inputs (d = 1, V = 1), against √n and the derived √n bound (docs/math/bounds.md#castin-sqrt-n).");
   const Config configs[] = {{"A = +1, R = 4", 1.0, 4.0, 0.25, false},
                             {"A = −1, R = 2", -1.0, 2.0, 2.0, false},
                             {"A = +1, R = 4, causal", 1.0, 4.0, 0.25, true}};
@@ -141,7 +143,8 @@ Section section_castin(const Context& ctx) {
                   : std::vector<std::int64_t>{8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
   const std::int64_t certify_limit = ctx.size<std::int64_t>(128, 512);
   s.configuration.push_back(
-      "dot-product attention, d = H = 1, W^V = W^O = 1, A = W^Q W^K = ±1; inputs of bounds.md §4.3 "
+      "dot-product attention, d = H = 1, W^V = W^O = 1, A = W^Q W^K = ±1; inputs of "
+      "docs/math/bounds.md#castin-adversarial "
       "(deterministic, no "
       "seed); n = 8 … " +
       std::to_string(ns.back()) + "; power iteration (≤ 300 steps, seed " + std::to_string(ctx.seed(2, 1)) +

@@ -49,7 +49,7 @@ void add_particles(Figure& fig, const Matrix<double>& X) {
 }
 
 /// Two flows at β = 1 from X0 and from X0 moved by 10⁻⁶ (a-weighted ℓ², projected back onto S²): their
-/// distance (estimate) against the certified Grönwall bound e^{Lt} d₀ (docs/flow.md §4).
+/// distance (estimate) against the certified Grönwall bound e^{Lt} d₀ (docs/flow.md#flow-stability).
 void add_stability(Section& s, const Context& ctx, const Matrix<double>& X0) {
   const double beta = 1, perturbation = 1e-6, horizon = 2, record = 0.1;
   fl::ModelSpec spec;
@@ -89,7 +89,8 @@ void add_stability(Section& s, const Context& ctx, const Matrix<double>& X0) {
       "both integrated by RK4 with step 0.05. Dashed: the distance of the two computed states under the "
       "coupling by index, an upper estimate of W₂ (estimate). Solid: e^{Lt} d₀ with L = 2 + β + (1 + β)e^β "
       "the certified Lipschitz constant of the field on the product of unit balls and d₀ the certified "
-      "initial distance — a certified upper bound on W₂ between the exact flows (docs/flow.md §4). The bound "
+      "initial distance — a certified upper bound on W₂ between the exact flows "
+      "(docs/flow.md#flow-stability). The bound "
       "is a worst case over all configurations; the gap shows how far the typical flow is from it.";
   s.figures.push_back(std::move(fig));
   s.findings.push_back("Stability at β = 1: certified L ≤ " +
@@ -243,7 +244,7 @@ Section section_flow(const Context& ctx) {
   s.omissions.push_back(
       "Certified quantities: only the Grönwall bound of the stability figure. The trajectories are "
       "floating-point integrations (no validated enclosure of the ODE), so clusters, energies and distances "
-      "are estimates (docs/flow.md §5).");
+      "are estimates (docs/flow.md#not-certified).");
   return s;
 }
 

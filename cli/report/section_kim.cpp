@@ -1,9 +1,12 @@
-// Section 1 — L2 against dot-product attention (Kim, Papamakarios, Mnih 2021; shared/math/bounds.md §2, §3).
+// Section 1 — L2 against dot-product attention (Kim, Papamakarios, Mnih 2021;
+// docs/math/bounds.md#dot-product-unbounded, docs/math/bounds.md#kim-l2).
 //
 //  1a. Theorem 3.2 upper bounds UB∞ = 4Λ_N + 1 and UB₂ = √N·UB∞ (d = H = 1, unit weights; claims
 //      kim.thm32_inf, kim.thm32_2) for N from 2 to 1000, certified by interval evaluation, against lower
-//      bounds from lip::compute_bracket (adversarial search seeded with the tightness family of §3.6, the
-//      witness re-evaluated in interval arithmetic), and the §3.6 family itself (lip::kim_tightness).
+//      bounds from lip::compute_bracket (adversarial search seeded with the tightness family of
+//      docs/math/bounds.md#kim-tightness, the
+//      witness re-evaluated in interval arithmetic), and the docs/math/bounds.md#kim-tightness family itself
+//      (lip::kim_tightness).
 //  1b. Λ_N = φ⁻¹(N − 1) = W₀((N − 1)/e) (kim.phi_lambert) with the Hoorfar–Hassani bracket.
 //  1c. ‖J‖ of dot-product attention along the Theorem 3.1 construction (kim.thm31_dp_unbounded,
 //      lip::theorem31_growth): d = 1, x = (0, s, −s, s, −s), where J₁₁ = 1/5 + 4s²/5, and a random
@@ -106,7 +109,8 @@ void tightness(const Context& ctx, Section& s) {
   t.column("n", "N", Kind::input)
       .column("ub_inf", "UB∞", Kind::certified_upper,
               "4Λ_N + d_h^(−1/2), interval evaluation (kim.thm32_inf)")
-      .column("family_inf", "family max_t ‖J‖∞", Kind::estimate, "tightness family of bounds.md §3.6, double")
+      .column("family_inf", "family max_t ‖J‖∞", Kind::estimate,
+              "tightness family of docs/math/bounds.md#kim-tightness, double")
       .column("lower_inf_search", "max ‖J‖∞ found", Kind::estimate, "adversarial search, double")
       .column("lower_inf", "‖J(X*)‖∞ row sum", Kind::certified_lower, "interval re-evaluation at the witness")
       .column("ratio_inf", "lower/UB∞", Kind::certified_lower, "certified lower ÷ certified upper")
@@ -149,15 +153,18 @@ void tightness(const Context& ctx, Section& s) {
       "Ratios are certified lower bounds on Lip/UB for this layer (a certified lower bound on Lip divided by "
       "a certified upper bound on the formula). Lower bounds come from lip::compute_bracket (adversarial "
       "search seeded "
-      "with the tightness family of bounds.md §3.6 and random starts, then projected ascent); the witness "
-      "X* is re-evaluated in MPFI at 128 bits. The family column is the §3.6 family maximised over t in "
+      "with the tightness family of docs/math/bounds.md#kim-tightness and random starts, then projected "
+      "ascent); the witness "
+      "X* is re-evaluated in MPFI at 128 bits. The family column is the docs/math/bounds.md#kim-tightness "
+      "family maximised over t in "
       "double (lip::kim_tightness).";
   fig.add(ub_two).add(lo_two).add(ub_inf).add(lo_inf);
   fig.caption =
       "Solid lines without markers: the Theorem 3.2 upper bounds (certified, interval arithmetic). Solid "
       "lines with filled markers: certified lower bounds on the true Lipschitz constant, from the best "
       "input found by the adversarial search. The true constant lies between the two curves of the same "
-      "norm. The ∞-bound is tight up to a factor tending to 1 (bounds.md §3.6); the 2-bound carries a √N "
+      "norm. The ∞-bound is tight up to a factor tending to 1 (docs/math/bounds.md#kim-tightness); the "
+      "2-bound carries a √N "
       "factor that the lower bounds do not show.";
   s.findings.push_back("1a: at N = " + std::to_string(last_n) + " the best ∞-norm witness reaches " +
                        said(last_ratio_inf, Kind::certified_lower, 4) +
@@ -198,7 +205,8 @@ void lambda_curve(const Context& ctx, Section& s) {
     }
   }
   t.caption =
-      "Reference values (bounds.md §3.1, 30 digits): Λ_2 = 0.278464542761…, Λ_1000 = 4.420501603942….";
+      "Reference values (docs/math/bounds.md#kim-lambda, 30 digits): Λ_2 = 0.278464542761…, Λ_1000 = "
+      "4.420501603942….";
   Figure fig("kim_lambda", "The constant Λ_N = φ⁻¹(N − 1) of the L2 bounds", "sequence length N",
              "Λ_N (dimensionless)");
   fig.logx = true;
@@ -246,7 +254,7 @@ void dot_growth(const Context& ctx, Section& s) {
   Table t("kim_dot_growth", "Dot-product attention along the Theorem 3.1 construction");
   t.column("s", "scale s", Kind::input)
       .column("closed_form", "1/5 + 4s²/5", Kind::estimate,
-              "J₁₁ of (i) in closed form (bounds.md §2), double")
+              "J₁₁ of (i) in closed form (docs/math/bounds.md#dot-product-unbounded), double")
       .column("inf_one", "(i) ‖J‖∞ row sum", Kind::certified_lower, "interval, largest row of token 0")
       .column("two_one", "(i) ‖J v‖/‖v‖", Kind::certified_lower, "interval at the power-iteration vector")
       .column("two_random_est", "(ii) ‖J v‖/‖v‖", Kind::estimate, "MPFR at the power-iteration vector")
@@ -383,7 +391,8 @@ Section section_kim(const Context& ctx) {
       "(Theorem 3.1) "
       "and that L2 self-attention with tied query/key maps is, with constants growing like log N in ∞-norm "
       "and "
-      "√N log N in 2-norm (Theorem 3.2). regatta uses the derived forms of bounds.md §3.5 (the commonly "
+      "√N log N in 2-norm (Theorem 3.2). regatta uses the derived forms of docs/math/bounds.md#kim-thm32 "
+      "(the commonly "
       "quoted "
       "2-norm form is refuted: claim kim.thm32_2_quoted, section 5).");
   tightness(ctx, s);

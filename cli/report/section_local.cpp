@@ -1,8 +1,10 @@
-// Section 4 — local sensitivity (Havens, Araujo, Zhang, Hu 2024; bounds.md §6, claims havens.*).
+// Section 4 — local sensitivity (Havens, Araujo, Zhang, Hu 2024; docs/math/bounds.md#havens-local, claims
+// havens.*).
 //
 // At one input X: δ(X, ε) against its naive variants, the gradient-norm comparator ε·L_GN and a PGD lower
 // bound on Δ*(X, ε) = max_{‖E‖_F ≤ ε} ‖F(X + E) − F(X)‖_F, over ε; then certified radii of a linear read-out
-// classifier g(X) = W_read·mean_i F(X)_i for small margins (Tsuzuku et al. 2018; bounds.md §6.7): the
+// classifier g(X) = W_read·mean_i F(X)_i for small margins (Tsuzuku et al. 2018;
+// docs/math/bounds.md#havens-certified-radius): the
 // prediction cannot change within ε when m > √2·δ_g(X, ε), δ_g = ‖W_read‖₂·δ(X, ε)/√n (mean pooling).
 // The ingredients come from lip::havens_estimates / havens_certified (operators/lipschitz/local.hpp); the
 // attack from pgd.hpp.
@@ -65,11 +67,14 @@ void study(const Context& ctx, Section& s, const AttentionLayer& layer, const At
   Table t(prefix + "delta", label + ": δ(X, ε) against its comparators");
   t.column("eps", "ε", Kind::input)
       .column("delta", "δ(X, ε)", Kind::certified_upper,
-              "bounds.md §6.3, interval ingredients (havens_certified)")
+              "docs/math/bounds.md#havens-delta, interval ingredients (havens_certified)")
       .column("delta_est", "δ(X, ε)", Kind::estimate, "the same from double ingredients (havens_estimates)")
-      .column("naive_kernel", "naive δ, kernel level", Kind::certified_upper, "§6.4")
-      .column("naive_weights", "naive δ, weight level", Kind::certified_upper, "§6.4")
-      .column("gradnorm", "ε·L_GN", Kind::certified_upper, "gradient-norm comparator (§6.6)")
+      .column("naive_kernel", "naive δ, kernel level", Kind::certified_upper,
+              "docs/math/bounds.md#havens-naive")
+      .column("naive_weights", "naive δ, weight level", Kind::certified_upper,
+              "docs/math/bounds.md#havens-naive")
+      .column("gradnorm", "ε·L_GN", Kind::certified_upper,
+              "gradient-norm comparator (docs/math/bounds.md#havens-gradnorm)")
       .column("pgd_est", "PGD ‖F(X+E) − F(X)‖", Kind::estimate, "projected gradient ascent, double")
       .column("pgd", "PGD ‖F(X+E) − F(X)‖", Kind::certified_lower, "interval at the PGD perturbation")
       .column("linear", "ε‖DF(X)‖₂", Kind::estimate, "first-order prediction (Lanczos)");
@@ -155,7 +160,8 @@ void study(const Context& ctx, Section& s, const AttentionLayer& layer, const At
   r.caption = "Read-out W_read: 3×d standard normal, seed " + std::to_string(ctx.seed(4, 5)) +
               ", ‖W_read‖₂ ≤ " + format_number(read_norm, Kind::certified_upper) +
               " (certified); mean pooling over tokens. For each margin m (exact input), no input within the "
-              "certified radius (Frobenius distance from X) can change the predicted class (bounds.md §6.7).";
+              "certified radius (Frobenius distance from X) can change the predicted class "
+              "(docs/math/bounds.md#havens-certified-radius).";
   Figure rf(prefix + "radius", label + ": certified robustness radius against the classification margin",
             "margin m of the prediction (logit units)", "certified radius ε (Frobenius norm)");
   rf.logx = rf.logy = true;
@@ -174,13 +180,16 @@ Section section_local(const Context& ctx) {
   s.text.push_back(
       "Dot-product attention is not globally Lipschitz, but at a given input its output moves by at most "
       "δ(X, ε) "
-      "when the input moves by ε in Frobenius norm. δ is the bound of bounds.md §6.3 — a reconstruction of "
+      "when the input moves by ε in Frobenius norm. δ is the bound of docs/math/bounds.md#havens-delta — a "
+      "reconstruction of "
       "Havens, "
       "Araujo, Zhang and Hu (ICML 2024) derived in the regatta reference, not a quotation of the paper. It "
       "is "
-      "compared with naive variants (cruder norm inequalities, §6.4), a gradient-norm comparator of the "
+      "compared with naive variants (cruder norm inequalities, docs/math/bounds.md#havens-naive), a "
+      "gradient-norm comparator of the "
       "SpecFormer "
-      "type (§6.6) and an attack (PGD) that shows how much of the bound is really reached.");
+      "type (docs/math/bounds.md#havens-gradnorm) and an attack (PGD) that shows how much of the bound is "
+      "really reached.");
   operators::RandomLayerSpec spec;
   spec.d = 4;
   spec.heads = 2;

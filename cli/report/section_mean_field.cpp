@@ -1,5 +1,6 @@
 // Section 6 — mean field: attention on a grid measure against attention on n samples of the same density
-// (shared/math/attention.md §3; bounds.md §5 Theorem C and §5.1 "Mis-specified inputs"; transport.md).
+// (docs/math/attention.md#measures; docs/math/bounds.md#mf-theorem-c and
+// docs/math/bounds.md#mf-misspecification; transport.md).
 //
 // The density ρ on the box [−1, 1]² is a two-component Gaussian mixture restricted to the box. μ_h is its
 // grid measure (midpoint rule, cell masses at cell centres), μ_n the empirical measure of n i.i.d. samples of
@@ -78,7 +79,8 @@ Section section_mean_field(const Context& ctx) {
   Section s;
   s.title = "Mean field: grid measure against samples";
   s.text.push_back(
-      "Attention acts on probability measures (attention.md §3): F(μ) = (Γ_μ)_#μ. A token sequence is the "
+      "Attention acts on probability measures (docs/math/attention.md#measures): F(μ) = (Γ_μ)_#μ. A token "
+      "sequence is the "
       "empirical measure μ_n of its tokens; the mean-field limit is F applied to the density itself, "
       "represented "
       "here by a fine grid measure μ_h. As n grows, F(μ_n) approaches F(μ_h) in Wasserstein distance, at "

@@ -1,6 +1,8 @@
 // Section 3 — attention at the level of measures (Vuckovic, Baratin, Tachet des Combes 2020; Castin et al.
-// 2024; bounds.md §5). Lipschitz ratios in W₁ found by lip::compute_measure_bracket (near-extremal families
-// of §5, random starts, projected ascent; certified by interval re-evaluation and certified transport
+// 2024; docs/math/bounds.md#mean-field). Lipschitz ratios in W₁ found by lip::compute_measure_bracket
+// (near-extremal families
+// of docs/math/bounds.md#mean-field, random starts, projected ascent; certified by interval re-evaluation and
+// certified transport
 // brackets) against the derived constants:
 //   self     W₁(Fμ, Fν)/W₁(μ, ν) ≤ L_R = ‖V‖(1 + 3‖A‖R²)exp(2‖A‖R²)          Theorem C, mf.self_lipschitz
 //   query    W₁(CA(η, μ), CA(η′, μ))/W₁(η, η′) ≤ ‖V‖‖A‖R²                     Theorem A, mf.query_lipschitz
@@ -60,7 +62,8 @@ Section section_measure(const Context& ctx) {
       "is "
       "Lipschitz in W₁ on measures supported in a ball B_R, with a constant growing like exp(2‖A‖R²). "
       "regatta's "
-      "derived Theorems A–C (bounds.md §5) separate the two arguments of cross-attention: in the queries the "
+      "derived Theorems A–C (docs/math/bounds.md#mean-field) separate the two arguments of cross-attention: "
+      "in the queries the "
       "constant is polynomial in R, in the context it is exponential. Lower bounds are Lipschitz ratios "
       "W₁(outputs)/W₁(inputs) at measures found by search, certified by interval arithmetic and certified "
       "transport brackets.");
@@ -80,7 +83,8 @@ Section section_measure(const Context& ctx) {
       .column("ratio", "best ratio", Kind::certified_lower, "interval re-evaluation + certified W₁ brackets")
       .column("bound", "theorem bound", Kind::certified_upper, "mf.self / mf.query / mf.context, interval")
       .column("family_limit", "family limit", Kind::estimate,
-              "self and context: (1 + 2R²)exp(2R²), the limit of the Theorem B family (bounds.md §5)")
+              "self and context: (1 + 2R²)exp(2R²), the limit of the Theorem B family "
+              "(docs/math/bounds.md#mean-field)")
       .column("note", "note", Kind::text);
   const lip::MeasureArgument arguments[] = {lip::MeasureArgument::self, lip::MeasureArgument::query,
                                             lip::MeasureArgument::context};
@@ -123,7 +127,7 @@ Section section_measure(const Context& ctx) {
       "theorem "
       "bound is a certified upper bound on its formula. 'family limit' is the value the sharp Theorem B "
       "family "
-      "approaches (observed tightness, bounds.md §5).";
+      "approaches (observed tightness, docs/math/bounds.md#mean-field).";
   Figure self("measure_self", "Self-attention in W₁ (A = −1, V = 1): Theorem C against certified ratios",
               "support radius R", "W₁ Lipschitz constant (dimensionless)");
   self.logy = true;

@@ -1,4 +1,5 @@
-// Certified W_p bracket (transport.md §7.2–§7.5) with directed MPFR roundings.
+// Certified W_p bracket (docs/math/transport.md#cert-weights to docs/math/transport.md#cert-report) with
+// directed MPFR roundings.
 //
 // Every quantity below is computed as a one-sided bound by choosing the rounding direction of each
 // operation: |x - y| rounded toward zero (a lower bound of the magnitude) or away from zero (an upper bound),
@@ -298,7 +299,8 @@ void bracket_of(const Matrix<double>& x, const Matrix<double>& y, const Vector<d
   normalised_weights(a, a_lo, a_hi);
   normalised_weights(b, b_lo, b_hi);
 
-  // ---- lower bound (§7.4): potentials f, g = their c-transform rounded down, optionally f improved
+  // ---- lower bound (docs/math/transport.md#cert-lower): potentials f, g = their c-transform rounded down,
+  // optionally f improved
   // --------- Any f gives a valid bound. Two candidates, the larger bound kept: plan.u, and potentials
   // rebuilt from the plan's entries on the supports (u_i + v_j = C_ij along them). The rebuilt ones matter
   // when the solver's potentials carry the cost scale of far zero-weight atoms: then W_p^p far below that
@@ -318,7 +320,8 @@ void bracket_of(const Matrix<double>& x, const Matrix<double>& y, const Vector<d
     mpfr_max(lower_cost, lower_cost, candidate, MPFR_RNDD);
   }
 
-  // ---- upper bound (§7.3): scale the plan into an exact sub-coupling F'' and complete it ---------------
+  // ---- upper bound (docs/math/transport.md#cert-upper): scale the plan into an exact sub-coupling F'' and
+  // complete it ---------------
   Real t(sum_bits), q(sum_bits), one(sum_bits);
   mpfr_set_ui(one, 1, MPFR_RNDN);
   const std::size_t k_entries = plan.entries.size();
@@ -412,7 +415,8 @@ CertifiedBracket certify_wasserstein(const DiscreteMeasure<double>& mu, const Di
   Real lower_cost(sum_bits), upper_cost(sum_bits);
   bracket_of(x, y, mu.weights(), nu.weights(), p, plan, u, improve, lower_cost, upper_cost);
 
-  // ---- report (§7.5), undoing the scaling: W = W_scaled 2^-shift (exact in MPFR), W^p = W^p_scaled
+  // ---- report (docs/math/transport.md#cert-report), undoing the scaling: W = W_scaled 2^-shift (exact in
+  // MPFR), W^p = W^p_scaled
   // 2^(-shift p), with 2^(-shift p) rounded in the safe direction when shift p is not an integer.
   CertifiedBracket out;
   Real lo(sum_bits), hi(sum_bits), zero(sum_bits), q(sum_bits);

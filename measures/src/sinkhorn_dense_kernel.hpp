@@ -1,6 +1,7 @@
 #pragma once
 // The stabilised Gibbs kernel of the scaling (primal-domain) Sinkhorn iteration, materialised (internal to
-// sinkhorn_attention.cpp; docs/flow.md §1, Schmitzer 2019 "Stabilized sparse scaling algorithms for entropy
+// sinkhorn_attention.cpp; docs/flow.md#sinkhorn-attention-row, Schmitzer 2019 "Stabilized sparse scaling
+// algorithms for entropy
 // regularized transport problems", §3 "absorption").
 //
 // For potentials (α, β) absorbed at ε, K_ij = exp((α_i + β_j − C_ij)/ε) with C_ij = ‖x_i‖² + ‖y_j‖² −

@@ -1,4 +1,4 @@
-// Multi-head softmax and Sinkhorn attention through pairwise::reduce (attention.md §2).
+// Multi-head softmax and Sinkhorn attention through pairwise::reduce (docs/math/attention.md#layers).
 #include <regatta/operators/attention.hpp>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // One attention block: its weights in the scalar type, the forward pass and the state at a point that its
-// linearisation keeps (see block_state.hpp for the formulas; attention.md §2).
+// linearisation keeps (see block_state.hpp for the formulas; docs/math/attention.md#layers).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -126,7 +126,7 @@ Block<S>::Block(const AttentionLayer& layer, const AttentionOptions& options)
     WK_.push_back(cast_matrix<S>(layer.WK[h]));
     WV_.push_back(cast_matrix<S>(layer.WV[h]));
     const Mat<S> WO_h = WO_.middleRows(Eigen::Index(h) * value_dim_, value_dim_);
-    // l2 value map A_h·WV_h = WQ_h·(WQ_hᵀ·WV_h)/√d_h (attention.md §2.2), without forming A_h.
+    // l2 value map A_h·WV_h = WQ_h·(WQ_hᵀ·WV_h)/√d_h (docs/math/attention.md#l2-mha), without forming A_h.
     const Mat<S> value_map = kind_ == AttentionKind::dot
                                  ? WV_[h]
                                  : Mat<S>(mul<S>(WQ_[h], mul<S>(WQ_[h].transpose(), WV_[h])) * inv_sqrt_dh_);

@@ -1,5 +1,5 @@
 // The JVP and VJP of one attention block at its state: scores, kernel (softmax or Sinkhorn steps) and values
-// (see block_state.hpp for the formulas; attention.md §4).
+// (see block_state.hpp for the formulas; docs/math/jacobian.md).
 #include <cstddef>
 #include <utility>
 

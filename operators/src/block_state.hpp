@@ -4,12 +4,13 @@
 // through its scores and kernel) and linearization.cpp (chaining them through a stack, dense Jacobians).
 // Public interface: differentiable.hpp.
 //
-// The mathematics (attention.md §2, §4), generic over the scalar type:
+// The mathematics (docs/math/attention.md#layers, docs/math/jacobian.md), generic over the scalar type:
 //
 // One head, queries Xn = N(X) (n×d), context Yn = N(Y) (m×d):
 //   Q = ρ(Xn·WQ + 1bQᵀ), K = ρ(Yn·WK + 1bKᵀ), ρ the row-wise rotary map (rotary.hpp) or the identity,
 //   S_ij = q_i·k_j/√d_h (dot) or −‖q_i − k_j‖²/√d_h (l2, difference form), masked entries never formed,
-//   kernel: t alternating normalisations in the log domain (§2.6), g⁰ = 0,
+//   kernel: t alternating normalisations in the log domain (docs/math/attention.md#sinkhorn-attention), g⁰ =
+//     0,
 //     odd s:  f_i = −LSE_j(S_ij + g_j)   (R_s = row-softmax(S + 1gᵀ)),
 //     even s: g_j = −LSE_i(S_ij + f_i)   (C_s = column-softmax(S + f1ᵀ)),
 //   and the kernel is R_t (t odd) or C_t (t even) — for t = 1 the softmax P;
@@ -20,9 +21,11 @@
 //   JVP:  ḟ_i = −Σ_j R_ij(Ṡ_ij + ġ_j),  ġ_j = −Σ_i C_ij(Ṡ_ij + ḟ_i),  K̇ = K ⊙ (Ṡ + ḟ1ᵀ + 1ġᵀ);
 //   VJP:  L̄ = K ⊙ K̄; S̄ = L̄, f̄ = L̄1, ḡ = L̄ᵀ1; then back through the steps:
 //         odd s:  S̄ −= diag(f̄)·R_s, ḡ −= R_sᵀ f̄, f̄ = 0;   even s: S̄ −= C_s·diag(ḡ), f̄ −= C_s ḡ, ḡ = 0.
-// For t = 1 these reduce to §4.1: Ṗ = P ⊙ (Ṡ − (P ⊙ Ṡ)11ᵀ), S̄ = P ⊙ (P̄ − (P ⊙ P̄)11ᵀ).
+// For t = 1 these reduce to docs/math/jacobian.md#softmax-derivative: Ṗ = P ⊙ (Ṡ − (P ⊙ Ṡ)11ᵀ), S̄ = P ⊙ (P̄
+// − (P ⊙ P̄)11ᵀ).
 // RoPE is linear and fixed per row: Q̇ = ρ(Ẋn·WQ), Q̄ ↦ ρᵀ(Q̄) before ·WQᵀ (and the same for keys).
-// Score derivatives: dot Ṡ = (Q̇Kᵀ + QK̇ᵀ)/√d_h, Q̄ = S̄K/√d_h, K̄ = S̄ᵀQ/√d_h; l2 (tied or untied, §4.4)
+// Score derivatives: dot Ṡ = (Q̇Kᵀ + QK̇ᵀ)/√d_h, Q̄ = S̄K/√d_h, K̄ = S̄ᵀQ/√d_h; l2 (tied or untied,
+// docs/math/jacobian.md#l2-untied-derivatives)
 // Ṡ_ij = −(2/√d_h)(q_i − k_j)·(q̇_i − k̇_j), Q̄_i = −(2/√d_h)Σ_j S̄_ij(q_i − k_j), K̄_j = (2/√d_h)Σ_i S̄_ij(q_i −
 // k_j).
 //

@@ -1,4 +1,4 @@
-// Fixed-point inversion of residual blocks (inversion.hpp; attention.md §5).
+// Fixed-point inversion of residual blocks (inversion.hpp; docs/math/attention.md#residual-inversion).
 #include <regatta/operators/inversion.hpp>
 
 #include <cmath>

@@ -1,5 +1,6 @@
 // The linearisation of a block or stack at a point: JVP and VJP chained through the blocks (pre-norm and
-// residual included), and the dense Jacobian column by column (see differentiable.hpp; attention.md §4).
+// residual included), and the dense Jacobian column by column (see differentiable.hpp;
+// docs/math/jacobian.md).
 #include <string>
 
 #include <regatta/core/checks.hpp>

@@ -1,4 +1,4 @@
-// Attention on discrete and grid measures through the weighted token path (attention.md §3).
+// Attention on discrete and grid measures through the weighted token path (docs/math/attention.md#measures).
 #include <regatta/operators/measure_attention.hpp>
 
 #include <algorithm>

@@ -80,7 +80,8 @@ void write_claims_markdown(std::ostream& out, const std::vector<ClaimResult>& re
       << "Generated from the claims registry (`proofs-check/`) by\n\n```\n"
       << command << "\n```\n\n"
       << "Do not edit by hand: change the registry and regenerate. The statements, expected verdicts and "
-         "references come from the catalogue `shared/math/claims.md`; each section below says what the "
+         "references come from the catalogue [math/claims.md](math/claims.md); each section below says what "
+         "the "
          "checker evaluates and the verdict of the run above. How verdicts are reached: "
          "[cli.md](cli.md#regatta-proofs-check). Ratios and errors marked *estimate* come from the mpfr "
          "re-evaluation; *certified* numbers come from interval arithmetic.\n\n";

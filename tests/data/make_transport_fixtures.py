@@ -34,7 +34,7 @@ def main():
     save("w_a_short.npy", w[:5] / w[:5].sum())  # 5 weights for 6 atoms
     save("w_a_unnormalised.npy", 2.0 * w)
     save("w_a_2d.npy", w.reshape(2, 3))
-    # transport.md §3 reference: mu = (d0 + d2)/2, nu = d1/4 + 3 d3/4: W1 = 1.5, W2 = sqrt(3).
+    # docs/math/transport.md#one-dimensional reference: mu = (d0 + d2)/2, nu = d1/4 + 3 d3/4: W1 = 1.5, W2 = sqrt(3).
     save("line_a.npy", np.array([0.0, 2.0]))
     save("line_b.npy", np.array([1.0, 3.0]))
     save("w_line_b.npy", np.array([0.25, 0.75]))

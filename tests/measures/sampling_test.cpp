@@ -1,5 +1,6 @@
 // Samplers: moments within 5 standard errors, exact support properties (sphere radius, ball containment,
-// zero-weight atoms never drawn), seeded determinism, and the causal lift of attention.md §3.6.
+// zero-weight atoms never drawn), seeded determinism, and the causal lift of
+// docs/math/attention.md#lifted-causal.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -72,7 +72,7 @@ TEST(Sinkhorn, ConvergesToExactTransportInsideTheEntropicBracket) {
       const SinkhornResult<double> r = sinkhorn(mu, nu, p, o);
       ASSERT_TRUE(r.converged()) << "p " << p << " eps " << epsilon << " error " << r.marginal_error;
       EXPECT_LE(r.marginal_error, o.tolerance);
-      // Bracket of transport.md §5, up to the tolerance times the largest cost.
+      // Bracket of docs/math/transport.md#entropic, up to the tolerance times the largest cost.
       const double slack = stopping_slack(mu, nu, p, o.tolerance);
       EXPECT_GE(r.cost, exact - slack) << "p " << p << " eps " << epsilon;
       EXPECT_LE(r.cost, r.objective + slack);
@@ -189,7 +189,8 @@ TEST(Sinkhorn, DivergenceApproachesExactTransportForSmallEpsilon) {
   o.tolerance = 1e-10;
   const SinkhornDivergenceResult d = sinkhorn_divergence(mu, nu, 2.0, o);
   ASSERT_TRUE(d.converged());
-  // W ≤ OT_ε(mu, nu) ≤ W + ε min(H(a), H(b)) and 0 ≤ OT_ε(mu, mu) ≤ ε H(a) (the bracket of transport.md §5
+  // W ≤ OT_ε(mu, nu) ≤ W + ε min(H(a), H(b)) and 0 ≤ OT_ε(mu, mu) ≤ ε H(a) (the bracket of
+  // docs/math/transport.md#entropic
   // for each solve) give W - ε (H(a) + H(b))/2 ≤ S_ε ≤ W + ε min(H(a), H(b)).
   const double entropic_bias = o.epsilon * std::max(entropy(mu.weights()), entropy(nu.weights()));
   EXPECT_NEAR(d.value, exact, entropic_bias + stopping_slack(mu, nu, 2.0, o.tolerance));

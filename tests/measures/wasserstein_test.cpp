@@ -41,7 +41,8 @@ double cost_rounding(Eigen::Index n, Eigen::Index m) {
 const double root_rounding = testing::rounding_bound<double>(1, 2);
 
 /// max |x_i - y_j|^p over the atoms of positive weight: the cost scale against which the certified
-/// bracket's rounding is measured (zero-weight atoms carry no mass and are not charged, transport.md §7.3).
+/// bracket's rounding is measured (zero-weight atoms carry no mass and are not charged,
+/// docs/math/transport.md#cert-upper).
 double charged_max_cost(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu, double p) {
   double c = 0;
   for (Eigen::Index i = 0; i < mu.size(); ++i)
@@ -77,7 +78,7 @@ DiscreteMeasure<mpfr> to_mpfr(const DiscreteMeasure<double>& m) {
 }
 
 TEST(Wasserstein, ReferenceValuesOfTheMathReference) {
-  // transport.md §3: mu = (d0 + d2)/2, nu = d1/4 + 3 d3/4: W1 = 1.5, W2^2 = 3.
+  // docs/math/transport.md#one-dimensional: mu = (d0 + d2)/2, nu = d1/4 + 3 d3/4: W1 = 1.5, W2^2 = 3.
   Matrix<double> x(2, 1), y(2, 1);
   x << 0, 2;
   y << 1, 3;

@@ -31,7 +31,7 @@ Matrix<double> gaussian(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed
   return Eigen::Map<const Matrix<double>>(z.data(), rows, cols);
 }
 
-/// The definition of attention.md §2, evaluated entry by entry.
+/// The definition of docs/math/attention.md#layers, evaluated entry by entry.
 Matrix<double> naive_attend(const AttentionLayer& L, const Matrix<double>& X, const Matrix<double>& Y,
                             const AttentionOptions& o) {
   const Eigen::Index n = X.rows(), m = Y.rows();
@@ -159,7 +159,8 @@ TEST(Attend, UntiedL2IsRejectedUnlessAllowed) {
 }
 
 TEST(Attend, L2RowsAreTranslationInvariant) {
-  // attention.md §1.3: tied L2 without biases has P(X + 1bᵀ) = P(X), so F(X + 1bᵀ) = F(X) + 1·bᵀ Σ_h A_h WV_h
+  // docs/math/attention.md#l2-score: tied L2 without biases has P(X + 1bᵀ) = P(X), so F(X + 1bᵀ) = F(X) +
+  // 1·bᵀ Σ_h A_h WV_h
   // WO_h.
   RandomLayerSpec spec;
   spec.d = 6;
@@ -440,7 +441,7 @@ TEST_F(LoadLayer, NpzArchiveInPyTorchNaming) {
 // ---- pre-norm, Sinkhorn attention, invariants, stacks
 // ------------------------------------------------------
 
-/// Row-wise LayerNorm / RMSNorm written from attention.md §2.5 (biased variance).
+/// Row-wise LayerNorm / RMSNorm written from docs/math/attention.md#normalisation (biased variance).
 Matrix<double> naive_normalize(Prenorm norm, const Matrix<double>& X, const AttentionLayer& L) {
   if (norm == Prenorm::none) return X;
   Matrix<double> out(X.rows(), X.cols());
@@ -467,7 +468,8 @@ double naive_lse(const std::vector<double>& t) {
   return top + std::log(sum);
 }
 
-/// Sinkhorn kernel K^(t) of head h by the definition of attention.md §2.6: the materialised logits S + M,
+/// Sinkhorn kernel K^(t) of head h by the definition of docs/math/attention.md#sinkhorn-attention: the
+/// materialised logits S + M,
 /// then t alternating log-domain normalisations (rows first), K = exp(S + M + f 1ᵀ + 1 gᵀ).
 Matrix<double> naive_kernel(const AttentionLayer& L, int h, const Matrix<double>& Xn,
                             const Matrix<double>& Yn, bool causal, int t) {
@@ -652,7 +654,8 @@ double doubly_stochastic_error(const Matrix<double>& K) {
 }
 
 TEST(Sinkhorn, DoublyStochasticLimitWithoutMask) {
-  // Sinkhorn's theorem (attention.md §2.6): the marginal error of K^(t) decreases to 0 (linearly in t for a
+  // Sinkhorn's theorem (docs/math/attention.md#sinkhorn-attention): the marginal error of K^(t) decreases to
+  // 0 (linearly in t for a
   // positive matrix). Measured on this input: 0.24 at t = 3, 6e-3 at t = 11, 9e-12 at t = 61, 3e-16 from
   // t = 101 on.
   RandomLayerSpec spec{.d = 8, .heads = 2, .scale = 1.0, .seed = 90};
@@ -672,7 +675,8 @@ TEST(Sinkhorn, DoublyStochasticLimitWithoutMask) {
 }
 
 TEST(Sinkhorn, CausalTendsToTheIdentity) {
-  // The only doubly stochastic lower-triangular matrix is I (attention.md §2.6); K^(t) approaches it slowly.
+  // The only doubly stochastic lower-triangular matrix is I (docs/math/attention.md#sinkhorn-attention);
+  // K^(t) approaches it slowly.
   // Measured max |K − I|: 0.93 (t = 1), 0.39 (11), 0.075 (101), 0.0087 (1001).
   RandomLayerSpec spec{.d = 6, .heads = 1, .scale = 1.0, .seed = 100};
   const AttentionLayer layer = random_layer(spec);
@@ -732,7 +736,8 @@ TEST(Invariants, PermutationEquivariance) {
 }
 
 TEST(Invariants, L2SinkhornKernelsAreTranslationInvariant) {
-  // attention.md §1.3: tied L2 scores are translation invariant, hence so are all K^(t); for odd t the rows
+  // docs/math/attention.md#l2-score: tied L2 scores are translation invariant, hence so are all K^(t); for
+  // odd t the rows
   // sum to 1 and f(X + 1bᵀ) = f(X) + 1·bᵀ Σ_h A_h WV_h WO_h.
   RandomLayerSpec spec{.d = 6, .heads = 2, .seed = 130, .kind = AttentionKind::l2};
   const AttentionLayer layer = random_layer(spec);
@@ -801,7 +806,8 @@ TEST(Sinkhorn, InputErrors) {
 }
 
 TEST(Weighted, LogWeightsEnterTheLogitsAndMinusInfinityDropsAKey) {
-  // attention.md §3.3: attending to context (y_0, y_1, y_1) with uniform weights is attending to (y_0, y_1)
+  // docs/math/attention.md#empirical-weighted-grid: attending to context (y_0, y_1, y_1) with uniform weights
+  // is attending to (y_0, y_1)
   // with weights (1/3, 2/3); a key with log-weight −∞ is absent.
   RandomLayerSpec spec{.d = 6, .heads = 2, .scale = 2.0, .seed = 160, .biases = true};
   const AttentionLayer layer = random_layer(spec);

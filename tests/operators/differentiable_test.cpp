@@ -1,7 +1,8 @@
 // The generic attention blocks (differentiable.hpp), each property from two independent computations:
 // forward against the streamed attend(); JVP against VJP (duality ⟨J v, u⟩ = ⟨v, Jᵀ u⟩ and the dense
 // Jacobian assembled from JVP columns against the one from VJP rows); JVP against central differences in
-// mpfr at 256 bits; the analytic block formulas of attention.md §4.2–§4.3 against the dense Jacobian;
+// mpfr at 256 bits; the analytic block formulas of docs/math/jacobian.md#dot-derivatives to
+// docs/math/jacobian.md#l2-tied-derivatives against the dense Jacobian;
 // interval enclosures against mpfr; the InputError cases.
 #include <gtest/gtest.h>
 
@@ -23,7 +24,7 @@
 namespace regatta::operators {
 namespace {
 
-// ---- tolerances (style.md, habit 5), derived from the sizes of these tests ----
+// ---- tolerances (docs/math/README.md#checking), derived from the sizes of these tests ----
 
 /// Rounded operations on the longest dependency chain of one entry of a block's forward pass, JVP or VJP at
 /// these sizes (n <= 7 tokens, d <= 6, d_h <= 6, t <= 5 Sinkhorn steps): pre-norm 2d + 2, queries and keys d
@@ -288,7 +289,7 @@ TEST(BlockKernels, SinkhornMarginalsAndFirstStep) {
   }
 }
 
-/// attention.md §4.2 block form for one bias-free dot head with W^O = I (value_dim = d):
+/// docs/math/jacobian.md#dot-derivatives block form for one bias-free dot head with W^O = I (value_dim = d):
 /// J_ij = W_Vᵀ(P_ij[I + (x_j − m_i)(Aᵀx_i)ᵀ] + δ_ij Cov_i Aᵀ), A = W_Q W_Kᵀ/√d_h, in column convention.
 TEST(BlockFormulas, DotBlockFormulaMatchesDenseJacobian) {
   const int d = 4, n = 5;
@@ -322,7 +323,8 @@ TEST(BlockFormulas, DotBlockFormulaMatchesDenseJacobian) {
   }
 }
 
-/// attention.md §4.3 block form of tied L2 attention, f = P X A, F_i = (W_V W_O)ᵀ f_i (column convention):
+/// docs/math/jacobian.md#l2-tied-derivatives block form of tied L2 attention, f = P X A, F_i = (W_V W_O)ᵀ f_i
+/// (column convention):
 /// J_ij = A[2 P_ij (x_j − m_i)(x_i − x_j)ᵀ A + P_ij I] (j ≠ i), J_ii = A[2 Cov_i A + P_ii I].
 TEST(BlockFormulas, L2BlockFormulaMatchesDenseJacobian) {
   const int d = 5, n = 6;
@@ -431,7 +433,8 @@ TEST(BlockErrors, BadInputIsRejectedWithTheArgumentNamed) {
   EXPECT_NE(message([&] { Stack<double>(std::vector<Block<double>>{}); }).find("stack"), std::string::npos);
 }
 
-/// Untied L2 (attention.md §4.4) — outside the theorem but differentiable: duality and finite differences.
+/// Untied L2 (docs/math/jacobian.md#l2-untied-derivatives) — outside the theorem but differentiable: duality
+/// and finite differences.
 TEST(BlockFormulas, UntiedL2DerivativesAreConsistent) {
   Config c{"untied", AttentionKind::dot, 4, 2};
   AttentionLayer L = layer_for(c, 111);

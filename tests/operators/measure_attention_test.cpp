@@ -1,7 +1,11 @@
-// Attention on measures (attention.md §3) computed against independent evaluations: the token path bit for
-// bit on empirical measures (§3.3), a naive weighted value map written here (softmax of score + log w),
-// repeated tokens against merged weighted atoms, zero-weight atoms, a single atom (F(δ_z) = δ_{Γ(z)}, §3.5),
-// lifted causal measures (§3.6) against prefixes of the context, and grid measures against the fine
+// Attention on measures (docs/math/attention.md#measures) computed against independent evaluations: the token
+// path bit for
+// bit on empirical measures (docs/math/attention.md#empirical-weighted-grid), a naive weighted value map
+// written here (softmax of score + log w),
+// repeated tokens against merged weighted atoms, zero-weight atoms, a single atom (F(δ_z) = δ_{Γ(z)},
+// docs/math/attention.md#measure-multi-head),
+// lifted causal measures (docs/math/attention.md#lifted-causal) against prefixes of the context, and grid
+// measures against the fine
 // empirical sample they bin (the outputs approach each other as the grid is refined).
 #include <gtest/gtest.h>
 
@@ -78,7 +82,8 @@ Vector<double> random_weights(Eigen::Index m, std::uint64_t seed) {
   return w / w.sum();
 }
 
-/// Score of head h between a query x and a key y (attention.md §1.2, §1.3), from the layer's definition.
+/// Score of head h between a query x and a key y (docs/math/attention.md#dot-score,
+/// docs/math/attention.md#l2-score), from the layer's definition.
 double score(const AttentionLayer& L, int h, const Vector<double>& x, const Vector<double>& y) {
   Vector<double> q = L.WQ[h].transpose() * x, k = L.WK[h].transpose() * y;
   if (!L.bQ.empty()) q += L.bQ[h], k += L.bK[h];
@@ -86,7 +91,8 @@ double score(const AttentionLayer& L, int h, const Vector<double>& x, const Vect
   return L.kind == AttentionKind::dot ? c * q.dot(k) : -c * (q - k).squaredNorm();
 }
 
-/// Γ_μ(x) = Σ_h Σ_j softmax_j(k_h(x, y_j) + log w_j)·v_h(y_j)·WO_h + bO, atom by atom (attention.md §3.3);
+/// Γ_μ(x) = Σ_h Σ_j softmax_j(k_h(x, y_j) + log w_j)·v_h(y_j)·WO_h + bO, atom by atom
+/// (docs/math/attention.md#empirical-weighted-grid);
 /// atoms of weight 0 are skipped. No pre-norm, no residual, softmax only.
 Vector<double> naive_gamma(const AttentionLayer& L, const Vector<double>& x,
                            const DiscreteMeasure<double>& mu) {
@@ -167,7 +173,8 @@ TEST(MeasureAttention, WeightedValueMapAndKernelMatchNaive) {
       const Vector<double> expected = naive_gamma(layer, X.row(i).transpose(), mu);
       EXPECT_LE((gamma.row(i).transpose() - expected).cwiseAbs().maxCoeff(),
                 forward_rounding * std::max(1.0, expected.cwiseAbs().maxCoeff()));
-      // K_μ(x, ·): probabilities ∝ w_j exp(k(x, y_j)), with density w.r.t. μ in [e^−osc, e^osc] (§3.1).
+      // K_μ(x, ·): probabilities ∝ w_j exp(k(x, y_j)), with density w.r.t. μ in [e^−osc, e^osc]
+      // (docs/math/attention.md#measure-kernel).
       const DiscreteMeasure<double> K = measure_kernel(layer, 0, X.row(i).transpose(), mu);
       EXPECT_TRUE(identical(K.atoms(), mu.atoms()));
       EXPECT_EQ(K.weights()(4), 0.0);
@@ -219,7 +226,8 @@ TEST(MeasureAttention, ZeroWeightAtomsDropOut) {
 }
 
 TEST(MeasureAttention, MergingEqualAtomsLeavesGammaUnchanged) {
-  // μ' splits atom 1 of μ into two equal atoms of masses w_1/4 and 3w_1/4 (§3.3).
+  // μ' splits atom 1 of μ into two equal atoms of masses w_1/4 and 3w_1/4
+  // (docs/math/attention.md#empirical-weighted-grid).
   for (AttentionKind kind : {AttentionKind::dot, AttentionKind::l2}) {
     const AttentionLayer layer =
         random_layer({.d = 6, .heads = 2, .scale = 2.0, .seed = 50, .kind = kind, .biases = true});
@@ -265,7 +273,8 @@ TEST(MeasureAttention, RepeatedTokensAreOneAtomWithTheirMultiplicity) {
 }
 
 TEST(MeasureAttention, ASingleAtomStaysASingleAtom) {
-  // F(δ_z) = δ_{Γ(z)} with Γ(z) = Σ_h (zᵀWV_h + bV_h)·WO_h + bO (§3.5): every kernel is the unit mass at z.
+  // F(δ_z) = δ_{Γ(z)} with Γ(z) = Σ_h (zᵀWV_h + bV_h)·WO_h + bO (docs/math/attention.md#measure-multi-head):
+  // every kernel is the unit mass at z.
   const AttentionLayer layer =
       random_layer({.d = 4, .heads = 2, .value_dim = 3, .scale = 5.0, .seed = 70, .biases = true});
   const Matrix<double> z = 3.0 * gaussian(1, 4, 71);
@@ -322,7 +331,8 @@ double max_row_distance(const Matrix<double>& a, const Matrix<double>& b) {
 
 TEST(MeasureAttention, GridMeasuresApproachTheSampleTheyBin) {
   // The fine empirical measure μ of 1000 points of the unit disc and its histograms μ_h on k×k grids of
-  // [−1, 1]²: W_p(μ, μ_h) ≤ r_h = √2/k, so Γ_{μ_h} → Γ_μ and F(μ_h) → F(μ) (Theorem B of bounds.md). Measured
+  // [−1, 1]²: W_p(μ, μ_h) ≤ r_h = √2/k, so Γ_{μ_h} → Γ_μ and F(μ_h) → F(μ)
+  // (docs/math/bounds.md#mf-quantisation). Measured
   // here for k = 4, 8, 16: max_x ‖Γ_{μ_h}(x) − Γ_μ(x)‖ = 2.0e-2, 3.3e-3, 8.4e-4 and W_2(F(μ_h), F(μ)) =
   // 5.4e-3, 1.7e-3, 6.6e-4 (r_h = 0.35, 0.18, 0.088).
   const AttentionLayer layer = random_layer({.d = 2, .heads = 1, .scale = 1.5, .seed = 90});

@@ -1,9 +1,9 @@
 // attend / attend_cross against PyTorch on the same weights. The reference outputs in tests/data/torch were
 // computed by tests/data/torch/generate.py (Debian's python3-torch, float64): nn.MultiheadAttention for dot
-// attention, and torch implementations written from shared/math/attention.md for tied L2 attention,
+// attention, and torch implementations written from docs/math/attention.md for tied L2 attention,
 // Sinkhorn attention and pre-norm blocks (the file format is described in tests/data/torch/README.md).
 // Each file is read with load_layer under its PyTorch / Hugging Face names, so the weight mapping of
-// shared/math/README.md ("PyTorch and Hugging Face conventions") is tested along with the forward pass.
+// docs/math/README.md#pytorch-conventions is tested along with the forward pass.
 #include <gtest/gtest.h>
 
 #include <algorithm>

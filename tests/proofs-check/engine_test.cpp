@@ -145,7 +145,7 @@ TEST(ProofsEngine, QuotedKimBoundIsRefutedWithACertifiedCounterexampleFile) {
   EXPECT_EQ(r.verdict, Verdict::refuted);
   ASSERT_TRUE(r.counterexample.has_value());
   EXPECT_TRUE(r.counterexample->certified);
-  // bounds.md §3.5: ‖J‖₂ ≥ 48.58 against the quoted bound 24.70 at n = 3, W^Q = 5.
+  // docs/math/bounds.md#kim-thm32: ‖J‖₂ ≥ 48.58 against the quoted bound 24.70 at n = 3, W^Q = 5.
   EXPECT_GT(r.counterexample->ratio, 1.9);
   EXPECT_TRUE(std::filesystem::exists(r.counterexample->file));
   std::filesystem::remove_all(o.out_dir);
@@ -223,7 +223,8 @@ TEST(ProofsEngine, UnboundedClaimsPassEveryThresholdWithCertifiedGrowth) {
 }
 
 TEST(ProofsEngine, ThmDpGrowthMatchesTheClosedForm) {
-  // bounds.md §2: J_11 = 1/5 + 4 s²/5 on x = (0, s, −s, s, −s); the family doubles s from 1.
+  // docs/math/bounds.md#dot-product-unbounded: J_11 = 1/5 + 4 s²/5 on x = (0, s, −s, s, −s); the family
+  // doubles s from 1.
   const ClaimResult r = check_claim(claim("kim.thm31_dp_unbounded"), quick(128, 4));
   ASSERT_GE(r.growth.size(), 5u);
   for (std::size_t k = 0; k < r.growth.size(); ++k) {

@@ -1,4 +1,5 @@
-// The havens.* claims (shared/math/bounds.md §6): each reaches its catalogue verdict, certified, on a fixed
+// The havens.* claims (docs/math/bounds.md#havens-local): each reaches its catalogue verdict, certified, on a
+// fixed
 // sample budget; their evaluators agree with independent computations — the streamed forward pass attend()
 // for the left sides and the library's Havens ingredients (lipschitz/local.hpp: matrix-free Lanczos,
 // certified enclosures, δ, δ_naive, L_GN, the certified radius by bisection) for the right sides; and false

@@ -1,7 +1,8 @@
 // The mean-field claims (proofs-check/src/claims/mean_field_*.cpp) reach their expected verdicts; their
 // constants agree with lip::evaluate's mean-field bounds and their left sides with the library's measure
 // attention (operators/measure_attention.hpp) and exact transport; the Theorem B family follows the closed
-// form of bounds.md §5; a halved bound is refuted with a certified counterexample. Fixed sample counts (no
+// form of docs/math/bounds.md#mean-field; a halved bound is refuted with a certified counterexample. Fixed
+// sample counts (no
 // clock).
 #include <gtest/gtest.h>
 
@@ -201,11 +202,13 @@ TEST(MeanFieldClaims, DepthConstantMatchesLipEvaluateForATiedStack) {
 }
 
 TEST(MeanFieldClaims, TheoremBFamilyFollowsTheClosedForm) {
-  // bounds.md §5: at eps = e^-12, R = R' = 2, a = 1 the t -> 0 ratio is (w/eps)(1 + 2aRR'(1 - w)) against the
+  // docs/math/bounds.md#mean-field: at eps = e^-12, R = R' = 2, a = 1 the t -> 0 ratio is (w/eps)(1 + 2aRR'(1
+  // - w)) against the
   // bound (1 + 2aRR') e^(2aRR'), w = eps e^(2aRR') / (1 - eps + eps e^(2aRR')); computed here in long double.
   const long double eps = std::exp(-12.0L), E = std::exp(8.0L), wl = eps * E / (1 - eps + eps * E);
   const long double closed = (wl / eps) * (1 + 8 * (1 - wl)) / (9 * E);
-  // The reference value of claims.md, quoted to four decimals: half a unit of its last place.
+  // The reference value of docs/math/bounds.md#mf-theorem-b-family, quoted to four decimals: half a unit of
+  // its last place.
   const double quoted_to_four_decimals = 0.5 * std::pow(10.0, -4);
   EXPECT_NEAR(static_cast<double>(closed), 0.9663, quoted_to_four_decimals);
   const Claim& c = claim("mf.context_lipschitz");

@@ -86,7 +86,8 @@ TEST(ResidCastinClaims, ExpectedVerdictsCertified) {
 }
 
 TEST(ResidCastinClaims, InjectedFalseVariantsAreRefuted) {
-  // castin: 0.9·√n ≤ ‖J‖₂ made 0.9·√n ≤ 0.9·‖J‖₂, i.e. ‖J‖₂/√n ≥ 1, false at n = 8 (0.951, bounds.md §4.3).
+  // castin: 0.9·√n ≤ ‖J‖₂ made 0.9·√n ≤ 0.9·‖J‖₂, i.e. ‖J‖₂/√n ≥ 1, false at n = 8 (0.951,
+  // docs/math/bounds.md#castin-adversarial).
   const ScaledRight castin(claim("castin.adversarial_regime"), 0.9);
   const ClaimResult c = check_claim(castin, quick());
   EXPECT_EQ(c.verdict, Verdict::refuted);

@@ -1,5 +1,6 @@
 #pragma once
-// Named, derived tolerances for tests (style.md, habit 5): a comparison of two computations states how far
+// Named, derived tolerances for tests (docs/math/README.md#checking): a comparison of two computations states
+// how far
 // apart rounding may put them, as c · n · eps<S>() — n the number of rounded operations on the longest
 // dependency chain, c a safety factor whose reason is written where the tolerance is defined. Test files
 // define their named tolerances from these helpers (or add shared ones here), never a bare 1e-N.

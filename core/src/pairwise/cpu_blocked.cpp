@@ -1,5 +1,5 @@
 // The blocked CPU path of pairwise::reduce for float and double (mathematics: pairwise.hpp and
-// shared/math/attention.md §1.1).
+// docs/math/attention.md#streamed-reduction).
 //
 // Layout. Queries are split into blocks of query_block rows; one OpenMP task owns one query block and streams
 // every key through it, key_block keys at a time, so no two threads touch the same output row. For each

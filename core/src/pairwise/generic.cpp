@@ -5,7 +5,8 @@
 // the Rescale factors {self, other} returned by push keep every vector accumulator expressed relative to the
 // running shift (acc ← self·acc + other·term), and the outputs are acc / scaled_sum at the end.
 //
-// Scores use the difference form ‖x − y‖² (shared/math/attention.md §1.3): no cancellation, and for interval
+// Scores use the difference form ‖x − y‖² (docs/math/attention.md#l2-score): no cancellation, and for
+// interval
 // the squares are evaluated with mpfi_sqr, so each score is a certified enclosure. All arithmetic for
 // interval is outward rounded (kernel.scale and kernel.power enter as intervals enclosing the doubles), hence
 // lse and every output entry enclose the exact value. The multiprecision inputs are first carried to the

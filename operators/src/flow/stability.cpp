@@ -1,4 +1,4 @@
-// Certified Grönwall bound of the sphere flows (flow_stability.hpp, docs/flow.md §4).
+// Certified Grönwall bound of the sphere flows (flow_stability.hpp, docs/flow.md#flow-stability).
 #include <regatta/operators/flow_stability.hpp>
 
 #include <cmath>

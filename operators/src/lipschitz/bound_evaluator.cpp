@@ -1,4 +1,4 @@
-// The bound formulas of bounds.hpp, written once for double, mpfr and interval (shared/math/bounds.md).
+// The bound formulas of bounds.hpp, written once for double, mpfr and interval (docs/math/bounds.md).
 #include "bound_evaluator.hpp"
 
 #include <cmath>
@@ -239,7 +239,7 @@ template <class S>
 const std::vector<int>& BoundEvaluator<S>::augmentation_exponents() {
   if (!augmentation_exponents_) {
     augmentation_exponents_.emplace();
-    // The Remark of docs/bounds.md, "Biased layers": tokens (x, t) with t = 2^k give a valid bound for every
+    // The Remark of docs/bounds.md#augmented-castin: tokens (x, t) with t = 2^k give a valid bound for every
     // k, with ‖[A_h; c_hᵀ/t]‖₂²(R² + t²)² in place of ‖[A_h; c_hᵀ]‖₂²(R² + 1)² (per head: each head is its
     // own bias-free map on its own augmented tokens). k is chosen in double (the same k for every scalar
     // type); powers of two keep b_Q,h/t exact.
@@ -302,7 +302,8 @@ S BoundEvaluator<S>::lambda() {
 template <class S>
 S BoundEvaluator<S>::prenorm_lipschitz(Norm norm) {
   if (options_.prenorm == Prenorm::none) return S(1);
-  // LayerNorm and RMSNorm: max|γ|/√ε in ℓ₂ (bounds.md §1.3, §1.4), √d times that in ℓ∞; row-wise maps have
+  // LayerNorm and RMSNorm: max|γ|/√ε in ℓ₂ (docs/math/bounds.md#layernorm, docs/math/bounds.md#rmsnorm), √d
+  // times that in ℓ∞; row-wise maps have
   // the per-row constant on token matrices (block-diagonal Jacobian).
   S c = S(max_abs_gamma(layer_.norm_gamma)) / sqrt_of(S(layer_.norm_eps));
   if (norm == Norm::inf) c *= sqrt_of(S(double(layer_.d)));
@@ -328,7 +329,7 @@ S BoundEvaluator<S>::compose(const S& attention, Norm norm) {
   return c;
 }
 
-// ---- Kim et al. (2021), Theorem 3.2 (bounds.md §3.5) ----
+// ---- Kim et al. (2021), Theorem 3.2 (docs/math/bounds.md#kim-thm32) ----
 
 template <class S>
 S BoundEvaluator<S>::kim_inf() {
@@ -354,7 +355,7 @@ S BoundEvaluator<S>::kim_two(int query_power) {
   return sqrt_of(S(S(double(*setting_.n)) / dh)) * (S(4) * lambda() + S(1)) * sqrt_of(sum) * output_two();
 }
 
-// ---- Castin, Ablin, Peyré (2024) on B_R (bounds.md §4) ----
+// ---- Castin, Ablin, Peyré (2024) on B_R (docs/math/bounds.md#castin-bounded-domain) ----
 
 template <class S>
 S BoundEvaluator<S>::castin_sqrt_n() {
@@ -371,7 +372,7 @@ S BoundEvaluator<S>::castin_sqrt_n() {
 
 template <class S>
 S BoundEvaluator<S>::castin_sqrt_n_augmented() {
-  // docs/bounds.md, "Biased layers": castin.sqrt_n for the augmented tokens (x, 1) on B_√(R²+1), with the
+  // docs/bounds.md#augmented-castin: castin.sqrt_n for the augmented tokens (x, 1) on B_√(R²+1), with the
   // score matrix [[A_h, 0], [c_hᵀ, 0]] (norm ‖[A_h; c_hᵀ]‖₂) and unchanged ‖V_h‖₂; with the Remark's t_h =
   // 2^k (augmentation_exponents) in place of 1.
   const S R = attention_radius();
@@ -426,7 +427,7 @@ S BoundEvaluator<S>::castin_local(bool code_form) {
   return code_form ? sum : compose(sum, Norm::two);
 }
 
-// ---- measure level (bounds.md §5): single-head constants summed over heads ----
+// ---- measure level (docs/math/bounds.md#mean-field): single-head constants summed over heads ----
 
 template <class S>
 S BoundEvaluator<S>::mf_query() {
@@ -463,7 +464,8 @@ S BoundEvaluator<S>::mf_self_attention(const S& R) {
 
 template <class S>
 S BoundEvaluator<S>::mf_depth() {
-  // Weight-shared stack (bounds.md §5.1): W₁ ≤ Π_ℓ c_ℓ W₁ with c_ℓ the layer's mf.self constant at the radius
+  // Weight-shared stack (docs/math/bounds.md#mean-field-consequences): W₁ ≤ Π_ℓ c_ℓ W₁ with c_ℓ the layer's
+  // mf.self constant at the radius
   // of its input measure; outputs of Γ lie in B_{Σ_h‖V_h‖R + ‖b‖} (values are convex combinations), plus the
   // input radius with a residual. With a pre-norm every layer sees radius √d‖γ‖∞ (+‖β‖) and c_ℓ is constant.
   S values(0);

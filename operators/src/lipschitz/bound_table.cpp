@@ -1,5 +1,5 @@
 // The table of theoretical bounds (bound_table.hpp): one row per bound, with its refusal rule, note and
-// formula; the mathematics is in shared/math/bounds.md and docs/bounds.md.
+// formula; the mathematics is in docs/math/bounds.md and docs/bounds.md.
 #include "bound_table.hpp"
 
 #include <array>
@@ -70,10 +70,11 @@ std::optional<std::string> dot_reason(const BoundContext& c, bool measure) {
   if (c.layer.kind != AttentionKind::dot)
     return "L2 layer: this bound is for dot-product scores x^T A y with values V y (see kim.*)";
   if (has_query_bias(c.layer))
-    return "the query bias adds a key-dependent term to the scores (attention.md §1.2): outside the "
+    return "the query bias adds a key-dependent term to the scores (docs/math/attention.md#dot-score): "
+           "outside the "
            "hypotheses";
   if (measure && (c.options.causal || c.setting.diagonal_masked))
-    return "masked mean field: no established constant (bounds.md §5.1)";
+    return "masked mean field: no established constant (docs/math/bounds.md#mean-field-consequences)";
   return std::nullopt;
 }
 
@@ -94,7 +95,7 @@ std::optional<std::string> castin_sqrt_n_reason(const BoundContext& c) {
   return radius_reason(c);
 }
 
-/// The augmented castin.sqrt_n (docs/bounds.md, "Biased layers"): dot-product with a query bias.
+/// The augmented castin.sqrt_n (docs/bounds.md#augmented-castin): dot-product with a query bias.
 std::optional<std::string> castin_augmented_reason(const BoundContext& c) {
   if (auto r = attention_reason(c)) return r;
   if (c.layer.kind != AttentionKind::dot)
@@ -180,41 +181,45 @@ std::string mf_depth_note(const BoundContext& c) {
 constexpr std::array rows{
     BoundRow{Bound::softmax_half, "softmax.half", "softmax, row-wise", "2 and inf", "derived",
              "none: every probability vector (equality at p = (1/2, 1/2, 0, ...))",
-             "bounds.md §1.2; all l_p norms published in arXiv:2510.23012", Covers::both, false,
-             applies_always, no_note, [](auto& e) { return e.half(); }},
+             "docs/math/bounds.md#softmax-half; all l_p norms published in arXiv:2510.23012", Covers::both,
+             false, applies_always, no_note, [](auto& e) { return e.half(); }},
     BoundRow{Bound::layernorm_two, "layernorm.lip2", "LayerNorm pre-norm: max|gamma|/sqrt(eps)", "2",
              "derived", "LayerNorm pre-norm with eps > 0; equality for constant gamma and d >= 2",
-             "bounds.md §1.3", Covers::two, false, needs_layernorm, norm_note,
+             "docs/math/bounds.md#layernorm", Covers::two, false, needs_layernorm, norm_note,
              [](auto& e) { return e.prenorm_lipschitz(Norm::two); }},
     BoundRow{
         Bound::layernorm_inf, "layernorm.lipinf_sqrt_d", "LayerNorm pre-norm: sqrt(d) max|gamma|/sqrt(eps)",
         "inf", "derived",
         "LayerNorm pre-norm with eps > 0; the true constant lies in [2(d-1)/d, sqrt(d)] max|gamma|/sqrt(eps)",
-        "bounds.md §1.3", Covers::inf, false, needs_layernorm, norm_note,
+        "docs/math/bounds.md#layernorm", Covers::inf, false, needs_layernorm, norm_note,
         [](auto& e) { return e.prenorm_lipschitz(Norm::inf); }},
     BoundRow{Bound::rmsnorm_two, "rmsnorm.lip2", "RMSNorm pre-norm: max|gamma|/sqrt(eps) (exact)", "2",
-             "derived", "RMSNorm pre-norm with eps > 0; attained at x = 0", "bounds.md §1.4", Covers::two,
-             false, needs_rmsnorm, norm_note, [](auto& e) { return e.prenorm_lipschitz(Norm::two); }},
+             "derived", "RMSNorm pre-norm with eps > 0; attained at x = 0", "docs/math/bounds.md#rmsnorm",
+             Covers::two, false, needs_rmsnorm, norm_note,
+             [](auto& e) { return e.prenorm_lipschitz(Norm::two); }},
     BoundRow{Bound::rmsnorm_inf, "rmsnorm.lipinf_sqrt_d", "RMSNorm pre-norm: sqrt(d) max|gamma|/sqrt(eps)",
              "inf", "derived",
              "RMSNorm pre-norm with eps > 0; the true constant lies in [1, sqrt(d)] max|gamma|/sqrt(eps)",
-             "bounds.md §1.4", Covers::inf, false, needs_rmsnorm, norm_note,
+             "docs/math/bounds.md#rmsnorm", Covers::inf, false, needs_rmsnorm, norm_note,
              [](auto& e) { return e.prenorm_lipschitz(Norm::inf); }},
     BoundRow{Bound::kim_inf, "kim.thm32_inf", "L2 multi-head attention (Kim et al. 2021, Thm 3.2), inf-norm",
              "inf", "derived", REGATTA_KIM_HYPOTHESES,
-             "bounds.md §3.5; coincides with the commonly quoted form of Kim et al. 2021, Thm 3.2 (quoted, "
+             "docs/math/bounds.md#kim-thm32; coincides with the commonly quoted form of Kim et al. 2021, Thm "
+             "3.2 (quoted, "
              "unverified)",
              Covers::inf, true, kim_reason, kim_note, [](auto& e) { return e.kim_inf(); }},
     BoundRow{Bound::kim_two, "kim.thm32_2",
              "L2 multi-head attention (Kim et al. 2021, Thm 3.2), 2-norm, scaling-consistent form", "2",
              "derived", REGATTA_KIM_HYPOTHESES,
-             "bounds.md §3.5; the commonly quoted form with ||W^Q_h||^2 is refuted (kim.thm32_2_quoted) and "
+             "docs/math/bounds.md#kim-thm32; the commonly quoted form with ||W^Q_h||^2 is refuted "
+             "(kim.thm32_2_quoted) and "
              "never offered",
              Covers::two, true, kim_reason, kim_note,
              [](auto& e) { return e.compose(e.kim_two(4), Norm::two); }},
     BoundRow{Bound::castin_sqrt_n, "castin.sqrt_n", "dot-product attention on B_R^n (sqrt(n) bound)", "2",
              "derived", REGATTA_DOT_HYPOTHESES ", every token in B_R (or a pre-norm); masks allowed",
-             "bounds.md §4.1; constant coincides with Castin, Ablin, Peyre 2024 as recalled (quoted)",
+             "docs/math/bounds.md#castin-sqrt-n; constant coincides with Castin, Ablin, Peyre 2024 as "
+             "recalled (quoted)",
              Covers::two, true, castin_sqrt_n_reason, castin_sqrt_n_note,
              [](auto& e) { return e.castin_sqrt_n(); }},
     BoundRow{Bound::castin_sqrt_n_augmented, "castin.sqrt_n_augmented",
@@ -222,7 +227,7 @@ constexpr std::array rows{
              "derived",
              "dot-product softmax attention with a query bias (any key, value and output biases), every "
              "token in B_R (or a pre-norm); masks allowed; c_h = W^K_h b_Q,h / sqrt(d_h)",
-             "docs/bounds.md, 'Biased layers: the augmented castin.sqrt_n' (castin.sqrt_n, bounds.md §4.1, "
+             "docs/bounds.md#augmented-castin (castin.sqrt_n, docs/math/bounds.md#castin-sqrt-n, "
              "on the augmented tokens)",
              Covers::two, true, castin_augmented_reason, castin_augmented_note,
              [](auto& e) { return e.castin_sqrt_n_augmented(); }},
@@ -230,12 +235,13 @@ constexpr std::array rows{
              "dot-product attention: bound on ||DF(X)||_2 at the input X", "2", "derived",
              REGATTA_DOT_HYPOTHESES "; a bound at the given input only, not a Lipschitz constant over a set; "
                                     "masks allowed",
-             "bounds.md §4.2; the authors' code form is a claim under test, never offered", Covers::two,
-             false, castin_local_reason, castin_local_note, [](auto& e) { return e.castin_local(false); }},
+             "docs/math/bounds.md#castin-local; the authors' code form is a claim under test, never offered",
+             Covers::two, false, castin_local_reason, castin_local_note,
+             [](auto& e) { return e.castin_local(false); }},
     BoundRow{Bound::mf_query, "mf.query_lipschitz",
              "measure attention, Lipschitz in the query measure (Theorem A)", "W_p", "derived",
              REGATTA_DOT_HYPOTHESES ", context measure in P(B_R), queries unbounded, no mask",
-             "bounds.md §5, Theorem A", Covers::two, false, measure_reason, radius_note,
+             "docs/math/bounds.md#mf-theorem-a", Covers::two, false, measure_reason, radius_note,
              [](auto& e) { return e.mf_query(); }},
     BoundRow{
         Bound::mf_context, "mf.context_lipschitz",
@@ -244,19 +250,20 @@ constexpr std::array rows{
         ", context measures in P(B_R), queries in B_R' (default R' = R), no mask; bounds sup over queries "
         "of |Gamma_mu(x) - Gamma_nu(x)| per unit W_1(mu, nu), hence also the W_p distance of the "
         "cross-attention outputs",
-        "bounds.md §5, Theorem B", Covers::two, false, measure_reason, mf_context_note,
+        "docs/math/bounds.md#mf-theorem-b", Covers::two, false, measure_reason, mf_context_note,
         [](auto& e) { return e.mf_context(); }},
     BoundRow{Bound::mf_self, "mf.self_lipschitz", "mean-field self-attention (Theorem C)", "W_p", "derived",
              REGATTA_DOT_HYPOTHESES ", measures in P(B_R), no mask",
-             "bounds.md §5, Theorem C; constant coincides with Castin et al.'s mean-field bound as recalled "
+             "docs/math/bounds.md#mf-theorem-c; constant coincides with Castin et al.'s mean-field bound as "
+             "recalled "
              "(quoted)",
              Covers::two, false, measure_reason, radius_note,
              [](auto& e) { return e.compose(e.mf_self_attention(e.attention_radius()), Norm::two); }},
     BoundRow{Bound::mf_depth, "mf.depth",
              "weight-shared stack of L layers, mean field (product of Theorem C constants)", "W_p", "derived",
              REGATTA_DOT_HYPOTHESES ", input measures in P(B_R), no mask, radii propagated layer by layer",
-             "bounds.md §5.1", Covers::two, false, mf_depth_reason, mf_depth_note,
-             [](auto& e) { return e.mf_depth(); }},
+             "docs/math/bounds.md#mean-field-consequences", Covers::two, false, mf_depth_reason,
+             mf_depth_note, [](auto& e) { return e.mf_depth(); }},
 };
 
 #undef REGATTA_KIM_HYPOTHESES

@@ -66,12 +66,12 @@ enum class Covers { two, inf, both };
 
 struct BoundRow {
   Bound bound;
-  std::string_view id;          ///< claim ID (shared/math/claims.md, or docs/bounds.md for new ones)
+  std::string_view id;          ///< claim ID (docs/math/claims.md, or docs/bounds.md for new ones)
   std::string_view name;        ///< one line
   std::string_view norm;        ///< "2", "inf", "2 and inf", "W_p", "W_1 -> sup_x"
   std::string_view provenance;  ///< "derived": only proved statements are rows
   std::string_view hypotheses;  ///< one paragraph, plain text
-  std::string_view source;      ///< where the statement and its proof are (bounds.md §…)
+  std::string_view source;      ///< where the statement and its proof are (docs/math/bounds.md#…)
   Covers covers;
   bool sequence;  ///< bounds Lip(F) of the n-token map itself (compared by compute_bracket)
   RefusalRule refusal;

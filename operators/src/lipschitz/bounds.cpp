@@ -1,6 +1,6 @@
 // The public face of the bound table (bound_table.cpp): descriptions, refusals after validation, evaluation
 // in a scalar type, and the list of every bound for one configuration (see bounds.hpp; mathematics in
-// shared/math/bounds.md).
+// docs/math/bounds.md).
 #include <regatta/operators/lipschitz/bounds.hpp>
 
 #include <array>

@@ -2,7 +2,7 @@
 // The centred (mean-value) enclosure of the Jacobian of one self-attention block over a box, for the
 // small-n·d branch and bound (branch_bound.cpp). Internal header.
 //
-// Mean-value form (shared/math/wave2.md §1): for every X in the box B with centre c,
+// Mean-value form (docs/math/region.md#mean-value): for every X in the box B with centre c,
 //   J(X) = J(c) + Σ_k ∂J/∂x_k(ξ_k)·(x_k − c_k)   (mean-value theorem entry by entry, ξ on the segment),
 // so J(B) ⊆ J(c) + Σ_k [∂J/∂x_k](B)·(B_k − c_k), with [∂J/∂x_k](B) an enclosure of the derivative over B.
 // Its excess width is O(rad(B)) with the constant of the true second derivative, where the naive interval
@@ -10,7 +10,7 @@
 // n = 3, about ten times less with this form).
 //
 // The derivatives come from forward-mode differentiation in interval64 (a value and K partials, one per box
-// coordinate) of the closed-form Jacobian of softmax attention (attention.md §4): for head h with
+// coordinate) of the closed-form Jacobian of softmax attention (docs/math/jacobian.md): for head h with
 // q_i = x_i W^Q + b_Q, k_j = x_j W^K + b_K, u_j = (x_j M_h + b_V) W^O_h (M_h = W^V, or W^Q W^Qᵀ W^V/√d_h for
 // L2), scores s_ij (dot: q_i·k_j/√d_h; l2: −‖q_i − k_j‖²/√d_h), P = softmax_row(S + mask), F_i = Σ_j P_ij
 // u_j:

@@ -3,7 +3,8 @@
 // forward-mode number over interval64 that carries its partial derivatives along a few input coordinates.
 // Internal header (centred_jacobian.cpp, second_order.cpp).
 //
-// Closed form (attention.md §4; shared/math notation): with Xn = N(X) the row-wise pre-normalisation (X when
+// Closed form (docs/math/jacobian.md; notation of docs/math/README.md#notation): with Xn = N(X) the row-wise
+// pre-normalisation (X when
 // there is none), for head h with q_i = xn_i W^Q + b_Q, k_j = xn_j W^K + b_K, u_j = xn_j M_h W^O_h + b_V
 // W^O_h (M_h = W^V, or W^Q W^Qᵀ W^V/√d_h for L2), scores s_ij (dot: q_i·k_j/√d_h; l2: −‖q_i − k_j‖²/√d_h), P
 // = softmax_row(S + mask), F_i = Σ_j P_ij u_j, the Jacobian with respect to Xn is

@@ -1,5 +1,6 @@
 // δ(X, ε) of Havens et al., its naive variants, the gradient-norm comparator and the certified radius from
-// the ingredients (see havens.hpp; shared/math/bounds.md §6.3–§6.7).
+// the ingredients (see havens.hpp; docs/math/bounds.md#havens-delta to
+// docs/math/bounds.md#havens-certified-radius).
 #include <regatta/operators/lipschitz/havens.hpp>
 
 #include <cmath>
@@ -25,7 +26,8 @@ S sqrt_of(double v) {
   return sqrt(scalar_cast<S>(v));
 }
 
-/// δ with the given ξ, κ_h and the factor ‖X W^VO_h‖₂ + ε‖W^VO_h‖₂ (bounds.md §6.3), ε as S.
+/// δ with the given ξ, κ_h and the factor ‖X W^VO_h‖₂ + ε‖W^VO_h‖₂ (docs/math/bounds.md#havens-delta), ε as
+/// S.
 template <class S, class Kappa, class Values>
 S delta_form(const HavensIngredients<S>& q, const S& eps, const S& xi, Kappa kappa, Values value_factor) {
   S sum(0);

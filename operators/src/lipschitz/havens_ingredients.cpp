@@ -1,5 +1,5 @@
 // The ingredients of the Havens et al. local sensitivity at one input: estimates and certified enclosures
-// of ξ, κ_h and the spectral norms (see havens.hpp; shared/math/bounds.md §6).
+// of ξ, κ_h and the spectral norms (see havens.hpp; docs/math/bounds.md#havens-local).
 #include <regatta/operators/lipschitz/havens.hpp>
 #include <regatta/operators/lipschitz/havens_operators.hpp>
 
@@ -28,20 +28,23 @@ using operators::Prenorm;
 
 std::optional<std::string> havens_refusal(const AttentionLayer& layer, const AttentionOptions& options) {
   if (layer.kind != AttentionKind::dot)
-    return "the score perturbation of bounds.md §6.2 is for dot-product scores, not L2 attention";
+    return "the score perturbation of docs/math/bounds.md#havens-kappa is for dot-product scores, not L2 "
+           "attention";
   if (options.prenorm != Prenorm::none)
-    return "a pre-normalisation inside F is outside the hypotheses of bounds.md §6.3";
+    return "a pre-normalisation inside F is outside the hypotheses of docs/math/bounds.md#havens-delta";
   if (options.sinkhorn_iterations != 1)
-    return "Sinkhorn kernels are not row softmaxes (the 1/2-Lipschitz softmax step of §6.3 does not apply)";
+    return "Sinkhorn kernels are not row softmaxes (the 1/2-Lipschitz softmax step of "
+           "docs/math/bounds.md#havens-delta does not apply)";
   if (layer.rotary)
-    return "the score perturbation of bounds.md §6.2 has no position-dependent rotation of queries and keys "
+    return "the score perturbation of docs/math/bounds.md#havens-kappa has no position-dependent rotation of "
+           "queries and keys "
            "(rotary embeddings)";
   return std::nullopt;
 }
 
 namespace {
 
-/// The per-head matrices of §6 in S, from the exact binary64 layer and X.
+/// The per-head matrices of docs/math/bounds.md#havens-local in S, from the exact binary64 layer and X.
 template <class S>
 struct HavensMatrices {
   std::vector<Matrix<S>> P, WVO, A, C, B, WQ, WK, WV, WO;  // C = X A_hᵀ, B = X A_h + 1 b_Qᵀ W^Kᵀ/√d_h
@@ -218,7 +221,8 @@ HavensIngredients<interval> havens_certified(const AttentionLayer& layer, const 
                                                        : interval(0));
     q.query_key.push_back(certified_norm(m.WQ[h]) * certified_norm(m.WK[h]) * inv_sqrt_dh);
   }
-  // ξ: the witness value from below, the first naive bound from above (§6.4), the dense certificate when
+  // ξ: the witness value from below, the first naive bound from above (docs/math/bounds.md#havens-naive), the
+  // dense certificate when
   // small.
   const bool dense = n * d <= dense_limit;
   const bool dense_kappa = dense && n * n <= 2 * dense_limit;
@@ -230,7 +234,7 @@ HavensIngredients<interval> havens_certified(const AttentionLayer& layer, const 
     q.xi = bracket(lower, upper);
     if (dense) {
       // Kronecker matrix I_n ⊗ (W^skip)ᵀ + Σ_h P_h ⊗ (W^VO_h)ᵀ: entry ((i,a),(j,b)) = δ_ij δ_ab [residual]
-      // + Σ_h P_h,ij W^VO_h,ba (row-major vectorisation, shared/math/README.md).
+      // + Σ_h P_h,ij W^VO_h,ba (row-major vectorisation, docs/math/README.md#vectorisation).
       Matrix<interval> M = Matrix<interval>::Zero(n * d, n * d);
       for (Index i = 0; i < n; ++i)
         for (Index j = 0; j < n; ++j)

@@ -1,5 +1,5 @@
-// Norms of the Jacobian of a block or stack from its JVPs and VJPs (see jacobian_norms.hpp; attention.md
-// §4.8).
+// Norms of the Jacobian of a block or stack from its JVPs and VJPs (see jacobian_norms.hpp;
+// docs/math/jacobian.md#matrix-free-norms).
 #include <regatta/operators/lipschitz/jacobian_norms.hpp>
 
 #include <string>

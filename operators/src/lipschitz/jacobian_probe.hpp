@@ -1,5 +1,6 @@
 #pragma once
-// Internal: matrix-free probes of the Jacobian J = DF(X) of an attention block in double (attention.md §4.8),
+// Internal: matrix-free probes of the Jacobian J = DF(X) of an attention block in double
+// (docs/math/jacobian.md#matrix-free-norms),
 // and the gradient of a bilinear form ⟨U, J(X)V⟩ with respect to X, used by the adversarial search.
 //
 // Every value returned is an ESTIMATE FROM BELOW of ‖J(X)‖ (up to double rounding): ‖J v‖_F for a unit v is

@@ -1,4 +1,5 @@
-// Everything about ‖J(X)‖ for one self-attention block (see local.hpp; attention.md §4.8): the estimate of
+// Everything about ‖J(X)‖ for one self-attention block (see local.hpp;
+// docs/math/jacobian.md#matrix-free-norms): the estimate of
 // ‖J‖₂, its certified lower and upper ends, and ‖J‖∞ with its certified enclosure.
 #include <regatta/operators/lipschitz/local.hpp>
 

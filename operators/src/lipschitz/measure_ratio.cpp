@@ -259,7 +259,8 @@ class MeasureSearcher {
     return v;
   }
 
-  /// bounds.md §5: the Theorem B family and its positive-spectrum variant (self and context), the Theorem A
+  /// docs/math/bounds.md#mean-field: the Theorem B family and its positive-spectrum variant (self and
+  /// context), the Theorem A
   /// input (query); for the first heads.
   std::vector<Family> families() const {
     std::vector<Family> out;
@@ -335,7 +336,7 @@ void detail::validate_measure_search(const AttentionLayer& layer, const Attentio
   if (options.causal)
     throw InputError("--causal",
                      "measure-level ratios of masked attention need lifted measures "
-                     "(attention.md §3.6), which are not supported");
+                     "(docs/math/attention.md#lifted-causal), which are not supported");
   if (layer.rotary)
     throw InputError("--rope",
                      "rotary position embeddings rotate a token by its position: attention with "

@@ -1,4 +1,5 @@
-// The near-extremal constructions of bounds.md as seed families of the adversarial search (search.hpp).
+// The near-extremal constructions of docs/math/bounds.md as seed families of the adversarial search
+// (search.hpp).
 #include <algorithm>
 #include <cmath>
 
@@ -63,7 +64,8 @@ std::vector<SeedFamily> near_extremal_families(const AttentionLayer& layer, cons
     const std::string head = " head " + std::to_string(h);
     const Vector<double> gaussian = normalized(standard_normal(d, detail::mix_seed(seed, 101 + h)));
     if (layer.kind == AttentionKind::l2) {
-      // §3.6: pairs (zero, ±) at scaled squared distance t = λ s², λ = uᵀA u; t from 0.05 to 40 (t* of the
+      // docs/math/bounds.md#kim-tightness: pairs (zero, ±) at scaled squared distance t = λ s², λ = uᵀA u; t
+      // from 0.05 to 40 (t* of the
       // table lies in [1.9, 12] for n up to 10^6).
       const DenseSvd svd = dense_svd(Eigen::MatrixXd(layer.WQ[h]), true, false);
       const std::pair<const char*, Vector<double>> directions[] = {
@@ -78,7 +80,8 @@ std::vector<SeedFamily> near_extremal_families(const AttentionLayer& layer, cons
                             unique_tokens({zero}, n)});
       }
     } else {
-      // §2: balanced layout and single spike, ‖J‖ ≥ κc²‖(W^V)ᵀu‖‖Au‖ − ‖W^V‖/n.
+      // docs/math/bounds.md#dot-product-unbounded: balanced layout and single spike, ‖J‖ ≥ κc²‖(W^V)ᵀu‖‖Au‖ −
+      // ‖W^V‖/n.
       const std::pair<const char*, Vector<double>> directions[] = {
           {" (top singular vector)", detail::top_right_singular_vector(A)},
           {" (Gaussian direction)", gaussian}};
@@ -95,7 +98,7 @@ std::vector<SeedFamily> near_extremal_families(const AttentionLayer& layer, cons
                             },
                             bottom, top, unique_tokens({zero, spike}, n)});
       }
-      // §4.3: Castin et al.'s adversarial input along a real eigenvector.
+      // docs/math/bounds.md#castin-adversarial: Castin et al.'s adversarial input along a real eigenvector.
       const detail::ExtremeEigen e = detail::extreme_eigen(A);
       const bool positive_regime = e.lambda_max > -8 * e.lambda_min;
       const Vector<double> u = positive_regime ? e.u_max : e.u_min;

@@ -33,8 +33,10 @@ Matrix<double> score_matrix(const operators::AttentionLayer& layer, int h);
 double length_scale(const operators::AttentionLayer& layer, const operators::AttentionOptions& options,
                     std::optional<double> radius);
 
-/// Real unit eigenvectors of A for its largest and smallest real eigenvalues (bounds.md §4.3). A matrix
-/// without a real eigenvalue falls back to the symmetric part (a heuristic, as bounds.md §5 says).
+/// Real unit eigenvectors of A for its largest and smallest real eigenvalues
+/// (docs/math/bounds.md#castin-adversarial). A matrix
+/// without a real eigenvalue falls back to the symmetric part (a heuristic, as docs/math/bounds.md#mean-field
+/// says).
 struct ExtremeEigen {
   double lambda_max = 0, lambda_min = 0;
   Vector<double> u_max, u_min;

@@ -1,5 +1,5 @@
 // The rows of the Jacobian of one softmax self-attention block from their rank-one structure (see
-// structured_rows.hpp; attention.md §4.1–§4.6).
+// structured_rows.hpp; docs/math/jacobian.md#softmax-derivative to docs/math/jacobian.md#mask-residual-norm).
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
 #include <optional>
@@ -33,7 +33,8 @@ using operators::Prenorm;
 namespace {
 
 /// Row (i, a) of J = DF(X) for F(X) = [X] + Σ_h P_h·V_h + const, P_h = softmax_row(S_h + M), V_h = Xn W^VO_h
-/// + 1 c_hᵀ, Xn = N(X) (attention.md §4.1–§4.6). With F̄ = E_ia (only row i):
+/// + 1 c_hᵀ, Xn = N(X) (docs/math/jacobian.md#softmax-derivative to
+///   docs/math/jacobian.md#mask-residual-norm). With F̄ = E_ia (only row i):
 ///   value path    Xn̄ += P_h,i·ᵀ ⊗ W^VO_h[:, a]ᵀ
 ///   kernel path   S̄_h = e_i s̄ᵀ with s̄_j = P_h,ij (V_h,ja − (P_h V_h)_ia)
 ///     dot:  Q̄_i = s̄ᵀK_h/√d_h (row i),  K̄ = s̄ q_iᵀ/√d_h            → Xn̄ += e_i Q̄_i W^Qᵀ + s̄ (q_i W^Kᵀ)/√d_h

@@ -1,4 +1,5 @@
-// Castin et al. (2024) claims on bounded domains (shared/math/bounds.md §4): castin.sqrt_n, castin.local,
+// Castin et al. (2024) claims on bounded domains (docs/math/bounds.md#castin-bounded-domain): castin.sqrt_n,
+// castin.local,
 // castin.large_radius. Single dot-product head f_i(X) = Σ_j P_ij V x_j with scores x_iᵀ A x_j; Jacobians are
 // the dense JVP Jacobians of detail::AttentionMap, ‖·‖₂ certified enclosures in interval arithmetic.
 #include <cmath>
@@ -53,7 +54,8 @@ Point sample_head(Rng& rng, bool allow_causal) {
   return p;
 }
 
-/// bounds.md §4.3: d = 1, V = 1; A = −1, R = 2: x = (−R, R, …, R); A = +1, R = 4: x = (R, R/2, …, R/2).
+/// docs/math/bounds.md#castin-adversarial: d = 1, V = 1; A = −1, R = 2: x = (−R, R, …, R); A = +1, R = 4: x =
+/// (R, R/2, …, R/2).
 std::vector<Point> adversarial_family(bool causal_too) {
   std::vector<Point> out;
   for (long n : {8L, 32L})
@@ -99,7 +101,8 @@ class CastinBound final : public ClaimBase<CastinBound> {
                           "causal mask allowed"};
       info_.parts = {at_most("||Df(X)||_2 <= sqrt(3) ||V|| (||A||^2 R^4 (4n+1) + n)^(1/2)")};
       info_.notes =
-          "Family: the adversarial construction of bounds.md §4.3 (n = 8, 32; with and without causal mask).";
+          "Family: the adversarial construction of docs/math/bounds.md#castin-adversarial (n = 8, 32; with "
+          "and without causal mask).";
     } else {
       info_.id = "castin.local";
       info_.statement =

@@ -120,7 +120,8 @@ void repair_point(Point& p) {
 }
 
 /// Single head, d = d_h = 1: scores a·x_i x_j + b·x_j (query bias b·1 on W^K = 1), V = 1; tokens alternate
-/// between −R and R, or one at −R and the others at R (the construction of bounds.md §4.3 with the bias).
+/// between −R and R, or one at −R and the others at R (the construction of
+/// docs/math/bounds.md#castin-adversarial with the bias).
 std::vector<Point> adversarial_points() {
   std::vector<Point> out;
   for (long n : {4L, 16L})

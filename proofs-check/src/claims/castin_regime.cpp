@@ -1,4 +1,5 @@
-// castin.adversarial_regime (shared/math/bounds.md §4.3): the √n regime of single-head dot-product attention
+// castin.adversarial_regime (docs/math/bounds.md#castin-adversarial): the √n regime of single-head
+// dot-product attention
 // on the authors' adversarial construction, and its saturation, at sequence lengths up to 4096 where the
 // dense Jacobian (n² entries, n JVPs) is out of reach of the interval certification.
 //
@@ -172,7 +173,8 @@ class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
   AdversarialRegime() {
     info_.id = "castin.adversarial_regime";
     info_.statement =
-        "On the construction of bounds.md §4.3 (d = 1, V = 1): for A = -1, R = 2, ||J||_2/sqrt(n) >= 0.9 for "
+        "On the construction of docs/math/bounds.md#castin-adversarial (d = 1, V = 1): for A = -1, R = 2, "
+        "||J||_2/sqrt(n) >= 0.9 for "
         "n in {8, 32, 128, 512, 2048, 4096}; for A = +1, R = 4, ||J||_2/sqrt(n) <= 0.1 at n = 4096 "
         "(saturation past e^(gamma R^2)); with a causal mask at n = 512, A = +1, R = 4, ||J||_2 > "
         "||J_unmasked||_2.";
@@ -196,7 +198,8 @@ class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
         "values, so J v and Jᵀ u cost O(n). Unmasked ‖J‖₂ is enclosed exactly through the permutation "
         "symmetry of tokens 2..n (a 2×2 block and one eigenvalue); the causal ‖J‖₂ is bounded from below "
         "by ‖J w‖/‖w‖ at a power-iteration witness w. The strict '>' is certified by upper(‖J_unmasked‖) "
-        "<= lower(‖J_causal‖) with the enclosures disjoint. Observed references (bounds.md §4.3): 151.9 "
+        "<= lower(‖J_causal‖) with the enclosures disjoint. Observed references "
+        "(docs/math/bounds.md#castin-adversarial): 151.9 "
         "at n = 4096, A = -1; 21.1 masked vs 10.4 unmasked at n = 512.";
   }
   const ClaimInfo& info() const override { return info_; }

@@ -1,5 +1,6 @@
 // Derivative claims against the library's Jacobian engine (operators/differentiable.hpp): kim.l2_jacobian
-// (the block and factorised formulas of attention.md §4.3) and attn.derivatives (JVP/VJP duality, central
+// (the block and factorised formulas of docs/math/jacobian.md#l2-tied-derivatives) and attn.derivatives
+// (JVP/VJP duality, central
 // differences, dense Jacobian against the checker's independent attention map).
 #include <cmath>
 
@@ -181,7 +182,7 @@ class Derivatives final : public ClaimBase<Derivatives> {
     info_.statement =
         "For dot-product and L2 attention, every head, masks, residual, LayerNorm/RMSNorm: JVP = central "
         "differences; <J Xdot, Ybar> = <Xdot, J^T Ybar>; dense Jacobian columns = JVPs; the block formulas; "
-        "cross-attention and the measure derivatives of attention.md §4.7.";
+        "cross-attention and the measure derivatives of docs/math/jacobian.md#measure-derivatives.";
     info_.latex =
         "$\\mathrm{JVP}=$ central differences; $\\langle J\\dot X,\\bar Y\\rangle=\\langle\\dot "
         "X,J^\\top\\bar Y"
@@ -201,7 +202,8 @@ class Derivatives final : public ClaimBase<Derivatives> {
         "Checked here: duality, central differences, the library's dense Jacobian against the checker's "
         "independent materialised attention map (detail::AttentionMap: dot and tied L2, causal, residual), "
         "and VJP against the transposed dense Jacobian. Not evaluated by this claim: cross-attention "
-        "(query-only, context-only), untied L2, Sinkhorn blocks and the measure derivatives of §4.7; those "
+        "(query-only, context-only), untied L2, Sinkhorn blocks and the measure derivatives of "
+        "docs/math/jacobian.md#measure-derivatives; those "
         "are covered by the operators test-suite.";
   }
   const ClaimInfo& info() const override { return info_; }

@@ -1,4 +1,5 @@
-// Claims kim.phi_lambert, kim.lemma_phi, kim.kernel_rowsum (shared/math/bounds.md §3.1–§3.3): the constant
+// Claims kim.phi_lambert, kim.lemma_phi, kim.kernel_rowsum (docs/math/bounds.md#kim-lambda to
+// docs/math/bounds.md#kim-kernel-rowsum): the constant
 // Λ_n = W0((n − 1)/e) and the two lemmas behind Kim et al.'s L2 bound.
 #include <cmath>
 
@@ -13,7 +14,8 @@ namespace {
 // kim.phi_lambert — point: k = {n}
 // ---------------------------------------------------------------------------------------------------------
 
-/// Λ_n to 30 digits, bounds.md §3.1 (computed there at high precision); checked to 1e-29 absolute.
+/// Λ_n to 30 digits, docs/math/bounds.md#kim-lambda (computed there at high precision); checked to 1e-29
+/// absolute.
 struct TableEntry {
   long n;
   const char* value;
@@ -39,17 +41,18 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
     info_.hypotheses = {"n >= 2 an integer"};
     info_.expected = Expected::identity;
     info_.kind = StatementKind::identity;
-    info_.parts = {equal("Lambda_n e^(Lambda_n + 1) = n - 1"),
-                   at_most("Lambda_n < Lambda_{n+1}"),
-                   at_most("n >= 9: ln x - ln ln x <= Lambda_n"),
-                   at_most("n >= 9: Lambda_n <= ln x - ln ln x / 2"),
-                   equal("W0(n/e) = Lambda_{n+1}"),
-                   at_most("|Lambda_n - table value| <= 1e-29 (bounds.md §3.1, n = 2, 1000, 10^6)")};
+    info_.parts = {
+        equal("Lambda_n e^(Lambda_n + 1) = n - 1"),
+        at_most("Lambda_n < Lambda_{n+1}"),
+        at_most("n >= 9: ln x - ln ln x <= Lambda_n"),
+        at_most("n >= 9: Lambda_n <= ln x - ln ln x / 2"),
+        equal("W0(n/e) = Lambda_{n+1}"),
+        at_most("|Lambda_n - table value| <= 1e-29 (docs/math/bounds.md#kim-lambda, n = 2, 1000, 10^6)")};
     info_.families = {"small", "powers", "table"};
     info_.notes =
         "Λ_n is regatta::lambert_phi_inverse (interval: a certified enclosure); the table values are the "
         "30-digit "
-        "references of bounds.md §3.1.";
+        "references of docs/math/bounds.md#kim-lambda.";
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
@@ -224,7 +227,8 @@ class KernelRowsum final : public ClaimBase<KernelRowsum> {
     info_.id = "kim.kernel_rowsum";
     info_.statement =
         "sum_j ||K_ij||_2 <= 4 Lambda_n, with K_ii = 2 Cov_i(z), K_ij = 2 P_ij (z_j - nu_i)(z_i - z_j)^T "
-        "(attention.md §4.3); equality for odd n at z_i = 0 with (n-1)/2 points at +-sqrt(1 + Lambda_n) u.";
+        "(docs/math/jacobian.md#l2-tied-derivatives); equality for odd n at z_i = 0 with (n-1)/2 points at "
+        "+-sqrt(1 + Lambda_n) u.";
     info_.latex =
         "$\\sum_j\\|K_{ij}\\|_2\\le4\\Lambda_n$, $K_{ii}=2\\sum_kP_{ik}(z_k-\\nu_i)(z_k-\\nu_i)^\\top$, "
         "$K_{ij}=2P_{ij}(z_j-\\nu_i)(z_i-z_j)^\\top$";

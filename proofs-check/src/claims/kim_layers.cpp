@@ -1,4 +1,5 @@
-// Claims about Kim et al.'s tied L2 multi-head attention (shared/math/bounds.md §3.4–§3.9): the ∞- and
+// Claims about Kim et al.'s tied L2 multi-head attention (docs/math/bounds.md#kim-per-head to
+// docs/math/bounds.md#kim-masks-biases): the ∞- and
 // 2-norm bounds of Theorem 3.2, the refuted quoted 2-norm form, the ∞-norm lower family, the causal mask,
 // and the invariances. Jacobians are the dense JVP Jacobians of detail::AttentionMap.
 #include <algorithm>
@@ -127,7 +128,7 @@ std::vector<double> inf_family_tokens(long n, double t, double scale, bool at_en
   return x;
 }
 
-/// t* of bounds.md §3.6 (maximiser of ‖J‖∞ over the family).
+/// t* of docs/math/bounds.md#kim-tightness (maximiser of ‖J‖∞ over the family).
 constexpr std::pair<long, double> t_star[] = {{2, 1.98035827976878559},
                                               {3, 1.82306107317032167},
                                               {10, 2.36329191219960066},
@@ -255,9 +256,10 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         break;
     }
     info_.notes =
-        "J is the dense Jacobian of the layer (JVP columns, attention.md §4.3 rules); ‖J‖∞ is exact in "
+        "J is the dense Jacobian of the layer (JVP columns, docs/math/jacobian.md#l2-tied-derivatives "
+        "rules); ‖J‖∞ is exact in "
         "interval arithmetic, ‖J‖₂ and the weight norms are certified enclosures. The families are the "
-        "d = H = 1 ∞-family of bounds.md §3.6" +
+        "d = H = 1 ∞-family of docs/math/bounds.md#kim-tightness" +
         std::string(causal ? ", placed at the end of the sequence" : "") + ".";
   }
   const ClaimInfo& info() const override { return info_; }
@@ -303,7 +305,7 @@ class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
         "d = H = 1, unit weights, x = (0, +sqrt(t) (ceil((n-1)/2) times), -sqrt(t) (floor((n-1)/2) times)): "
         "for odd n and t >= 1/2 the first row of J has absolute sum 4(1-p)t + 2p - 1 with p = 1/(1 + "
         "(n-1)e^(-t)) "
-        "(= ||J||_inf at the maximising t, which reproduces the table of bounds.md §3.6).";
+        "(= ||J||_inf at the maximising t, which reproduces the table of docs/math/bounds.md#kim-tightness).";
     info_.latex = "$\\|J\\|_\\infty=4(1-p)t+2p-1$, $p=1/(1+(n-1)e^{-t})$ (odd $n$, $t\\ge\\frac12$)";
     info_.source = "derived";
     info_.hypotheses = {"tied L2 attention, d = H = d_h = 1, W^Q = W^V = W^O = 1", "odd n >= 3", "t >= 1/2"};
@@ -314,8 +316,7 @@ class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
     info_.notes =
         "The first-row absolute sum of the dense Jacobian (exact in interval arithmetic) against the closed "
         "form; at small t another row can carry the larger sum, so the identity is the row's, as in "
-        "bounds.md "
-        "§3.6.";
+        "docs/math/bounds.md#kim-tightness.";
   }
   const ClaimInfo& info() const override { return info_; }
   const Keys keys{"n"};

@@ -1,4 +1,5 @@
-// Unbounded claims (shared/math/bounds.md §2, §3.8): dot-product attention is not Lipschitz
+// Unbounded claims (docs/math/bounds.md#dot-product-unbounded, docs/math/bounds.md#kim-necessity):
+// dot-product attention is not Lipschitz
 // (kim.thm31_dp_unbounded), and every ingredient of the L2 theorem is needed — tying, the unmasked diagonal,
 // the value map X A_h (kim.l2_necessity_*). The growth quantity is a Jacobian entry |J_ab| (a lower bound of
 // every induced ℓp norm of J) or ‖J‖₂, certified from below by interval arithmetic.

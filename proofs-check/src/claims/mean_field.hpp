@@ -1,5 +1,5 @@
 #pragma once
-// Internal: the measure-level machinery of the mean-field claims (shared/math/bounds.md §5;
+// Internal: the measure-level machinery of the mean-field claims (docs/math/bounds.md#mean-field;
 // mean_field_context.cpp, mean_field_self.cpp).
 //
 // A measure is μ = Σ_j (a_j / Σa) δ_{y_j}: raw weights a_j are doubles of the point (≥ 0, summing to 1 within

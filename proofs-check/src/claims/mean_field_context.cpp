@@ -1,4 +1,4 @@
-// Mean-field claims in the context (shared/math/bounds.md §5, Theorem B and general potentials):
+// Mean-field claims in the context (docs/math/bounds.md#mf-theorem-b and general potentials):
 // mf.context_lipschitz, mf.context_general. Γ_μ(x) is evaluated from its definition in S (mean_field.hpp);
 // W_1(μ, ν) is the network simplex value in double/mpfr and a certified enclosure in interval, exact when
 // one atom moves (the mean gap and the pairing cost coincide).
@@ -43,7 +43,8 @@ void push_value_matrix(Rng& rng, std::vector<double>& x, long d) {
     for (long j = 0; j < d; ++j) x.push_back(identity ? (i == j ? 1.0 : 0.0) : rng.normal());
 }
 
-/// The Theorem B family (bounds.md §5): d = 1, μ_ε = ε δ_{−Ru} + (1 − ε) δ_{Ru} (u = 1), the small atom
+/// The Theorem B family (docs/math/bounds.md#mean-field): d = 1, μ_ε = ε δ_{−Ru} + (1 − ε) δ_{Ru} (u = 1),
+/// the small atom
 /// moved by t; the query coordinates and A, V follow.
 Point theorem_b_pair(double R, double eps, double t) {
   Point p;
@@ -91,7 +92,8 @@ class ContextLipschitz final : public ClaimBase<ContextLipschitz> {
         "regime; eps = e^-40); weights enter the softmax as log-weights. The t -> 0 part is the limit of the "
         "first part (exact derivative of Gamma, no difference quotient), and the equal part checks it "
         "against "
-        "the closed form of bounds.md: ratio/bound = 0.9663 at eps = e^-12, R = R' = 2, a = 1, tending to 1 "
+        "the closed form of docs/math/bounds.md#mf-theorem-b-family: ratio/bound = 0.9663 at eps = e^-12, R "
+        "= R' = 2, a = 1, tending to 1 "
         "as eps -> 0. The asymmetry C_B / (||V|| ||A|| R^2) = (1 + 2aRR')e^(2aRR')/(aR^2) (context against "
         "query constant) grows exponentially in RR'; it is a property of the formulas and is not a part. At "
         "a "

@@ -1,4 +1,5 @@
-// Mean-field claims on stacks (shared/math/bounds.md §5.1): mf.depth (L layers, radii propagated) and
+// Mean-field claims on stacks (docs/math/bounds.md#mean-field-consequences): mf.depth (L layers, radii
+// propagated) and
 // mf.infinite_depth (a weight-tied contraction collapsing every input to δ_{z*}). Push-forwards are evaluated
 // in S (mean_field.hpp), distances as in mean_field_self.cpp; W_1 to a Dirac mass is exact (Σ_i w_i ‖y_i −
 // z‖).
@@ -36,7 +37,8 @@ class Depth final : public ClaimBase<Depth> {
   Depth() {
     info_.id = "mf.depth";
     info_.statement =
-        "L layers with radii propagated as in bounds.md §5.1: W_1(F_L...F_1 mu, F_L...F_1 mu~) <= prod_l "
+        "L layers with radii propagated as in docs/math/bounds.md#mean-field-consequences: W_1(F_L...F_1 mu, "
+        "F_L...F_1 mu~) <= prod_l "
         "L_{R_l} W_1(mu, mu~); R_{l+1} = ||V_l|| R_l (no residual) or (1 + ||V_l||) R_l (residual, layer "
         "constant 1 + L_{R_l}).";
     info_.latex =

@@ -1,4 +1,5 @@
-// Mean-field self-attention claims (shared/math/bounds.md §5, Theorem C and §5.1): mf.self_lipschitz,
+// Mean-field self-attention claims (docs/math/bounds.md#mf-theorem-c and
+// docs/math/bounds.md#mean-field-consequences): mf.self_lipschitz,
 // mf.misspecification. F(μ) = (Γ_μ)_#μ is evaluated in S (mean_field.hpp); a Wasserstein distance is the
 // network simplex value in double/mpfr (an estimate) and a certified enclosure in interval, so "holds" is
 // certified by (upper bound of the output distance) ≤ L_R × (lower bound of the input distance).

@@ -1,4 +1,5 @@
-// Measure-level attention claims (shared/math/attention.md §3, bounds.md §5): mf.empirical_exact,
+// Measure-level attention claims (docs/math/attention.md#measures, docs/math/bounds.md#mean-field):
+// mf.empirical_exact,
 // mf.causal_lift, mf.max_entropy, mf.query_lipschitz. The measure form Γ_μ(x) = V Σ_j softmax_j(xᵀA y_j +
 // log w_j) y_j is evaluated here from its definition, generic over the scalar type, and compared with the
 // token form of detail::AttentionMap.

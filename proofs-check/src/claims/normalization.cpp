@@ -1,7 +1,8 @@
 // Claims softmax.half, layernorm.lip2, layernorm.lipinf_sqrt_d, layernorm.lipinf_const_input, rmsnorm.lip2
-// (shared/math/bounds.md §1.2–§1.4). The Jacobians of LayerNorm and RMSNorm are the library's own
+// (docs/math/bounds.md#softmax-half to docs/math/bounds.md#rmsnorm). The Jacobians of LayerNorm and RMSNorm
+// are the library's own
 // (operators/normalization.hpp, JVP columns); the spectrum of the LayerNorm bracket is checked against
-// the formula of bounds.md §1.3.
+// the formula of docs/math/bounds.md#layernorm.
 #include <cmath>
 
 #include <regatta/operators/normalization.hpp>
@@ -234,7 +235,8 @@ std::vector<Point> norm_families(const std::string& name) {
       out.push_back(norm_point(std::vector<double>(static_cast<std::size_t>(d), 0.0), g, 0.25));
     }
   } else if (name == "d64_structured") {
-    // bounds.md §1.3: x = (4.824, -1.731 (x20), 0 (x43)), γ = 1, ε = 1; and the same shape at d = 128.
+    // docs/math/bounds.md#layernorm: x = (4.824, -1.731 (x20), 0 (x43)), γ = 1, ε = 1; and the same shape at
+    // d = 128.
     for (long d : {64L, 128L}) {
       std::vector<double> x(static_cast<std::size_t>(d), 0.0);
       x[0] = d == 64 ? 4.824 : 6.0;
@@ -395,7 +397,8 @@ class LayerNormLipInfConstInput final : public NormClaim<LayerNormLipInfConstInp
     info_.parts = {at_most("||J_LN(x)||_inf <= 2(d-1)/d max|gamma| / sqrt(eps)")};
     info_.families = {"constant", "d64_structured"};
     info_.notes =
-        "The d = 64 input of bounds.md §1.3 (x = (4.824, −1.731 ×20, 0 ×43), γ = 1, ε = 1) has first-row "
+        "The d = 64 input of docs/math/bounds.md#layernorm (x = (4.824, −1.731 ×20, 0 ×43), γ = 1, ε = 1) "
+        "has first-row "
         "absolute sum 2.0315587 > 1.96875; the adversarial climb starts from it.";
   }
 

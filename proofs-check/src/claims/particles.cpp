@@ -1,4 +1,5 @@
-// particles.usa_energy (shared/math/attention.md §3.8): along (USA) with Q = K = V = I on (S^{d−1})^n the
+// particles.usa_energy (docs/math/attention.md#sphere-particles): along (USA) with Q = K = V = I on
+// (S^{d−1})^n the
 // interaction energy E_β(X) = (1/(2βn²)) Σ_ij e^{β⟨x_i, x_j⟩} satisfies dE/dt = n Σ_i ‖grad_i E‖² ≥ 0, and it
 // is non-decreasing along RK4 trajectories with a small step.
 #include <cmath>

@@ -1,4 +1,5 @@
-// resid.fixed_point_inversion (shared/math/attention.md §5, operators/inversion.hpp): Banach's a priori and
+// resid.fixed_point_inversion (docs/math/attention.md#residual-inversion, operators/inversion.hpp): Banach's
+// a priori and
 // a posteriori bounds for the fixed-point inversion of F = id + g, and the bi-Lipschitz constants 1 ± L of F,
 // on contractive L2 attention g = c·F_L2/B₂ (Frobenius norms throughout).
 //

@@ -1,4 +1,4 @@
-// Sinkhorn attention claims (shared/math/attention.md §2.6): sinkhorn.softmax_first_step and
+// Sinkhorn attention claims (docs/math/attention.md#sinkhorn-attention): sinkhorn.softmax_first_step and
 // sinkhorn.doubly_stochastic. The iteration is the materialised log-domain form, rows first:
 //   f_i ← −LSE_j(S_ij + M_ij + g_j),  g_j ← −LSE_i(S_ij + M_ij + f_i),  log K_ij = S_ij + M_ij + f_i + g_j.
 #include <cmath>

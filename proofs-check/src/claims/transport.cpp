@@ -1,4 +1,5 @@
-// Optimal-transport claims (shared/math/transport.md §3, §5–§7): ot.one_d_exact, ot.elementary_bounds,
+// Optimal-transport claims (docs/math/transport.md#one-dimensional, docs/math/transport.md#entropic,
+// docs/math/transport.md#certified-bracket): ot.one_d_exact, ot.elementary_bounds,
 // ot.certified_bracket, ot.entropic_bracket. Exact W_p comes from the network simplex with a certified
 // bracket (measures/wasserstein.hpp); in interval evaluations a distance is the certified bracket itself, in
 // double and mpfr the solver's value. Weights are dyadic (counts of 1/64) so that every scalar type holds
@@ -287,7 +288,7 @@ class ElementaryBounds final : public ClaimBase<ElementaryBounds> {
 // ot.certified_bracket — point: k = {n, m, d, p}; x = (X (n×d), Y (m×d), raw weights a (n), b (m), δ)
 // ---------------------------------------------------------------------------------------------------------
 
-/// Relative width reached on problems the exact solver solves (claims.md: ≤ 1e-10).
+/// Relative width reached on problems the exact solver solves (docs/math/transport.md#cert-report: ≤ 1e-10).
 constexpr double bracket_width_target = 1e-10;
 
 class CertifiedBracketClaim final : public ClaimBase<CertifiedBracketClaim> {
@@ -407,7 +408,8 @@ class EntropicBracket final : public ClaimBase<EntropicBracket> {
     info_.notes =
         "measures::sinkhorn and measures::sinkhorn_divergence in double (tolerance 1e-11 on the L1 marginal "
         "error); OT_0 is bracketed by the certified exact solver. The tolerances are first-order corrections "
-        "for a plan whose rows are off by e (completion lemma of transport.md §7.3; ⟨P, C⟩ = D_ε + ⟨r − a, "
+        "for a plan whose rows are off by e (completion lemma of docs/math/transport.md#cert-upper; ⟨P, C⟩ = "
+        "D_ε + ⟨r − a, "
         "f⟩ − "
         "ε KL), plus r = 8 (nm + n + m) u (maxC + max|f| + max|g| + ε) for the rounding of the double sums; "
         "the divergence tolerance assumes potentials bounded by maxC + ε. These are double computations: the "

@@ -12,9 +12,9 @@ Where the outputs come from:
   dot attention           torch.nn.MultiheadAttention (or torch.nn.functional.multi_head_attention_forward
                           with use_separate_proj_weight=True for the q_proj_weight naming), eval mode,
                           dropout 0, batch of one, masks as PyTorch defines them.
-  l2 attention            written here in torch from shared/math/attention.md §1.3, §2.2 (Kim et al. 2021):
+  l2 attention            written here in torch from docs/math/attention.md#l2-score, docs/math/attention.md#l2-mha (Kim et al. 2021):
                           tied WK = WQ, P_h = softmax_row(-|q_i - k_j|^2/sqrt(d_h) + M), values X A_h WV_h.
-  Sinkhorn attention      written here in torch from attention.md §2.6 (Sander et al. 2022): log-domain
+  Sinkhorn attention      written here in torch from docs/math/attention.md#sinkhorn-attention (Sander et al. 2022): log-domain
                           potentials, t half-steps, rows first.
   pre-norm                torch.nn.functional.layer_norm, or RMSNorm written here: x/sqrt(mean(x^2)+eps)*gamma.
 The hand-written attention is first checked against nn.MultiheadAttention on every dot case (same weights,
@@ -213,7 +213,7 @@ def torch_module_attention(case, w):
 
 
 def manual_attention(case, w, score, sinkhorn):
-    """(X, Y) -> sum_h K_h V_h Wo_h + bo from the formulas (attention.md §1-§2, §2.6).
+    """(X, Y) -> sum_h K_h V_h Wo_h + bo from the formulas (docs/math/attention.md#scores, docs/math/attention.md#layers, docs/math/attention.md#sinkhorn-attention).
 
     score "dot": S = Q K^T/sqrt(d_h), V = Y Wv_h^T + bv_h;
     score "l2":  S = -|q_i - k_j|^2/sqrt(d_h) (tied), V = Y A_h Wv_h^T + bv_h, A_h = Wq_h^T Wq_h/sqrt(d_h);
@@ -401,15 +401,15 @@ rewrites the same values.
   path the module takes when its projections are separate. Hugging Face BERT / LLaMA files hold the same
   kind of layer under those names (BERT: the self-attention and `output.dense` only, without BERT's post-norm
   LayerNorm); their outputs also come from `nn.MultiheadAttention` with the same weights.
-* **l2** (Kim et al. 2021; `shared/math/attention.md` §1.3, §2.2): written in torch in `generate.py`: tied
+* **l2** (Kim et al. 2021; docs/math/attention.md#l2-score, docs/math/attention.md#l2-mha): written in torch in `generate.py`: tied
   `WK = WQ` (the key block of `in_proj_weight` equals the query block, and so do the bias blocks),
   `P_h = softmax_row(-‖q_i - k_j‖²/√d_h + M)`, values `Y A_h W_v,hᵀ + b_v,h` with
   `A_h = W_q,hᵀ W_q,h/√d_h` (PyTorch orientation, `W_q,h` = rows `h·d_h:(h+1)·d_h` of `W_q`).
-* **Sinkhorn** (Sander et al. 2022; attention.md §2.6): written in torch: `S_h = Q_h K_hᵀ/√d_h`,
+* **Sinkhorn** (Sander et al. 2022; docs/math/attention.md#sinkhorn-attention): written in torch: `S_h = Q_h K_hᵀ/√d_h`,
   potentials `f = g = 0`, then `t` half-steps, rows first: `f_i = -LSE_j(S_ij + g_j)`,
   `g_j = -LSE_i(S_ij + f_i)`; `K_h = exp(S_h + f 1ᵀ + 1 gᵀ)`; output `Σ_h K_h X W^VO_h` (no mask, no
   biases, no residual in these cases).
-* **pre-norm** (attention.md §2.3, §2.5): `F(X) = [X] + MHA(N(X))`, `N` row-wise:
+* **pre-norm** (docs/math/attention.md#residual-prenorm, docs/math/attention.md#normalisation): `F(X) = [X] + MHA(N(X))`, `N` row-wise:
   LayerNorm = `torch.nn.functional.layer_norm(x, (d,), gamma, beta, eps)` (biased variance), RMSNorm =
   `x / sqrt(mean(x²) + eps) * gamma` (no beta). Cross-attention applies `N` to queries and context; the
   residual adds the raw queries `X`, not `N(X)`.

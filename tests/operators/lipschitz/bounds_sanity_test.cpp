@@ -1,6 +1,7 @@
 // Each theoretical bound of operators/lipschitz/bounds.hpp against Lipschitz ratios measured on the layer
 // itself (operators::attend, central-difference Jacobians, exact W_p of small empirical measures): a bound
-// must never be exceeded. Where bounds.md gives an extremal family, the measured value is also compared with
+// must never be exceeded. Where docs/math/bounds.md gives an extremal family, the measured value is also
+// compared with
 // its reference (kim.lower_family_inf, the kim.thm32_2_quoted witness, the tight cases of Theorem A,
 // softmax, LayerNorm and RMSNorm).
 #include <gtest/gtest.h>
@@ -152,7 +153,8 @@ TEST(KimSanity, JacobianNormsStayBelowBothBounds) {
 
 TEST(KimSanity, LowerFamilyReachesItsReferenceValueBelowTheBound) {
   // kim.lower_family_inf: n = 3, unit weights, x = (0, √t, −√t) at t* = 1.82306107317032167 has
-  // ‖J‖∞ = 2.292244292681286689584 and ‖J‖₂ = 1.9433537437755222 (claims.md), below UB_∞ = 2.852222.
+  // ‖J‖∞ = 2.292244292681286689584 and ‖J‖₂ = 1.9433537437755222 (docs/math/bounds.md#kim-thm32), below UB_∞
+  // = 2.852222.
   const AttentionLayer L = scalar_layer(AttentionKind::l2, 1, 1, 1);
   const double t = 1.82306107317032167;
   Matrix<double> X(3, 1);
@@ -167,7 +169,8 @@ TEST(KimSanity, LowerFamilyReachesItsReferenceValueBelowTheBound) {
 }
 
 TEST(KimSanity, QuotedTwoNormFormIsViolatedAndTheDerivedFormIsNot) {
-  // kim.thm32_2_quoted: n = 3, W^Q = 5, x = (0, √t*, −√t*)/5 gives ‖J‖₂ = 48.5838435944 (claims.md).
+  // kim.thm32_2_quoted: n = 3, W^Q = 5, x = (0, √t*, −√t*)/5 gives ‖J‖₂ = 48.5838435944
+  // (docs/math/bounds.md#kim-thm32-quoted).
   const AttentionLayer L = scalar_layer(AttentionKind::l2, 5, 5, 1);
   const double t = 1.8230610731703216724;
   Matrix<double> X(3, 1);
@@ -199,7 +202,7 @@ TEST(CastinSanity, JacobianNormOnTheBallStaysBelowTheSqrtNBound) {
       }
     }
   }
-  // The adversarial input of bounds.md §4.3 (A = −1, R = 2): x_1 = −R, x_2..x_n = R.
+  // The adversarial input of docs/math/bounds.md#castin-adversarial (A = −1, R = 2): x_1 = −R, x_2..x_n = R.
   const AttentionLayer A = scalar_layer(AttentionKind::dot, 1, -1, 1);
   for (int n : {8, 32}) {
     Matrix<double> X = Matrix<double>::Constant(n, 1, 2.0);
@@ -325,7 +328,8 @@ TEST(ComponentSanity, SoftmaxLayerNormAndRmsNormAttainTheirConstants) {
   EXPECT_LE(ratio, half * (1 + softmax_fd_error));
   EXPECT_GT(ratio, half * (1 - softmax_fd_error));
 
-  // LayerNorm with constant γ at a constant input and RMSNorm at 0: ratio max|γ|/√ε (bounds.md §1.3, §1.4);
+  // LayerNorm with constant γ at a constant input and RMSNorm at 0: ratio max|γ|/√ε
+  // (docs/math/bounds.md#layernorm, docs/math/bounds.md#rmsnorm);
   // ∞-norm Jacobians at random inputs stay below √d max|γ|/√ε.
   AttentionLayer N = L;
   N.norm_gamma = Vector<double>::Constant(6, -1.5);

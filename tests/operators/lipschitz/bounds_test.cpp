@@ -1,5 +1,5 @@
 // Theoretical bounds (operators/lipschitz/bounds.hpp) checked against
-//   * the reference values of shared/math/bounds.md and claims.md (Λ_n table, 4Λ_n + 1, √n(4Λ_n + 1), the
+//   * the reference values of docs/math/bounds.md and claims.md (Λ_n table, 4Λ_n + 1, √n(4Λ_n + 1), the
 //     kim.thm32_2_quoted counterexample), computed there at high precision;
 //   * an independent evaluation of each formula written here (Eigen's JacobiSVD on the full matrices,
 //     per-head sums arranged differently) for random multi-head layers;
@@ -45,7 +45,8 @@ AttentionLayer layer_of(AttentionKind kind, int d, int heads, std::uint64_t seed
   return operators::random_layer(spec);
 }
 
-/// One-dimensional single-head tied L2 layer with W^Q = W^K = q, W^V = W^O = 1 (bounds.md §3.5, §3.6).
+/// One-dimensional single-head tied L2 layer with W^Q = W^K = q, W^V = W^O = 1
+/// (docs/math/bounds.md#kim-thm32, docs/math/bounds.md#kim-tightness).
 AttentionLayer scalar_l2_layer(double q) {
   AttentionLayer L;
   L.d = L.heads = L.head_dim = L.value_dim = 1;
@@ -61,7 +62,7 @@ double svd_norm(const Matrix<double>& M) { return largest_singular_value(M); }
 
 double max_row_sum(const Matrix<double>& M) { return M.cwiseAbs().rowwise().sum().maxCoeff(); }
 
-// ---- tolerances (style.md, habit 5) ----
+// ---- tolerances (docs/math/README.md#checking) ----
 
 /// Relative accuracy of a reference value written with the significant decimal digits of `text`: one unit in
 /// its last digit (whether the table rounded or truncated), at most 10^(1 − digits) relative.
@@ -101,12 +102,12 @@ BoundSetting setting_with(std::optional<std::int64_t> n, std::optional<double> r
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Reference values of bounds.md
+// Reference values of docs/math/bounds.md
 // ---------------------------------------------------------------------------------------------------------
 
 struct LambdaRow {
   std::int64_t n;
-  const char* lambda;  // bounds.md §3.1 table, 30 digits
+  const char* lambda;  // docs/math/bounds.md#kim-lambda table, 30 digits
 };
 
 TEST(KimLambda, MatchesTheTableOfBoundsMd) {
@@ -131,7 +132,8 @@ TEST(KimLambda, MatchesTheTableOfBoundsMd) {
 }
 
 TEST(KimBounds, UnitWeightsReproduceTheTables) {
-  // d = H = 1, all weights 1: UB_∞ = 4Λ_n + 1 (§3.6 table) and UB_2 = √n (4Λ_n + 1) (§3.1 table).
+  // d = H = 1, all weights 1: UB_∞ = 4Λ_n + 1 (docs/math/bounds.md#kim-tightness table) and UB_2 = √n (4Λ_n +
+  // 1) (docs/math/bounds.md#kim-lambda table).
   struct Row {
     std::int64_t n;
     const char *ub_inf, *ub_2;
@@ -154,7 +156,7 @@ TEST(KimBounds, UnitWeightsReproduceTheTables) {
 
 TEST(KimBounds, QuotedTwoNormFormAgainstTheCounterexampleOfBoundsMd) {
   // n = 3, d = H = d_h = 1, W^V = W^O = 1, W^Q = 5: the quoted form gives √3·2.852222·5 = 24.7009675553, the
-  // scaling-consistent form 123.5048377766 (bounds.md §3.5, 10 decimals).
+  // scaling-consistent form 123.5048377766 (docs/math/bounds.md#kim-thm32, 10 decimals).
   const AttentionLayer L = scalar_l2_layer(5.0);
   const BoundSetting s = setting_with(3, std::nullopt);
   const PrecisionGuard guard(256);
@@ -610,7 +612,8 @@ TEST(Catalogue, EveryBoundIsDescribedAndDerived) {
     EXPECT_FALSE(i.name.empty());
     EXPECT_FALSE(i.hypotheses.empty());
     EXPECT_NE(i.source.find("bounds.md"), std::string::npos);
-    EXPECT_EQ(i.provenance, "derived");  // only derived statements are offered as bounds (bounds.md intro)
+    EXPECT_EQ(i.provenance,
+              "derived");  // only derived statements are offered as bounds (docs/math/bounds.md)
   }
 }
 

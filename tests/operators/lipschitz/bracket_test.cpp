@@ -2,10 +2,13 @@
 //   * lower ≤ upper on every configuration produced (random layers, kinds, n, R, norms, residual, pre-norm),
 //     for the estimates and for the certified ends;
 //   * certified lower ≤ double estimate (to rounding) and close to it, estimate ≤ certified upper;
-//   * the Kim et al. tightness family (bounds.md §3.6): the Jacobian path against the closed form, and the
-//     ratio at N = 1000 against the mpmath value of bounds.md (17.06548590395152166910, computed there at
+//   * the Kim et al. tightness family (docs/math/bounds.md#kim-tightness): the Jacobian path against the
+//     closed form, and the
+//     ratio at N = 1000 against the mpmath value of docs/math/bounds.md#kim-tightness-table
+//     (17.06548590395152166910, computed there at
 //     high precision) and the 0.9 target;
-//   * Theorem 3.1 (bounds.md §2): for d = 1 the mpfr value against the exact 1 + (4/5)s² of the reference
+//   * Theorem 3.1 (docs/math/bounds.md#dot-product-unbounded): for d = 1 the mpfr value against the exact 1 +
+//     (4/5)s² of the reference
 //     input, certified lower ends beyond 10, 100, 1000; for a random multi-head layer certified growth.
 #include <gtest/gtest.h>
 
@@ -186,7 +189,8 @@ TEST(KimTightness, JacobianPathMatchesTheClosedForm) {
 
 TEST(KimTightness, RatioAtOneThousandTokens) {
   const TightnessPoint p = kim_tightness(1000);
-  // bounds.md §3.6 table (mpmath): max_t ‖J‖∞ = 17.06548590395152166910 at t* = 5.51637598150051867.
+  // docs/math/bounds.md#kim-tightness table (mpmath): max_t ‖J‖∞ = 17.06548590395152166910 at t* =
+  // 5.51637598150051867.
   const double lower = 17.06548590395152166910, t_star = 5.51637598150051867;
   // The row sum at the found t is a VJP through a softmax over n = 1000 keys and a 1000-term sum: 2·n
   // operations, c = 4 (the same rounding lets the golden-section search settle where the value is within
@@ -231,7 +235,8 @@ AttentionLayer unit_dot_layer() {
 }
 
 TEST(Theorem31, OneDimensionalReferenceInputGrowsQuadratically) {
-  // bounds.md §2: n = 5, a = 1, x = (0, s, −s, s, −s): J_11 = 1/5 + (4/5)s², J_1j = 1/5, so the first row
+  // docs/math/bounds.md#dot-product-unbounded: n = 5, a = 1, x = (0, s, −s, s, −s): J_11 = 1/5 + (4/5)s²,
+  // J_1j = 1/5, so the first row
   // sums to 1 + (4/5)s² exactly.
   const std::vector<double> scales{4, 12, 36, 1000};
   const std::vector<GrowthPoint> g = theorem31_growth(unit_dot_layer(), {}, 5, scales, Norm::inf, 256);

@@ -3,7 +3,8 @@
 //   * the witness value of the Jacobian search against the dense Jacobian (unit JVPs) at the witness: its
 //     spectral norm by Eigen's JacobiSVD (2-norm) and its largest absolute row sum (∞-norm);
 //   * on the Kim et al. unit layer, the search against the closed form 4(1 − p)t + 2p − 1 of the tightness
-//     family (bounds.md §3.6) maximised over t here by a golden-section search on the formula alone;
+//     family (docs/math/bounds.md#kim-tightness) maximised over t here by a golden-section search on the
+//     formula alone;
 //   * the measure-level ratio against W_p recomputed from the streamed attention path (attend /
 //     attend_cross, not the Block used by the search) and measures::wasserstein_exact;
 //   * the certified measure ratio against the estimate, and every ratio against its mean-field bound.

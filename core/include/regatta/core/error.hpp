@@ -1,5 +1,5 @@
 #pragma once
-// The error channel for bad user input (design.md, "Errors").
+// The error channel for bad user input (docs/numerics.md#input-checking).
 //
 // Contract violations inside the library are asserts; numerical outcomes (not converged, not certified) are
 // statuses in results. Everything a user can get wrong (shapes, NaN/Inf, weights, files, sizes) throws

@@ -1,6 +1,6 @@
 #pragma once
 // Lambert W, principal branch W0, and the inverse of phi(x) = x e^{x+1} (claim kim.phi_lambert,
-// ../shared/math/bounds.md §3.1: Lambda_n = phi^{-1}(n - 1) = W0((n - 1)/e)).
+// docs/math/bounds.md#kim-lambda: Lambda_n = phi^{-1}(n - 1) = W0((n - 1)/e)).
 //
 // W0 is the inverse of w -> w e^w on [-1, inf): an increasing bijection [-1/e, inf) -> [-1, inf) with
 // W0(-1/e) = -1, W0(0) = 0, W0(x) ~ ln x - ln ln x for large x. Its relative condition number is

@@ -4,7 +4,8 @@
 // iterations, soft c-transforms and transport costs. The n×m matrix is never materialised (memory
 // O((n + m)·d)) unless log_kernel_matrix() is called explicitly.
 //
-// Mathematics (shared/math/attention.md §1.1). For queries x_i (n×d), keys y_j (m×d), log-weights ω_j ∈
+// Mathematics (docs/math/attention.md#streamed-reduction). For queries x_i (n×d), keys y_j (m×d), log-weights
+// ω_j ∈
 // [−inf, inf), the score s_ij of the Kernel and the mask:
 //     t_ij = s_ij + ω_j            (t_ij = −inf where the mask hides key j from query i)
 //     lse_i = log Σ_j exp(t_ij),   π_ij = exp(t_ij − lse_i)      (row i of π is a probability vector)

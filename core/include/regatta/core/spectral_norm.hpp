@@ -3,9 +3,9 @@
 // lower bound from a witness vector, a certified upper bound (interval Cholesky of θ²I − MᵀM, with cheap
 // norm-product fallbacks), and a high-precision reference for tests.
 //
-// Claim `havens.power_iteration` (shared/math/claims.md): for v ≠ 0, ‖Mv‖/‖v‖ ≤ σ_max(M), so power iteration
-// converges from below and never certifies an upper bound on its own (design.md, "Certified means
-// outward-rounded").
+// Claim `havens.power_iteration` (docs/math/claims.md): for v ≠ 0, ‖Mv‖/‖v‖ ≤ σ_max(M), so power iteration
+// converges from below and never certifies an upper bound on its own
+// (docs/conventions.md#what-a-number-means).
 #include <cmath>
 #include <cstdint>
 #include <optional>

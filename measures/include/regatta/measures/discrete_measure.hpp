@@ -1,5 +1,5 @@
 #pragma once
-// Discrete probability measures mu = sum_i a_i delta_{x_i} on R^d (transport.md §1).
+// Discrete probability measures mu = sum_i a_i delta_{x_i} on R^d (docs/math/transport.md#setting).
 //
 // A DiscreteMeasure<S> owns its atoms (an n x d row-major matrix, row i is x_i) and its weights a (n >= 1,
 // a_i >= 0, finite, sum a = 1 within normalisation_tolerance(n)). Every constructor validates its input and

@@ -1,5 +1,5 @@
 #pragma once
-// Grid (discretised) measures on a box (transport.md §1, §6 "Quantisation").
+// Grid (discretised) measures on a box (docs/math/transport.md#setting, docs/math/transport.md#quantisation).
 //
 // The box B = Π_k [lo_k, hi_k] (lo_k < hi_k, finite) is split into cells_k ≥ 1 equal intervals per axis; cell
 // widths h_k = (hi_k − lo_k)/cells_k. A GridMeasure holds one mass per cell (nonnegative, finite, summing to

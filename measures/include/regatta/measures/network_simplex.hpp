@@ -1,5 +1,6 @@
 #pragma once
-// Exact optimal transport between discrete measures by a primal network simplex (transport.md §2, §7.7).
+// Exact optimal transport between discrete measures by a primal network simplex
+// (docs/math/transport.md#wasserstein, docs/math/transport.md#network-simplex).
 //
 // Problem: min <P, C> over P >= 0 with P 1 = a, P^T 1 = b (n supplies a, m demands b, any n, m >= 1).
 // It is solved as an uncapacitated min-cost flow on the complete bipartite graph plus an artificial root

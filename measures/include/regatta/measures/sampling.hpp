@@ -1,6 +1,6 @@
 #pragma once
 // Seeded sampling from discrete and standard continuous measures, and the lifted (token, time) measure of
-// causal attention (attention.md §3.6).
+// causal attention (docs/math/attention.md#lifted-causal).
 //
 // Portability: every sampler is deterministic in (its arguments, seed) across platforms. Uniforms are
 // (mt19937_64() >> 11) · 2^-53 ∈ [0, 1) and normals come from core's portable Box–Muller
@@ -34,7 +34,8 @@ Matrix<double> sample_ball(Eigen::Index d, double radius, Eigen::Index n, std::u
 /// ulps). Moments: E x = 0, E xxᵀ = R² I/d. d ≥ 1 (for d = 1 the two points ±R).
 Matrix<double> sample_sphere(Eigen::Index d, double radius, Eigen::Index n, std::uint64_t seed);
 
-/// The lifted empirical measure of a token sequence for causal attention (attention.md §3.6):
+/// The lifted empirical measure of a token sequence for causal attention
+///     (docs/math/attention.md#lifted-causal):
 ///     mu_X = (1/n) Σ_{i=1..n} δ_{(x_i, i/n)} on R^d × (0, 1],
 /// i.e. the n × (d + 1) atoms [X | s] with s_i = i/n for the 1-based position i (row r of X gets (r + 1)/n),
 /// uniform weights. Key j is visible to query i iff s_j ≤ s_i iff j ≤ i. X: n × d, n ≥ 1, finite.

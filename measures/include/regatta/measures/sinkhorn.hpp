@@ -1,6 +1,6 @@
 #pragma once
 // Entropic optimal transport by log-domain Sinkhorn with ε-scaling, and the debiased Sinkhorn divergence
-// (transport.md §5).
+// (docs/math/transport.md#entropic).
 //
 // Problem. For mu = Σ a_i δ_{x_i}, nu = Σ b_j δ_{y_j} and C_ij = ‖x_i − y_j‖^p (p ≥ 1),
 //     OT_ε(mu, nu) = min_{P ∈ Π(a, b)} <P, C> + ε KL(P ‖ a ⊗ b),
@@ -30,7 +30,8 @@
 //     cost      = <P, C> = Σ_i r_i Σ_j π_ij C_ij via expected_score of the row softmax π (estimate of the
 //                 entropic plan's transport cost; W_p^p ≤ cost when P is feasible)
 //     objective = D_ε(f, g) = <a, f> + <b, g> − ε (Σ_ij P_ij − 1), the dual objective (≤ OT_ε for any f, g,
-//                 = OT_ε at the fixed point). transport.md §5: W_p^p ≤ cost ≤ OT_ε ≤ W_p^p + ε min(H(a),
+//                 = OT_ε at the fixed point). docs/math/transport.md#entropic: W_p^p ≤ cost ≤ OT_ε ≤ W_p^p +
+//                 ε min(H(a),
 //                 H(b)).
 // Inputs: measures of the same dimension, p ≥ 1, ε > 0 finite, scaling in (0, 1), tolerance > 0,
 // max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu").
@@ -118,7 +119,8 @@ SinkhornDivergenceResult divergence_from(const SinkhornResult<S>& cross, const S
   return d;
 }
 
-/// Debiased Sinkhorn divergence (transport.md §5). S_ε ≥ 0 with equality iff mu = nu for p ∈ {1, 2} on
+/// Debiased Sinkhorn divergence (docs/math/transport.md#entropic). S_ε ≥ 0 with equality iff mu = nu for p ∈
+/// {1, 2} on
 /// bounded supports; a computed negative value (rounding, non-convergence) is returned as is, never clamped.
 template <class S>
 SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu,

@@ -1,6 +1,7 @@
 #pragma once
-// Log-domain Sinkhorn for the squared Euclidean cost, written as the attention kernel it is (docs/flow.md §1,
-// transport.md §5).
+// Log-domain Sinkhorn for the squared Euclidean cost, written as the attention kernel it is
+// (docs/flow.md#sinkhorn-attention-row,
+// docs/math/transport.md#entropic).
 //
 // For C_ij = ‖x_i − y_j‖² = ‖x_i‖² + ‖y_j‖² − 2⟨x_i, y_j⟩ the soft c-transform of the potential g is
 //     f_i = −ε log Σ_j b_j exp((g_j − C_ij)/ε) = ‖x_i‖² − ε LSE_j(ω_j + ⟨x_i, (2/ε) y_j⟩),
@@ -41,7 +42,7 @@ namespace regatta::measures {
 
 enum class SinkhornStorage { float64, float32 };
 
-/// How sinkhorn_sq_euclidean evaluates its iterations (docs/flow.md §1):
+/// How sinkhorn_sq_euclidean evaluates its iterations (docs/flow.md#sinkhorn-attention-row):
 ///   streamed  the log-domain iteration above, memory O((n + m) d): n·m exponentials per half-step;
 ///   dense     the stabilised scaling iteration (Schmitzer 2019, "absorption"): the Gibbs kernel
 ///             K_ij = exp((α_i + β_j − C_ij)/ε) of absorbed potentials is materialised (n·m entries in the

@@ -1,5 +1,6 @@
 #pragma once
-// Wasserstein distances between discrete measures (transport.md §2–§4, §7).
+// Wasserstein distances between discrete measures (docs/math/transport.md#wasserstein,
+// docs/math/transport.md#sliced, docs/math/transport.md#certified-bracket).
 //
 //   wasserstein_exact      W_p by the network simplex (exact up to the pivots' rounding; status reported)
 //   wasserstein_1d         d = 1 only: the quantile formula (monotone coupling), O((n + m) log(n + m)),
@@ -57,14 +58,15 @@ SlicedResult sliced_wasserstein(const DiscreteMeasure<double>& mu, const Discret
 struct CertifiedBracket {
   double lower = 0;           ///< certified: lower <= W_p(mu, nu)
   double upper = 0;           ///< certified: W_p(mu, nu) <= upper
-  double cost_lower = 0;      ///< certified lower bound on W_p^p (L of transport.md §7.4)
-  double cost_upper = 0;      ///< certified upper bound on W_p^p (U of §7.3)
+  double cost_lower = 0;      ///< certified lower bound on W_p^p (L of docs/math/transport.md#cert-lower)
+  double cost_upper = 0;      ///< certified upper bound on W_p^p (U of docs/math/transport.md#cert-upper)
   double relative_width = 0;  ///< (upper - lower) / upper (0 when both are 0)
   bool certified = false;     ///< both ends finite and lower <= upper
 };
 
 /// Certified bracket of W_p(mu, nu) from `plan` (any entries with mass >= 0, any finite u; v is not used)
-/// following transport.md §7: the weights are normalised as intervals a_i / sum a; the plan is scaled down
+/// following docs/math/transport.md#certified-bracket: the weights are normalised as intervals a_i / sum a;
+/// the plan is scaled down
 /// into an exact sub-coupling F'' and completed (U = <F'', C^hi> + (1 - sum F'') max C^hi); the potentials
 /// are made exactly feasible by a c-transform rounded down (g_j = min_i (C^lo_ij - u_i)), optionally followed
 /// by f_i = min_j (C^lo_ij - g_j) (`improve`), and L is the dual value rounded down. All roundings are

@@ -1,17 +1,19 @@
 #pragma once
-// Multi-head self- and cross-attention on token matrices (shared/math/attention.md §2.1–§2.6).
+// Multi-head self- and cross-attention on token matrices (docs/math/attention.md#multi-head to
+// docs/math/attention.md#sinkhorn-attention).
 //
 //   dot: MHA(X) = Σ_h K_h·(X WV_h + 1 bV_hᵀ)·WO_h + 1 bOᵀ,
 //        S_h = (X WQ_h + 1 bQ_hᵀ)(X WK_h + 1 bK_hᵀ)ᵀ/√d_h
 //   l2 (Kim et al. 2021, tied WK = WQ): S_h,ij = −‖q_i − k_j‖²/√d_h with q, k as above, and values
-//        X·A_h·WV_h + 1 bV_hᵀ, A_h = WQ_h WQ_hᵀ/√d_h (§2.2).
+//        X·A_h·WV_h + 1 bV_hᵀ, A_h = WQ_h WQ_hᵀ/√d_h (docs/math/attention.md#l2-mha).
 // Block: F(X) = [X] + MHA(N(X)) with the optional row-wise pre-norm N (LayerNorm or RMSNorm with the layer's
-// γ, β, ε; §2.3, §2.5) and [X] the un-normalised input when residual. Cross-attention replaces the keys' and
+// γ, β, ε; docs/math/attention.md#residual-prenorm, docs/math/attention.md#normalisation) and [X] the
+// un-normalised input when residual. Cross-attention replaces the keys' and
 // values' X by the context Y (m×d), normalised by the same N. M is 0 or the causal mask (key j visible to
 // query i iff j ≤ i).
 //
 // Kernels. Softmax (t = 1): K_h = softmax_row(S_h + M). Sinkhorn (t ≥ 2 half-steps, rows first; Sander et
-// al. 2022, §2.6): with potentials f ∈ R^n, g ∈ R^m, g = 0 at the start,
+// al. 2022, docs/math/attention.md#sinkhorn-attention): with potentials f ∈ R^n, g ∈ R^m, g = 0 at the start,
 //     row step     f_i = −LSE_j(S_ij + M_ij + g_j)
 //     column step  g_j = −LSE_i(S_ij + M_ij + f_i)
 // and K^(t)_ij = exp(S_ij + M_ij + f_i + g_j) with the latest f and g. After an odd t the rows of K^(t) sum
@@ -38,10 +40,12 @@ struct AttentionOptions {
   bool causal = false;
   bool residual = false;         ///< add X (the queries) to the output
   bool allow_untied_l2 = false;  ///< run l2 with WK ≠ WQ (outside the hypotheses of the L2 theorem)
-  /// Pre-normalisation N applied row-wise before attention: F(X) = [X] + MHA(N(X)) (attention.md §2.3);
+  /// Pre-normalisation N applied row-wise before attention: F(X) = [X] + MHA(N(X))
+  /// (docs/math/attention.md#residual-prenorm);
   /// for cross-attention N is applied to queries and context. γ, β, ε come from the layer.
   Prenorm prenorm = Prenorm::none;
-  /// Sinkhorn attention (attention.md §2.6): number t ≥ 1 of alternating normalisation half-steps, rows
+  /// Sinkhorn attention (docs/math/attention.md#sinkhorn-attention): number t ≥ 1 of alternating
+  /// normalisation half-steps, rows
   /// first; t = 1 is softmax attention.
   int sinkhorn_iterations = 1;
 };
@@ -59,7 +63,8 @@ Matrix<double> attend(const AttentionLayer& layer, const MatrixRef<double>& X,
 Matrix<double> attend_cross(const AttentionLayer& layer, const MatrixRef<double>& X,
                             const MatrixRef<double>& Y, const AttentionOptions& options = {});
 
-/// Self-attention of tokens carrying log-weights ω ∈ [−∞, ∞)^n (attention.md §3.3): ω_j is added to every
+/// Self-attention of tokens carrying log-weights ω ∈ [−∞, ∞)^n
+/// (docs/math/attention.md#empirical-weighted-grid): ω_j is added to every
 /// logit of key j, in the row steps, the column steps (as a query log-weight) and the output; ω = log w for
 /// the atoms of a weighted measure (Sinkhorn then has both marginals w). An empty ω, or one whose entries
 /// are all exactly 0, runs exactly the unweighted path of attend(). Throws as attend() and for a wrong length
@@ -89,7 +94,8 @@ Matrix<double> attention_kernel_weighted(const AttentionLayer& layer, int head, 
                                          const Vector<double>& context_log_weights,
                                          const AttentionOptions& options = {});
 
-/// F_L ∘ … ∘ F_1 (X) with F_k = attend(layers[k], ·, options) (attention.md §2.3); weight sharing is the
+/// F_L ∘ … ∘ F_1 (X) with F_k = attend(layers[k], ·, options) (docs/math/attention.md#residual-prenorm);
+/// weight sharing is the
 /// same layer repeated. Throws InputError for an empty list ("layers") or a layer whose width differs from
 /// layers[0] ("layers[k]"), and as attend().
 Matrix<double> attend_stack(const std::vector<AttentionLayer>& layers, const MatrixRef<double>& X,

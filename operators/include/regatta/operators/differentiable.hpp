@@ -1,6 +1,6 @@
 #pragma once
 // Attention blocks as differentiable maps on token matrices, generic over the scalar type (double, mpfr,
-// interval): forward pass, JVP, VJP and dense Jacobians (shared/math/attention.md §4).
+// interval): forward pass, JVP, VJP and dense Jacobians (docs/math/jacobian.md).
 //
 // A Block is one layer with its options:  F(X) = [X] + MHA(N(X))  (self)  or  F(X, Y) = [X] + CA(N(X), N(Y))
 // (cross), with N the optional pre-norm, [X] present when residual, MHA/CA multi-head dot-product, L2 (tied
@@ -10,7 +10,8 @@
 // used for derivatives, certification (interval) and high precision (mpfr). The streamed double path for
 // large n is attend()/attend_cross() (attention.hpp); the two agree to rounding (tested).
 //
-// Vectorisation follows shared/math/README.md: index (i, a) of an n×d matrix is i·d + a (row-major), so the
+// Vectorisation follows docs/math/README.md#vectorisation: index (i, a) of an n×d matrix is i·d + a
+// (row-major), so the
 // dense Jacobian J has J(i·d + a, j·d + b) = ∂F_ia/∂X_jb.
 #include <memory>
 #include <optional>

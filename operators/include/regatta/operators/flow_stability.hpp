@@ -1,5 +1,6 @@
 #pragma once
-// Certified stability of the sphere flows (docs/flow.md §4): a Grönwall bound on the distance between two
+// Certified stability of the sphere flows (docs/flow.md#flow-stability): a Grönwall bound on the distance
+// between two
 // solutions started from nearby empirical measures with the same weights.
 //
 // Setting. Weights a_i ≥ 0 (Σ a_i = S, S = 1 up to the rounding of the given doubles; uniform a_i = 1/n
@@ -9,7 +10,8 @@
 // ‖·‖_a with
 //     sphere (SA)                 L = 2 + β + (1 + β) e^β
 //     sphere-unnormalized (USA)   L = (3 + 2β) S e^β
-// (derivation in docs/flow.md §4: the softmax derivative, the covariance of the attention row, the
+// (derivation in docs/flow.md#flow-stability: the softmax derivative, the covariance of the attention row,
+// the
 // column sums Σ_i a_i π_ij ≤ e^{2β} a_j, and ‖I − x xᵀ‖ ≤ 1, ‖⟨x, m⟩ I + x mᵀ‖ ≤ 2 |m| on the ball).
 // The exact flow keeps every particle on the unit sphere (d‖x_i‖²/dt = 2⟨x_i, v_i⟩ = 0 there), so two exact
 // solutions X_t, Y_t stay in D together with the segment between them, and the mean-value inequality and

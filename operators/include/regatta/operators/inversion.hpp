@@ -1,6 +1,7 @@
 #pragma once
-// Inversion of a residual block F(X) = X + g(X) with Lip(g) ≤ L < 1 (Behrmann et al. 2019; shared/math/
-// attention.md §5), by the fixed-point iteration X⁽⁰⁾ = Y, X⁽ᵏ⁺¹⁾ = Y − g(X⁽ᵏ⁾), all norms Frobenius.
+// Inversion of a residual block F(X) = X + g(X) with Lip(g) ≤ L < 1 (Behrmann et al. 2019;
+// docs/math/attention.md#residual-inversion), by the fixed-point iteration X⁽⁰⁾ = Y, X⁽ᵏ⁺¹⁾ = Y − g(X⁽ᵏ⁾),
+// all norms Frobenius.
 //
 // Banach's fixed-point theorem gives, for the unique X* with F(X*) = Y,
 //   a priori      ‖X⁽ᵏ⁾ − X*‖ ≤ Lᵏ/(1 − L)·‖X⁽¹⁾ − X⁽⁰⁾‖,
@@ -43,7 +44,7 @@ InversionResult<S> invert_residual(const std::function<Matrix<S>(const Matrix<S>
 
 /// The layer with W^O scaled by c/B, so that g = c·F/B (no residual in g): with B a certified upper bound
 /// on Lip₂(F) at the largest sequence length in use, Lip₂(g) ≤ c < 1 and X + g(X) is invertible
-/// (attention.md §5, "Contractive L2 attention"). Output biases are scaled too. Throws InputError for
+/// (docs/math/attention.md#contractive-l2). Output biases are scaled too. Throws InputError for
 /// c ∉ (0, 1) or B not positive and finite.
 AttentionLayer scaled_layer(const AttentionLayer& layer, double c, double B);
 

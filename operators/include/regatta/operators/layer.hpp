@@ -1,14 +1,16 @@
 #pragma once
-// Multi-head attention layers on token matrices (shared/math/attention.md §2; PyTorch mapping in
-// shared/math/README.md, "PyTorch and Hugging Face conventions").
+// Multi-head attention layers on token matrices (docs/math/attention.md#layers; PyTorch mapping in
+// docs/math/README.md#pytorch-conventions).
 //
 // Our convention acts on row vectors from the right: for tokens X (n×d), head h has queries
 // Q_h = X·WQ[h] + 1·bQ[h]ᵀ, keys K_h = X·WK[h] + 1·bK[h]ᵀ (d×head_dim each), values X·WV[h] + 1·bV[h]ᵀ
 // (d×value_dim) and output block WO_h = WO.middleRows(h·value_dim, value_dim), WO being (heads·value_dim)×d.
 //
 // Kinds:
-//   dot  P_h = softmax_row(Q_h K_hᵀ/√d_h + M)                       (attention.md §1.2, §2.1)
-//   l2   P_h = softmax_row(−‖q_i − k_j‖²/√d_h + M), tied WK = WQ,    (Kim et al. 2021; §1.3, §2.2)
+//   dot  P_h = softmax_row(Q_h K_hᵀ/√d_h + M)                       (docs/math/attention.md#dot-score,
+//   docs/math/attention.md#multi-head)
+//   l2   P_h = softmax_row(−‖q_i − k_j‖²/√d_h + M), tied WK = WQ,    (Kim et al. 2021;
+//        docs/math/attention.md#l2-score, docs/math/attention.md#l2-mha)
 //        value map X·A_h·WV_h with A_h = WQ_h WQ_hᵀ/√d_h.
 //
 // Rotary position embeddings (RoPE; Su et al. 2021, in the non-interleaved form of Hugging Face's LLaMA
@@ -49,7 +51,8 @@ struct AttentionLayer {
   std::vector<Vector<double>> bQ, bK,
       bV;             ///< empty (no bias) or heads entries of length head_dim / value_dim
   Vector<double> bO;  ///< empty (no bias) or length d
-  /// Pre-normalisation parameters (used only when a pre-norm is requested, attention.md §2.5): γ, β empty
+  /// Pre-normalisation parameters (used only when a pre-norm is requested,
+  /// docs/math/attention.md#normalisation): γ, β empty
   /// (meaning 1 and 0) or of length d; ε > 0 (PyTorch's default 1e-5).
   Vector<double> norm_gamma, norm_beta;
   double norm_eps = 1e-5;

@@ -1,13 +1,18 @@
 #pragma once
-// Attention on probability measures (shared/math/attention.md §3; Vuckovic et al. 2020, Castin et al. 2024).
+// Attention on probability measures (docs/math/attention.md#measures; Vuckovic et al. 2020, Castin et al.
+// 2024).
 //
 // For a context μ = Σ_j w_j δ_{y_j} and head h with score k_h (dot: k_h(x, y) = q(x)ᵀk(y)/√d_h; l2:
 // −‖q(x) − k(y)‖²/√d_h, the layer's projections and biases as in attention.hpp):
-//     K^h_μ(x, ·) = Σ_j softmax_j(k_h(x, y_j) + log w_j) δ_{y_j}          the attention kernel (§3.1, §3.3)
-//     Γ_μ(x)      = Σ_h (Σ_j K^h_μ(x, {y_j}) v_h(y_j)) WO_h + bO           the value map (§3.5)
+//     K^h_μ(x, ·) = Σ_j softmax_j(k_h(x, y_j) + log w_j) δ_{y_j}          the attention kernel
+//     (docs/math/attention.md#measure-kernel, docs/math/attention.md#empirical-weighted-grid)
+//     Γ_μ(x)      = Σ_h (Σ_j K^h_μ(x, {y_j}) v_h(y_j)) WO_h + bO           the value map
+//     (docs/math/attention.md#measure-multi-head)
 //     T_μ(x)      = [x] + Γ_{N#μ}(N(x))                                    [x] when residual, N the pre-norm
-//     F(μ)        = (T_μ)_#μ                                               F or F_res (§3.1)
-//     CA(η, μ)    = (T_μ)_#η                                               cross-attention (§3.4)
+//     F(μ)        = (T_μ)_#μ                                               F or F_res
+//     (docs/math/attention.md#measure-kernel)
+//     CA(η, μ)    = (T_μ)_#η                                               cross-attention
+//     (docs/math/attention.md#measure-cross-attention)
 // Log-weights are ω_j = log w_j − max_k log w_k, added to the logits; the shift cancels in every softmax and
 // makes uniform weights exactly 0. Atoms of weight 0 carry no mass: they are removed from the context (their
 // ω is −∞) and from the measures returned. The token path is the measure path: the functions below call
@@ -19,8 +24,8 @@
 // with both marginals μ (attend_weighted); Γ at arbitrary points, the kernel at a point and cross-attention
 // need the query measure's potentials and refuse t ≠ 1 with InputError.
 //
-// Causal attention (options.causal) acts on lifted measures (§3.6): atoms (x, s) ∈ R^{d+1} with time s in
-// the last coordinate (measures::lift_causal gives μ_X = (1/n) Σ_i δ_{(x_i, i/n)}); key (y, t) is visible to
+// Causal attention (options.causal) acts on lifted measures (docs/math/attention.md#lifted-causal): atoms
+// (x, s) ∈ R^{d+1} with time s in the last coordinate (measures::lift_causal gives μ_X = (1/n) Σ_i δ_{(x_i, i/n)}); key (y, t) is visible to
 // the query (x, s) iff t ≤ s, and T_μ(x, s) = ([x] + Γ^{≤s}_μ(x), s) keeps the time. For F(μ) the atoms of
 // positive weight must have strictly increasing times (then time order is index order and the causal mask of
 // pairwise applies); otherwise InputError. Causal cross-attention of two measures is absent (InputError).

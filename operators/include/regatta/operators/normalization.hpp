@@ -1,5 +1,6 @@
 #pragma once
-// Row-wise LayerNorm and RMSNorm with their JVP and VJP (shared/math/attention.md §2.5, §4.6), generic over
+// Row-wise LayerNorm and RMSNorm with their JVP and VJP (docs/math/attention.md#normalisation,
+// docs/math/jacobian.md#mask-residual-norm), generic over
 // the scalar type. γ empty means 1, β empty means 0.
 //
 //   LN(x)  = γ ⊙ (x − x̄1)/s + β,  s = √(σ²(x) + ε),  σ² the biased variance

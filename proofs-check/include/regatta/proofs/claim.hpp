@@ -1,5 +1,5 @@
 #pragma once
-// One numerically checkable claim of the catalogue (shared/math/claims.md) as an object: its description,
+// One numerically checkable claim of the catalogue (docs/math/claims.md) as an object: its description,
 // a corner-biased sampler of parameter points, named near-extremal families, and an evaluator written once
 // over the scalar type and instantiated for double (search), mpfr (re-evaluation at --precision bits) and
 // interval (certification).
@@ -74,10 +74,10 @@ template <class S>
 using Evaluation = std::vector<Side<S>>;
 
 struct ClaimInfo {
-  std::string id;                       ///< stable ID of claims.md, e.g. "kim.lemma_phi"
+  std::string id;                       ///< stable ID of docs/math/claims.md, e.g. "kim.lemma_phi"
   std::string statement;                ///< plain text
   std::string latex;                    ///< the same in LaTeX (inline math, $…$)
-  std::string source;                   ///< published / derived / quoted / observed (claims.md "Tag")
+  std::string source;  ///< published / derived / quoted / observed (docs/math/README.md#provenance)
   std::vector<std::string> hypotheses;  ///< each one line
   Expected expected = Expected::holds;
   StatementKind kind = StatementKind::inequality;
@@ -101,7 +101,8 @@ class Rng {
   double normal();                       ///< N(0, 1), Box–Muller
   long integer(long lo, long hi);        ///< uniform in [lo, hi]
   bool coin(double p = 0.5);
-  /// A corner-biased magnitude: 0, a tiny, a unit-scale or a huge value (claims.md: huge logits, ties,
+  /// A corner-biased magnitude: 0, a tiny, a unit-scale or a huge value (docs/math/claims.md: huge logits,
+  /// ties,
   /// zero weights), scaled by `scale`.
   double corner(double scale = 1.0);
   std::uint64_t bits() { return engine_(); }

@@ -1,5 +1,5 @@
 #pragma once
-// The claims registry: every claim of shared/math/claims.md that regatta can check today, in ID order, and
+// The claims registry: every claim of docs/math/claims.md that regatta can check today, in ID order, and
 // the list of the others with the reason each one is absent. A claim that cannot be checked is never
 // registered with a made-up evaluator. Each claim registers itself in its own file
 // (proofs-check/src/claims/register.hpp, docs/adding-a-claim.md).

@@ -1,12 +1,14 @@
 #pragma once
-// Havens et al. (2024) local-sensitivity claims (shared/math/bounds.md §6, reconstructed and derived there):
+// Havens et al. (2024) local-sensitivity claims (docs/math/bounds.md#havens-local, reconstructed and derived
+// there):
 // havens.local_delta, havens.xi_exact, havens.score_identity, havens.naive_ordering,
 // havens.gradnorm_comparator, havens.certified_radius, havens.power_iteration.
 //
 // Setting: F(X) = X W^skip + Σ_h P_h(X) X W^VO_h, one dot-product layer of operators::Block (forward passes,
 // JVPs, VJPs; any biases, causal mask, residual W^skip = I). Everything the bounds are made of is formed here
 // from its definition, generic over the scalar: the scores and kernels P_h, the explicit Kronecker matrices
-// of ξ and κ_h (bounds.md §6.1, §6.2), their matrix-free actions (§6.5) and the spectral norms (interval:
+// of ξ and κ_h (docs/math/bounds.md#havens-xi, docs/math/bounds.md#havens-kappa), their matrix-free actions
+// (docs/math/bounds.md#havens-matrix-free) and the spectral norms (interval:
 // certified enclosures tight to about 2^(24−p) relative — a witness at the working-precision top singular
 // vector from below, an interval Cholesky certificate from above — so that bounds the search approaches to
 // 1e-16 are still certified). The left sides of the inequalities are computed directly —
@@ -15,7 +17,8 @@
 // library's matrix-free Lanczos estimates (lipschitz/local.hpp) are compared with the dense Kronecker norms.
 //
 // This header is the family's shared machinery (internal to proofs-check): points and their decoding, the
-// scalar-generic pieces of bounds.md §6 (templates, defined here), the certified spectral norm and the PGD
+// scalar-generic pieces of docs/math/bounds.md#havens-local (templates, defined here), the certified spectral
+// norm and the PGD
 // search; the non-template functions are defined in support.cpp. The claims, grouped by concept:
 // local_bound.cpp (havens.local_delta, havens.gradnorm_comparator, havens.certified_radius), identities.cpp
 // (havens.xi_exact, havens.score_identity), norms.cpp (havens.naive_ordering, havens.power_iteration).
@@ -80,7 +83,7 @@ Shape sample_shape(Rng& rng, const ShapeRange& range);
 void append_weights(Rng& rng, const Shape& s, double qk, double v, std::vector<double>& x);
 
 // =========================================================================================================
-// Scalar-generic pieces of bounds.md §6
+// Scalar-generic pieces of docs/math/bounds.md#havens-local
 // =========================================================================================================
 
 /// The weights in S (exact lifts of the binary64 layer) and the derived per-head matrices.
@@ -146,7 +149,8 @@ std::vector<Matrix<S>> kernels(const Weights<S>& w, const Matrix<S>& X) {
   return out;
 }
 
-/// C_h = X A_hᵀ and B_h = X A_h + 1 b_Q,hᵀ(W^K_h)ᵀ/√d_h: 𝓛_h(E) = E C_hᵀ + B_h Eᵀ (bounds.md §6.2).
+/// C_h = X A_hᵀ and B_h = X A_h + 1 b_Q,hᵀ(W^K_h)ᵀ/√d_h: 𝓛_h(E) = E C_hᵀ + B_h Eᵀ
+/// (docs/math/bounds.md#havens-kappa).
 template <class S>
 std::pair<Matrix<S>, Matrix<S>> score_factors(const Weights<S>& w, long h, const Matrix<S>& X) {
   Matrix<S> B = num::mul<S>(X, w.A[h]);
@@ -166,7 +170,8 @@ Matrix<S> kron(const Matrix<S>& a, const Matrix<S>& b) {
   return out;
 }
 
-/// K_{n,d}: vec(Eᵀ) = K_{n,d} vec(E) for E ∈ R^{n×d} (row-major vectorisation, shared/math/README.md).
+/// K_{n,d}: vec(Eᵀ) = K_{n,d} vec(E) for E ∈ R^{n×d} (row-major vectorisation,
+/// docs/math/README.md#vectorisation).
 template <class S>
 Matrix<S> commutation(long n, long d) {
   Matrix<S> K = Matrix<S>::Zero(n * d, n * d);
@@ -180,7 +185,7 @@ Matrix<S> identity(long n) {
   return Matrix<S>::Identity(n, n);
 }
 
-/// I_n ⊗ (W^skip)ᵀ + Σ_h P_h ⊗ (W^VO_h)ᵀ (bounds.md §6.1), W^skip = I with a residual, else 0.
+/// I_n ⊗ (W^skip)ᵀ + Σ_h P_h ⊗ (W^VO_h)ᵀ (docs/math/bounds.md#havens-xi), W^skip = I with a residual, else 0.
 template <class S>
 Matrix<S> xi_matrix(const Weights<S>& w, const std::vector<Matrix<S>>& P, long d) {
   const long n = P.front().rows();
@@ -190,14 +195,14 @@ Matrix<S> xi_matrix(const Weights<S>& w, const std::vector<Matrix<S>>& P, long d
   return K;
 }
 
-/// I_n ⊗ C + (B ⊗ I_n) K_{n,d} (bounds.md §6.2 with C = X Aᵀ, B = X A [+ query bias]).
+/// I_n ⊗ C + (B ⊗ I_n) K_{n,d} (docs/math/bounds.md#havens-kappa with C = X Aᵀ, B = X A [+ query bias]).
 template <class S>
 Matrix<S> kappa_matrix(const Matrix<S>& C, const Matrix<S>& B) {
   const long n = C.rows(), d = C.cols();
   return kron<S>(identity<S>(n), C) + num::mul<S>(kron<S>(B, identity<S>(n)), commutation<S>(n, d));
 }
 
-// ---- the matrix-free actions of bounds.md §6.5 ----
+// ---- the matrix-free actions of docs/math/bounds.md#havens-matrix-free ----
 
 // (one definition in the library, lipschitz/havens_operators.hpp; here with the reference-order product)
 
@@ -313,7 +318,7 @@ S spec(const Matrix<S>& M) {
   }
 }
 
-/// The ingredients of δ at X (bounds.md §6.3).
+/// The ingredients of δ at X (docs/math/bounds.md#havens-delta).
 template <class S>
 struct Sensitivity {
   S xi{};
@@ -334,7 +339,8 @@ Sensitivity<S> sensitivity(const Weights<S>& w, const Matrix<S>& X) {
   return q;
 }
 
-/// δ(X, ε) = ε ξ + ½ Σ_h (ε κ_h + ε² ‖A_h‖₂)(‖X W^VO_h‖₂ + ε ‖W^VO_h‖₂) (bounds.md §6.3, the boxed formula).
+/// δ(X, ε) = ε ξ + ½ Σ_h (ε κ_h + ε² ‖A_h‖₂)(‖X W^VO_h‖₂ + ε ‖W^VO_h‖₂) (docs/math/bounds.md#havens-delta,
+/// the boxed formula).
 template <class S>
 S delta_of(const Sensitivity<S>& q, const S& eps) {
   S sum(0);
@@ -343,7 +349,7 @@ S delta_of(const Sensitivity<S>& q, const S& eps) {
   return eps * q.xi + sum / S(2);
 }
 
-/// c₁, c₂, c₃ of δ = c₁ε + c₂ε² + c₃ε³ (bounds.md §6.3).
+/// c₁, c₂, c₃ of δ = c₁ε + c₂ε² + c₃ε³ (docs/math/bounds.md#havens-delta).
 template <class S>
 std::array<S, 3> coefficients(const Sensitivity<S>& q) {
   S c1 = q.xi, c2(0), c3(0);
@@ -369,14 +375,15 @@ Matrix<S> unit(const Mat& U) {
 /// An objective of a perturbation E: its value and its gradient in E.
 using Objective = std::function<std::pair<double, Mat>(const Mat&)>;
 
-/// Projected gradient ascent on the sphere ‖E‖_F = ε (bounds.md §6.7, "PGD lower bound"): normalised steps of
+/// Projected gradient ascent on the sphere ‖E‖_F = ε (docs/math/bounds.md#havens-pgd): normalised steps of
 /// length η·ε (η = 0.5, shrinking by 0.92 per step), E rescaled back to the sphere, from every start; returns
 /// the best E seen (a direction; the claims rescale it exactly).
 Mat ascend(const Objective& f, const std::vector<Mat>& starts, double eps, int steps);
 
 Mat gaussian(Rng& rng, long rows, long cols);
 
-/// The top right singular vector of the ξ Kronecker matrix at X, as an n×d matrix (the PGD start of §6.7).
+/// The top right singular vector of the ξ Kronecker matrix at X, as an n×d matrix (the PGD start of
+/// docs/math/bounds.md#havens-pgd).
 Mat xi_direction(const AttentionLayer& L, const AttentionOptions& o, const Mat& X);
 
 /// argmax over E on the ε-sphere of ‖F(X + E) − F(X)‖_F: φ(Y) = ⟨G, F(Y)⟩ with G = F(X + E) − F(X) has the
@@ -422,7 +429,8 @@ double sample_eps(Rng& rng);
 Point make_perturbed(Rng& rng, const Shape& s, const Draw& scale, double eps, bool attack, int randoms,
                      int steps);
 
-/// Family "pgd" of claims.md: PGD with restarts plus the top singular vector of ξ, ε ∈ {0.01, 0.1, 0.5},
+/// Family "pgd" (docs/math/bounds.md#havens-pgd): PGD with restarts plus the top singular vector of ξ, ε ∈
+/// {0.01, 0.1, 0.5},
 /// H ∈ {1, 8}, moderate and large score scales, with and without residual (n = d = 4, Gaussian X).
 std::vector<Point> pgd_family();
 

@@ -1,4 +1,5 @@
-// Havens et al. (2024), the exact identities behind δ (shared/math/bounds.md §6.1, §6.2): havens.xi_exact,
+// Havens et al. (2024), the exact identities behind δ (docs/math/bounds.md#havens-xi,
+// docs/math/bounds.md#havens-kappa): havens.xi_exact,
 // havens.score_identity. Machinery: havens.hpp.
 #include "havens.hpp"
 
@@ -37,7 +38,8 @@ class XiExact final : public ClaimBase<XiExact> {
         "eigenvector of K^T K at the working precision (mpfr), so the "
         "maximum is attained up to rounding at every precision; together with the second part (the "
         "Kronecker matrix is the matrix of T_1) this is the statement, since max ||K v|| over the unit "
-        "sphere is ||K||_2 by definition. The third part checks the decomposition of §6.1 against the "
+        "sphere is ||K||_2 by definition. The third part checks the decomposition of "
+        "docs/math/bounds.md#havens-xi against the "
         "library forward pass (biases included: they cancel because P 1 = 1).";
   }
   const ClaimInfo& info() const override { return info_; }
@@ -116,8 +118,9 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
     info_.source = "derived";
     info_.hypotheses = {
         "scores S_h = (X W^Q_h + 1 b_Q^T)(X W^K_h + 1 b_K^T)^T / sqrt(d_h) of each head, H in {1, 2}",
-        "with a query bias, X A_h E^T becomes B_h E^T, B_h = X A_h + 1 b_Q^T W^K^T / sqrt(d_h) (bounds.md "
-        "§6.2); a key bias adds the row-constant E W^Q b_K 1^T / sqrt(d_h), which the softmax ignores",
+        "with a query bias, X A_h E^T becomes B_h E^T, B_h = X A_h + 1 b_Q^T W^K^T / sqrt(d_h) ("
+        "docs/math/bounds.md#havens-kappa); a key bias adds the row-constant E W^Q b_K 1^T / sqrt(d_h), "
+        "which the softmax ignores",
         "the norm bound is checked where there is no key bias (a row constant is not bounded by kappa) and "
         "d >= 2: at d = 1 it is attained at E = eps X/||X||_F (an equality interval arithmetic cannot "
         "certify)"};

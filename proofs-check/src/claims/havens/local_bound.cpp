@@ -1,4 +1,5 @@
-// Havens et al. (2024), the local bound δ and what it certifies (shared/math/bounds.md §6.3, §6.6, §6.7):
+// Havens et al. (2024), the local bound δ and what it certifies (docs/math/bounds.md#havens-delta,
+// docs/math/bounds.md#havens-gradnorm, docs/math/bounds.md#havens-certified-radius):
 // havens.local_delta, havens.gradnorm_comparator, havens.certified_radius. Machinery: havens.hpp.
 #include "havens.hpp"
 
@@ -24,7 +25,8 @@ class LocalBound final : public ClaimBase<LocalBound> {
       info_.id = "havens.local_delta";
       info_.statement =
           "For all X' in B_F(X, eps): ||F(X') - F(X)||_F <= delta(X, eps) = eps xi(X) + 1/2 sum_h (eps "
-          "kappa_h(X) + eps^2 ||A_h||_2)(||X W^VO_h||_2 + eps ||W^VO_h||_2) (bounds.md §6.3); delta is a "
+          "kappa_h(X) + eps^2 ||A_h||_2)(||X W^VO_h||_2 + eps ||W^VO_h||_2) "
+          "(docs/math/bounds.md#havens-delta); delta is a "
           "cubic with non-negative coefficients; ||DF(X)||_{F->F} <= c_1(X).";
       info_.latex =
           "$\\forall X'\\in B_F(X,\\varepsilon)$: $\\|F(X')-F(X)\\|_F\\le\\delta(X,\\varepsilon)$; "
@@ -37,10 +39,12 @@ class LocalBound final : public ClaimBase<LocalBound> {
       info_.notes =
           "The left side is two forward passes of operators::Block at E = eps U/||U||_F, U found by "
           "projected "
-          "gradient ascent through the library VJP (claims.md: restarts plus the top singular vector of xi; "
+          "gradient ascent through the library VJP (docs/math/bounds.md#havens-pgd: restarts plus the top "
+          "singular vector of xi; "
           "random points get one random restart and 25 steps, the family two and 60). delta is the boxed "
-          "formula with xi and kappa_h the spectral norms of the explicit Kronecker matrices of bounds.md "
-          "§6.1-§6.2 (formed here from the scores, not from the library), ||DF(X)||_2 the norm of the "
+          "formula with xi and kappa_h the spectral norms of the explicit Kronecker matrices of "
+          "docs/math/bounds.md#havens-xi to docs/math/bounds.md#havens-kappa (formed here from the scores, "
+          "not from the library), ||DF(X)||_2 the norm of the "
           "library's dense Jacobian. The coefficients c_1, c_2, c_3 are sums of products of norms, hence "
           "non-negative by construction (not a separate part); the identity part checks the cubic against "
           "the boxed formula. ||DF(X)||_2 = c_1 holds with equality wherever X W^VO_h = 0 for every head "
@@ -53,16 +57,20 @@ class LocalBound final : public ClaimBase<LocalBound> {
       info_.id = "havens.gradnorm_comparator";
       info_.statement =
           "||F(X') - F(X)||_F <= eps L_GN(X, eps), L_GN = ||W^skip||_2 + sum_h ||W^VO_h||_2 (sqrt(n) + "
-          "||W^Q_h||_2 ||W^K_h||_2 B^2 / sqrt(d_h)), B = ||X||_F + eps (bounds.md §6.6).";
+          "||W^Q_h||_2 ||W^K_h||_2 B^2 / sqrt(d_h)), B = ||X||_F + eps "
+          "(docs/math/bounds.md#havens-gradnorm).";
       info_.latex =
           "$\\|F(X')-F(X)\\|_F\\le\\varepsilon L_{GN}(X,\\varepsilon)$, $L_{GN}=\\|W^{\\rm skip}\\|_2+\\sum_h"
           "\\|W^{VO}_h\\|_2(\\sqrt n+\\|W^Q_h\\|_2\\|W^K_h\\|_2B^2/\\sqrt{d_h})$";
       info_.parts = {at_most("||F(X + E) - F(X)||_F <= eps L_GN(X, eps)")};
       info_.notes =
-          "Same points and PGD as havens.local_delta. With a query bias b_Q the derivation of §6.6 adds "
+          "Same points and PGD as havens.local_delta. With a query bias b_Q the derivation of "
+          "docs/math/bounds.md#havens-gradnorm adds "
           "1/2 sqrt(n) ||W^K_h b_Q,h||_2 B/sqrt(d_h) inside the parentheses (the extra score term 1 b_Q^T "
-          "W^K^T E^T/sqrt(d_h) of §6.2, as in lipschitz::havens_gradnorm_lipschitz); without query bias the "
-          "formula is §6.6 verbatim. Key, value and output biases drop out (row constants, P 1 = 1).";
+          "W^K^T E^T/sqrt(d_h) of docs/math/bounds.md#havens-kappa, as in "
+          "lipschitz::havens_gradnorm_lipschitz); without query bias the "
+          "formula is docs/math/bounds.md#havens-gradnorm verbatim. Key, value and output biases drop out "
+          "(row constants, P 1 = 1).";
     }
   }
   const ClaimInfo& info() const override { return info_; }
@@ -206,8 +214,10 @@ S runner_up(const Vector<S>& g, long y) {
   return best;
 }
 
-/// The composed radii ε₁ = ‖W_emb‖₂ ε (embedding), ε₂ = δ(X, ε₁) (attention, §6.3), ε₃ = ‖W_cls‖₂/√n · ε₂
-/// (mean pooling has norm 1/√n from Frobenius to ℓ₂; then the linear readout) — bounds.md §6.7.
+/// The composed radii ε₁ = ‖W_emb‖₂ ε (embedding), ε₂ = δ(X, ε₁) (attention,
+/// docs/math/bounds.md#havens-delta), ε₃ = ‖W_cls‖₂/√n · ε₂
+/// (mean pooling has norm 1/√n from Frobenius to ℓ₂; then the linear readout) —
+/// docs/math/bounds.md#havens-certified-radius.
 template <class S>
 std::array<S, 3> composed_radii(const Weights<S>& w, const Matrix<S>& X, const Matrix<S>& Wemb,
                                 const Matrix<S>& Wcls, const S& eps) {
@@ -299,12 +309,14 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
         at_most("margin drop < m(X) (argmax unchanged; where m(X) > sqrt(2) delta_g)")};
     info_.families = {"margins"};
     info_.notes =
-        "The classifier is built on the layer as claims.md asks: b_y is shifted so that the margin is mu "
+        "The classifier is built on the layer as docs/math/bounds.md#havens-certified-radius asks: b_y is "
+        "shifted so that the margin is mu "
         "sqrt(2) delta_g, mu just above (1 + 2^-6, 1 + 2^-12) and just below (1 - 2^-6) one in family "
         "margins, random mu in [0.5, 3] otherwise. The input perturbation comes from PGD on max_{j != y} "
         "g_j - g_y through the library VJP (any success on a point with mu > 1 would refute the claim); the "
         "left sides are forward passes of the whole classifier in each scalar type, the radii the formulas "
-        "of bounds.md §6.7 with delta of §6.3 (Kronecker norms formed here). Certified radii by bisection "
+        "of docs/math/bounds.md#havens-certified-radius with delta of docs/math/bounds.md#havens-delta "
+        "(Kronecker norms formed here). Certified radii by bisection "
         "(lipschitz::havens_certified_radius) are compared with these formulas in the test-suite, not here.";
   }
   const ClaimInfo& info() const override { return info_; }

@@ -1,4 +1,5 @@
-// Havens et al. (2024), the spectral norms of ξ and κ (shared/math/bounds.md §6.4, §6.5):
+// Havens et al. (2024), the spectral norms of ξ and κ (docs/math/bounds.md#havens-naive,
+// docs/math/bounds.md#havens-matrix-free):
 // havens.naive_ordering, havens.power_iteration. Machinery: havens.hpp.
 #include "havens.hpp"
 
@@ -90,12 +91,13 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
     info_.families = {"saturated"};
     info_.notes =
         "xi and kappa_h are norms of the explicit Kronecker matrices, every other norm num::norm_2 of the "
-        "matrix itself; delta_naive are the variants of bounds.md §6.4 as in lipschitz::"
+        "matrix itself; delta_naive are the variants of docs/math/bounds.md#havens-naive as in lipschitz::"
         "havens_delta_naive_kernel / _weights (the query-bias term of B_h carried through the triangle "
         "inequality). Links that are equalities by structure are checked as identities where they are: "
         "one head without skip gives xi = ||P|| ||W^VO|| exactly; the equality case of ||P||_2 <= sqrt(n) "
-        "is the explicit matrix 1 e_j^T. The intermediate kappa_h <= ||X A_h^T||_2 + ||B_h||_2 of bounds.md "
-        "§6.4 enters delta_naive (kernel level) only: it is attained wherever X A_h = 0 or X A_h^T = 0 "
+        "is the explicit matrix 1 e_j^T. The intermediate kappa_h <= ||X A_h^T||_2 + ||B_h||_2 of "
+        "docs/math/bounds.md#havens-naive enters delta_naive (kernel level) only: it is attained wherever X "
+        "A_h = 0 or X A_h^T = 0 "
         "(possible for d_h < d). Scores are capped at |S_ij| <= 30 (X and biases halved): as the "
         "scores grow, softmax kernels tend to 1 e_j^T and 1 - ||P||/sqrt(n) ~ (n-1) e^(-gap) drops below "
         "the resolution of the interval spectral norms (2^(24-p)), so the link would be an equality within "
@@ -245,7 +247,8 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
         at_most("max_h kappa_h,Lanczos / (sigma_max(K_kappa_h) + r_kappa_h) <= 1 (library, from below)")};
     info_.families = {"power_iterates"};
     info_.notes =
-        "M_xi and L_h are the matrix-free actions of the table of bounds.md §6.5 (formed here); the "
+        "M_xi and L_h are the matrix-free actions of the table of docs/math/bounds.md#havens-matrix-free "
+        "(formed here); the "
         "Kronecker matrices come from explicit Kronecker products and the commutation matrix, so the third "
         "part makes the matrix-free xi, kappa_h the norms of the dense matrices. xi_Lanczos and "
         "kappa_h,Lanczos are lipschitz::havens_estimates (the library's matrix-free Lanczos on its own "

@@ -1,6 +1,6 @@
 #pragma once
-// Theoretical Lipschitz upper bounds for attention layers (shared/math/bounds.md; claim IDs from
-// shared/math/claims.md). Every formula is written once, generic over the scalar type S:
+// Theoretical Lipschitz upper bounds for attention layers (docs/math/bounds.md; claim IDs from
+// docs/math/claims.md). Every formula is written once, generic over the scalar type S:
 //
 //   double    the ESTIMATE reported to users: the formula in binary64 with accurate but uncertified
 //             spectral norms (spectral_norm_reference); it may fall below the exact value of the formula
@@ -12,12 +12,13 @@
 //             The upper endpoint is a certified upper bound on the bound's formula (hence on the Lipschitz
 //             constant whenever the hypotheses hold).
 //
-// Notation (shared/math/README.md): head h has W^Q_h, W^K_h (d×d_h), W^V_h (d×d_v), output block W^O_h
+// Notation (docs/math/README.md#notation): head h has W^Q_h, W^K_h (d×d_h), W^V_h (d×d_v), output block W^O_h
 // (rows h·d_v .. of W^O), A_h = W^Q_h W^K_hᵀ/√d_h, V_h = (W^V_h W^O_h)ᵀ. Token-matrix norms: "2" is the
 // Frobenius norm of the flattened matrix (Lip₂), "inf" the max-entry norm (Lip∞). Measure-level bounds are
 // in W_p with Euclidean ground cost.
 //
-// Composition (bounds.md §1.1, attention.md §2.3, §2.5), applied by every layer-level bound:
+// Composition (docs/math/bounds.md#composition, docs/math/attention.md#residual-prenorm,
+//   docs/math/attention.md#normalisation), applied by every layer-level bound:
 //   residual  F = id + G: Lip(F) ≤ 1 + Lip(G) in either norm (Theorem B: the identity does not depend on
 //             the context, so its constant is unchanged);
 //   pre-norm  F = [id +] G∘N: Lip(G∘N) ≤ Lip(G)·Lip(N) with Lip(N) the row-wise LayerNorm/RMSNorm constant in
@@ -65,10 +66,10 @@ enum class Bound {
   layernorm_two,  ///< layernorm.lip2
   layernorm_inf,  ///< layernorm.lipinf_sqrt_d
   rmsnorm_two,    ///< rmsnorm.lip2 (2-norm, exact)
-  rmsnorm_inf,    ///< rmsnorm.lipinf_sqrt_d (the ∞-norm bracket of bounds.md §1.4, upper end √d)
-  kim_inf,        ///< kim.thm32_inf
-  kim_two,        ///< kim.thm32_2 (scaling-consistent form)
-  castin_sqrt_n,  ///< castin.sqrt_n
+  rmsnorm_inf,  ///< rmsnorm.lipinf_sqrt_d (the ∞-norm bracket of docs/math/bounds.md#rmsnorm, upper end √d)
+  kim_inf,      ///< kim.thm32_inf
+  kim_two,      ///< kim.thm32_2 (scaling-consistent form)
+  castin_sqrt_n,            ///< castin.sqrt_n
   castin_sqrt_n_augmented,  ///< castin.sqrt_n_augmented (biased dot-product layers, docs/bounds.md)
   castin_local,             ///< castin.local
   mf_query,                 ///< mf.query_lipschitz (Theorem A)
@@ -78,7 +79,7 @@ enum class Bound {
   count,                    ///< not a bound: the number of bounds (the table's completeness check)
 };
 
-/// Every Bound, in the order of bounds.md (each one row of the bound table, operators/src/lipschitz/
+/// Every Bound, in the order of docs/bounds.md (each one row of the bound table, operators/src/lipschitz/
 /// bound_table.cpp; docs/adding-a-bound.md).
 std::span<const Bound> all_bounds();
 
@@ -117,7 +118,7 @@ std::optional<std::string> refusal(Bound bound, const operators::AttentionLayer&
 ///   castin_sqrt_n_augmented
 ///                  Σ_h min_t √3‖V_h‖(‖[A_h; c_hᵀ/t]‖²(R² + t²)²(4n+1) + n)^{1/2}, c_h = W^K_h b_Q,h/√d_h,
 ///                  t = 2^k, |k| ≤ 8 chosen in double (dot with a query bias, tokens in B_R, Frobenius;
-///                  docs/bounds.md, "Biased layers")
+///                  docs/bounds.md#augmented-castin)
 ///   castin_local   Σ_h √3‖V_h‖(c_max(1 + r²ρ′²) + r²ρ²)^{1/2} ≥ ‖DF(X)‖₂ at X = setting.input, with
 ///                  r = max‖x_i − x_j‖, ρ = max‖A_h x_i‖, ρ′ = max‖A_hᵀx_i‖, c_max = max_j Σ_i P_h,ij
 ///   mf_query       Σ_h ‖V_h‖‖A_h‖R²                                   (W_p, context in P(B_R))
@@ -138,7 +139,8 @@ S evaluate(Bound bound, const operators::AttentionLayer& layer, const operators:
 template <class S>
 S kim_lambda(std::int64_t n);
 
-/// The radius R = √d‖γ‖∞ (+ ‖β‖ for LayerNorm) of every token after the layer's pre-norm (attention.md §2.5);
+/// The radius R = √d‖γ‖∞ (+ ‖β‖ for LayerNorm) of every token after the layer's pre-norm
+/// (docs/math/attention.md#normalisation);
 /// throws InputError for Prenorm::none.
 template <class S>
 S prenorm_radius(const operators::AttentionLayer& layer, operators::Prenorm prenorm);
@@ -148,7 +150,8 @@ S prenorm_radius(const operators::AttentionLayer& layer, operators::Prenorm pren
 /// QUOTED AND REFUTED (claim kim.thm32_2_quoted): the commonly quoted 2-norm form of Kim et al.'s
 /// Theorem 3.2,
 ///   √(n/d_h)·(4Λ_n + 1)·(Σ_h ‖W^Q_h‖₂²‖W^V_h‖₂²)^{1/2}·‖W^O‖₂,
-/// which is FALSE (Lipschitz constants scale like ‖W^Q‖², bounds.md §3.5; counterexample n = 3, W^Q = 5).
+/// which is FALSE (Lipschitz constants scale like ‖W^Q‖², docs/math/bounds.md#kim-thm32; counterexample n =
+/// 3, W^Q = 5).
 /// Exposed only so that the claims checker can exhibit the violation. Same hypotheses as kim_two, for the
 /// bare attention map (residual and pre-norm are refused).
 template <class S>
@@ -156,7 +159,8 @@ S kim_thm32_2_quoted_claim(const operators::AttentionLayer& layer, const operato
                            const BoundSetting& setting);
 
 /// PUBLISHED IN CODE, UNPROVEN (claim castin.local, "code form"): Σ_h ‖V_h‖₂·(ρ_h² r² (n + 1) + n)^{1/2} with
-/// ρ_h = max(ρ, ρ′) at X = setting.input (bounds.md §4.2). A claim to test, never a bound; bare dot-product
+/// ρ_h = max(ρ, ρ′) at X = setting.input (docs/math/bounds.md#castin-local). A claim to test, never a bound;
+/// bare dot-product
 /// attention only.
 template <class S>
 S castin_local_code_form_claim(const operators::AttentionLayer& layer,

@@ -1,6 +1,7 @@
 #pragma once
 // Brackets [lower, upper] for the Lipschitz constant of an attention block on sequences of length n
-// (design.md, "Certified means outward-rounded"; bounds.md §2, §3.6).
+// (docs/conventions.md#what-a-number-means; docs/math/bounds.md#dot-product-unbounded,
+// docs/math/bounds.md#kim-tightness).
 //
 //   lower  the best witness of the adversarial search (search.hpp): ‖J(X)v‖_F (2-norm) or one absolute row
 //          sum of J(X) (∞-norm) at a point X of the domain — a lower bound on Lip(F) over the domain;
@@ -89,13 +90,14 @@ WitnessCertificate certify_witness(const operators::AttentionLayer& layer,
                                    const operators::AttentionOptions& options, const JacobianWitness& witness,
                                    Norm norm, std::optional<double> radius, unsigned precision_bits);
 
-// ---- the Kim et al. tightness family (bounds.md §3.6, claim kim.lower_family_inf) ----
+// ---- the Kim et al. tightness family (docs/math/bounds.md#kim-tightness, claim kim.lower_family_inf) ----
 
 /// The layer of the tightness experiment: d = H = d_h = d_v = 1, tied L2, every weight 1, no bias.
 operators::AttentionLayer kim_unit_layer();
 
 /// Closed form of the first-row absolute sum of J at the family input x = (0, ±√t, …) for odd n ≥ 3 and
-/// t ≥ 1/2 (bounds.md §3.6): 4(1 − p)t + 2p − 1 with p = 1/(1 + (n − 1)e^{−t}). Derived, not computed from
+/// t ≥ 1/2 (docs/math/bounds.md#kim-tightness): 4(1 − p)t + 2p − 1 with p = 1/(1 + (n − 1)e^{−t}). Derived,
+/// not computed from
 /// a Jacobian; used to test the Jacobian path.
 double kim_family_row_sum(std::int64_t n, double t);
 
@@ -123,7 +125,8 @@ struct GrowthPoint {
   Matrix<double> input;                   ///< X_c
 };
 
-/// The balanced construction of bounds.md §2 at each scale c: X_c = balanced_input(n, u, c, 0) with u a
+/// The balanced construction of docs/math/bounds.md#dot-product-unbounded at each scale c: X_c =
+/// balanced_input(n, u, c, 0) with u a
 /// seeded Gaussian unit vector (u = 1 for d = 1), so ‖J(X_c)‖ grows like c² for every dot-product layer with
 /// A_h ≠ 0 ≠ W^V_h. The direction (2-norm: power iteration in double; ∞: the row of token 0 with the largest
 /// sum in double) is fixed in double, then the value is evaluated in mpfr and certified in interval

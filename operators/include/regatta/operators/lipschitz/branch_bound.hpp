@@ -2,7 +2,8 @@
 // The Lipschitz constant of one self-attention block on a bounded domain D, certified to a requested
 // relative gap by best-first branch and bound (docs/branch-and-bound.md).
 //
-// Mathematics (shared/math/wave2.md §1, mean-value inequality): for D convex, Lip(F; D) = sup over D of
+// Mathematics (docs/math/region.md#mean-value, mean-value inequality): for D convex, Lip(F; D) = sup over D
+// of
 // ‖J(X)‖ in the induced norm (2: the spectral norm of the n·d × n·d Jacobian, token matrices in Frobenius
 // norm; inf: the maximum absolute row sum, token matrices in max-entry norm). Domains, centred at 0:
 //   box   [−R, R]^{n×d}                     (every entry of X in [−R, R])

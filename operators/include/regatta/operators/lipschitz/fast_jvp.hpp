@@ -27,7 +27,7 @@ Matrix<interval64> softmax_rows_fast(const Matrix<interval64>& S, bool causal);
 
 /// CERTIFIED enclosure of J(X)·W (n×d), J the Jacobian of the self-attention block (layer, options) at X,
 /// for the exact binary64 tangent W: each entry contains the exact real value of that entry. The formulas
-/// (attention.md §4): Q̇ = Ẋn W^Q, K̇ = Ẋn W^K, Ṡ = (Q̇Kᵀ + QK̇ᵀ)/√d_h, Ṗ = P ⊙ (Ṡ − rowsum(P ⊙ Ṡ)),
+/// (docs/math/jacobian.md): Q̇ = Ẋn W^Q, K̇ = Ẋn W^K, Ṡ = (Q̇Kᵀ + QK̇ᵀ)/√d_h, Ṗ = P ⊙ (Ṡ − rowsum(P ⊙ Ṡ)),
 /// Ḟ = [Ẋ] + Σ_h Ṗ_h V_h + P_h (Ẋn W^V_h) W^O_h with Ẋn = DN(X)[Ẋ] and V_h = (Xn W^V_h + 1b^Vᵀ) W^O_h.
 /// Products: midrad_product; softmax: interval64 exp (MPFR endpoints) of the scores shifted by the row
 /// maximum of their midpoints, divided by the row sums. Cost O(H·(n²·d_h + n·d·(d_h + d_v)) + n·d) flops

@@ -1,6 +1,6 @@
 #pragma once
-// Local sensitivity of Havens, Araujo, Zhang, Hu (2024) as reconstructed in shared/math/bounds.md §6
-// (claims havens.* of shared/math/claims.md): the ingredients ξ, κ_h and the spectral norms (estimates and
+// Local sensitivity of Havens, Araujo, Zhang, Hu (2024) as reconstructed in docs/math/bounds.md#havens-local
+// (claims havens.* of docs/math/claims.md): the ingredients ξ, κ_h and the spectral norms (estimates and
 // certified enclosures), δ(X, ε), its naive variants, the gradient-norm comparator and the certified radius.
 #include <array>
 #include <optional>
@@ -17,13 +17,15 @@
 namespace regatta::lip {
 
 // =========================================================================================================
-// Local sensitivity (Havens et al. 2024; bounds.md §6)
+// Local sensitivity (Havens et al. 2024; docs/math/bounds.md#havens-local)
 // =========================================================================================================
 //
 // Setting: F(X) = X W^skip + Σ_h P_h(X) X W^VO_h (+ constant value/output biases), X' = X + E, ‖E‖_F ≤ ε.
-// Hypotheses (bounds.md §6.3): dot-product softmax attention (Sinkhorn t = 1), no pre-normalisation; any
+// Hypotheses (docs/math/bounds.md#havens-delta): dot-product softmax attention (Sinkhorn t = 1), no
+// pre-normalisation; any
 // W^skip (I with residual, else 0), H ≥ 1, masks (causal) allowed; a key bias drops out, a query bias adds
-// 1 b_Q,hᵀ(W^K_h)ᵀEᵀ/√d_h to the score perturbation (§6.2). L2 attention, pre-norm, Sinkhorn t ≥ 2 and
+// 1 b_Q,hᵀ(W^K_h)ᵀEᵀ/√d_h to the score perturbation (docs/math/bounds.md#havens-kappa). L2 attention,
+// pre-norm, Sinkhorn t ≥ 2 and
 // rotary position embeddings are outside the reconstruction and refused.
 
 /// Why the Havens quantities do not apply, or nullopt.
@@ -46,7 +48,8 @@ struct HavensIngredients {
   std::vector<S> score;         ///< ‖A_h‖₂, A_h = W^Q_h (W^K_h)ᵀ/√d_h
   std::vector<S> values;        ///< ‖W^VO_h‖₂
   std::vector<S> input_values;  ///< ‖X W^VO_h‖₂
-  // ---- naive ingredients (bounds.md §6.4) and the gradient-norm comparator (§6.6) ----
+  // ---- naive ingredients (docs/math/bounds.md#havens-naive) and the gradient-norm comparator
+  // (docs/math/bounds.md#havens-gradnorm) ----
   std::vector<S> kernel;         ///< ‖P_h(X)‖₂ (≤ √n)
   std::vector<S> value_factors;  ///< ‖W^V_h‖₂·‖W^O_h‖₂ (≥ ‖W^VO_h‖₂)
   std::vector<S> kappa_split;    ///< ‖X A_hᵀ‖₂ + ‖B_h‖₂ (≥ κ_h)
@@ -58,7 +61,7 @@ struct HavensIngredients {
   std::optional<SpectralEstimate> xi_estimate;
   std::vector<SpectralEstimate> kappa_estimates;
   /// Certified: how the upper ends of ξ and κ_h were obtained ("dense interval Cholesky" for n·d ≤ limit,
-  /// else the first naive bound of §6.4, itself certified).
+  /// else the first naive bound of docs/math/bounds.md#havens-naive, itself certified).
   std::string certificate;
 };
 
@@ -74,14 +77,16 @@ HavensIngredients<double> havens_estimates(const operators::AttentionLayer& laye
 /// [certified lower, certified upper] of spectral_norm_upper_certified; ξ and κ_h enclosed by [interval
 /// evaluation of ‖M w‖/‖w‖ at the estimates' witnesses, upper end from the explicit Kronecker matrix's
 /// interval Cholesky when n·d ≤ dense_limit, else from ξ ≤ ‖W^skip‖ + Σ_h‖P_h‖₂‖W^VO_h‖₂ and
-/// κ_h ≤ ‖X A_hᵀ‖₂ + ‖B_h‖₂ (§6.4, triangle inequality)]. Same refusals as havens_estimates.
+/// κ_h ≤ ‖X A_hᵀ‖₂ + ‖B_h‖₂ (docs/math/bounds.md#havens-naive, triangle inequality)]. Same refusals as
+/// havens_estimates.
 HavensIngredients<interval> havens_certified(const operators::AttentionLayer& layer,
                                              const operators::AttentionOptions& options,
                                              const Matrix<double>& X,
                                              const HavensIngredients<double>& estimates,
                                              Eigen::Index dense_limit = dense_certification_limit);
 
-/// δ(X, ε) = c₁ε + c₂ε² + c₃ε³ (claim havens.local_delta, bounds.md §6.3; derived, a reconstruction — not the
+/// δ(X, ε) = c₁ε + c₂ε² + c₃ε³ (claim havens.local_delta, docs/math/bounds.md#havens-delta; derived, a
+/// reconstruction — not the
 /// paper's Theorem 1 verbatim):
 ///   c₁ = ξ + ½ Σ_h κ_h ‖X W^VO_h‖₂,  c₂ = ½ Σ_h (κ_h ‖W^VO_h‖₂ + ‖A_h‖₂ ‖X W^VO_h‖₂),  c₃ = ½ Σ_h
 ///   ‖A_h‖₂‖W^VO_h‖₂;
@@ -92,7 +97,7 @@ std::array<S, 3> havens_delta_coefficients(const HavensIngredients<S>& q);
 template <class S>
 S havens_delta(const HavensIngredients<S>& q, double epsilon);
 
-/// The naive variants (claim havens.naive_ordering, bounds.md §6.4): δ with
+/// The naive variants (claim havens.naive_ordering, docs/math/bounds.md#havens-naive): δ with
 ///   kernel level: ξ → ‖W^skip‖ + Σ_h‖P_h‖₂‖W^VO_h‖₂, κ_h → ‖X A_hᵀ‖₂ + ‖B_h‖₂, ‖XW‖ + ε‖W‖ → ‖W‖(‖X‖₂ + ε);
 ///   weight level: ξ → ‖W^skip‖ + √n Σ_h‖W^V_h‖₂‖W^O_h‖₂, κ_h → 2‖X‖₂‖A_h‖₂ + √n‖W^K_h b_Q,h‖/√d_h, and the
 ///   same ‖W‖(‖X‖₂ + ε). Holds: δ ≤ kernel level ≤ weight level.
@@ -101,15 +106,19 @@ S havens_delta_naive_kernel(const HavensIngredients<S>& q, double epsilon);
 template <class S>
 S havens_delta_naive_weights(const HavensIngredients<S>& q, double epsilon);
 
-/// L_GN(X, ε) of the gradient-norm comparator (claim havens.gradnorm_comparator, bounds.md §6.6), with
+/// L_GN(X, ε) of the gradient-norm comparator (claim havens.gradnorm_comparator,
+/// docs/math/bounds.md#havens-gradnorm), with
 /// B = ‖X‖_F + ε: ‖F(X') − F(X)‖_F ≤ ε·L_GN,
 ///   L_GN = ‖W^skip‖₂ + Σ_h ‖W^VO_h‖₂ (√n + ‖W^Q_h‖₂‖W^K_h‖₂B²/√d_h + ½√n‖W^K_h b_Q,h‖₂B/√d_h).
-/// The last term carries the query-bias part of §6.2 through the same derivation (‖J_h[·]‖ ≤ ½,
-/// ‖1bᵀ‖₂ = √n‖b‖); it vanishes without query bias, where L_GN is §6.6 verbatim.
+/// The last term carries the query-bias part of docs/math/bounds.md#havens-kappa through the same derivation
+/// (‖J_h[·]‖ ≤ ½,
+/// ‖1bᵀ‖₂ = √n‖b‖); it vanishes without query bias, where L_GN is docs/math/bounds.md#havens-gradnorm
+/// verbatim.
 template <class S>
 S havens_gradnorm_lipschitz(const HavensIngredients<S>& q, double epsilon);
 
-/// Certified-robustness radius from a classification margin (claim havens.certified_radius, bounds.md §6.7;
+/// Certified-robustness radius from a classification margin (claim havens.certified_radius,
+/// docs/math/bounds.md#havens-certified-radius;
 /// Tsuzuku et al. 2018): logits g = readout ∘ F ∘ embedding with globally Lipschitz embedding and readout, so
 /// δ_g(ε) = L_out·δ(X, L_in·ε) with X the embedded input; the prediction cannot change on the ε-ball when
 /// m > √2·δ_g(ε). Bisection on ε (valid since δ_g increases with ε) for the largest such ε.

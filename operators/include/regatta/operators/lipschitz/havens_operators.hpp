@@ -1,5 +1,6 @@
 #pragma once
-// The matrix-free linear maps behind the Havens et al. quantities ξ and κ_h (shared/math/bounds.md §6.5),
+// The matrix-free linear maps behind the Havens et al. quantities ξ and κ_h
+// (docs/math/bounds.md#havens-matrix-free),
 // written once for every scalar type and for the two callers: the library (havens_ingredients.cpp: Lanczos
 // in double, interval evaluation at the witnesses) and proofs-check (claims havens.xi_exact,
 // havens.score_identity, havens.power_iteration, which compare them with the explicit Kronecker matrices).

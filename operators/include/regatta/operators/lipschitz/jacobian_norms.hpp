@@ -1,6 +1,7 @@
 #pragma once
 // Norms of the Jacobian J = DF(X) of a block or stack at one input X, from its JVPs and VJPs (matrix-free;
-// shared/math/attention.md §4.8). Norms as in local.hpp: ‖J‖₂ spectral, ‖J‖∞ maximum absolute row sum, ‖J‖₁
+// docs/math/jacobian.md#matrix-free-norms). Norms as in local.hpp: ‖J‖₂ spectral, ‖J‖∞ maximum absolute row
+// sum, ‖J‖₁
 // maximum absolute column sum, with the row-major vectorisation (i, a) ↦ i·d + a.
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/scalar.hpp>
@@ -31,7 +32,8 @@ struct InducedNorm {
   Eigen::Index index = 0;  ///< row (column) i·d + a of the maximum (interval: largest upper end)
 };
 
-/// ‖J‖∞ = max over rows (i, a) of ‖VJP(E_ia)‖₁ (attention.md §4.8): n·e VJPs, O(n·e) memory beyond one VJP.
+/// ‖J‖∞ = max over rows (i, a) of ‖VJP(E_ia)‖₁ (docs/math/jacobian.md#matrix-free-norms): n·e VJPs, O(n·e)
+/// memory beyond one VJP.
 /// For S = interval the value encloses ‖J‖∞ (certified). Instantiated for double, mpfr and interval.
 template <class S>
 InducedNorm<S> jacobian_norm_inf(const operators::Linearization<S>& lin, const Progress& progress = {});

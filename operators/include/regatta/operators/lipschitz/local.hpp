@@ -1,13 +1,14 @@
 #pragma once
 // Local regularity of an attention layer at one input X: norms of the Jacobian J = DF(X) computed matrix-free
-// from JVPs / VJPs (shared/math/attention.md §4.8), and the local sensitivity of Havens, Araujo, Zhang, Hu
-// (2024) as reconstructed in shared/math/bounds.md §6 (claims havens.* of shared/math/claims.md).
+// from JVPs / VJPs (docs/math/jacobian.md#matrix-free-norms), and the local sensitivity of Havens, Araujo,
+// Zhang, Hu
+// (2024) as reconstructed in docs/math/bounds.md#havens-local (claims havens.* of docs/math/claims.md).
 //
-// Norms (shared/math/README.md): inputs and outputs in Frobenius norm (the flattened ℓ₂ norm), ‖J‖₂ the
+// Norms (docs/math/README.md#norms): inputs and outputs in Frobenius norm (the flattened ℓ₂ norm), ‖J‖₂ the
 // spectral norm of the n·e × n·d Jacobian with the row-major vectorisation (i, a) ↦ i·d + a, ‖J‖∞ its
 // maximum absolute row sum, ‖J‖₁ its maximum absolute column sum.
 //
-// What each number is (design.md, "Certified means outward-rounded"):
+// What each number is (docs/conventions.md#what-a-number-means):
 //   ESTIMATE   a double computation: the Lanczos / power-iteration value ‖J w‖_F/‖w‖_F (from below in exact
 //              arithmetic, claim havens.power_iteration), or a floating-point evaluation of an exact
 //              formula (‖J‖∞ as a maximum of row sums, δ with estimated spectral norms).

@@ -1,11 +1,14 @@
 #pragma once
-// Measure-level Lipschitz ratios of attention (shared/math/bounds.md §5; attention.md §3.3, §3.4, §4.7):
+// Measure-level Lipschitz ratios of attention (docs/math/bounds.md#mean-field;
+// docs/math/attention.md#empirical-weighted-grid, docs/math/attention.md#measure-cross-attention,
+// docs/math/jacobian.md#measure-derivatives):
 //
 //   self     W_p(F μ, F ν) / W_p(μ, ν)                                   (Theorem C: mf.self_lipschitz)
 //   query    W_p(CA(η, μ), CA(η′, μ)) / W_p(η, η′), context μ shared       (Theorem A: mf.query_lipschitz)
 //   context  W_p(CA(η, μ), CA(η, ν)) / W_p(μ, ν), queries η shared         (Theorem B: mf.context_lipschitz)
 //
-// on empirical measures, in token form: F(μ_X) = μ_{F(X)} and CA(μ_Q, μ_C) = μ_{CA(Q, C)} (exact, §3.3), with
+// on empirical measures, in token form: F(μ_X) = μ_{F(X)} and CA(μ_Q, μ_C) = μ_{CA(Q, C)} (exact,
+// docs/math/attention.md#empirical-weighted-grid), with
 // W_p between empirical measures computed exactly (measures::wasserstein_exact). Every ratio is a lower bound
 // on the corresponding measure-level Lipschitz constant over the domain.
 //
@@ -15,13 +18,15 @@
 //   context  X, Y (contexts) in B_R, the shared queries in B_R′ (R′ = query_radius, default R);
 // with B_R the closed Euclidean ball when a radius is given, else everything unconstrained.
 //
-// Search: seeded families from bounds.md §5 (the asymptotically sharp Theorem B family — a majority of atoms
+// Search: seeded families from docs/math/bounds.md#mean-field (the asymptotically sharp Theorem B family — a
+// majority of atoms
 // at R u and one atom at −R u moved by t, u a real eigenvector of A_h with A_h u = −a u, the query at R′ u —
 // used for the context and the self ratios; its positive-spectrum variant — majority at (R/2) u, small atom
 // at R u; for the query ratio the tight Theorem A input — context atoms at ±R u, queries at 0 moved by t
 // along A u), each scanned over t ∈ [10⁻³, 1]·R, then random starts; from each, projected ascent on the
 // ratio with the gradient of the exact transport cost for the optimal plan (envelope theorem) chained
-// through the VJPs of the block (attention.md §4.7 in token form). Points where W_p(μ, ν) falls below
+// through the VJPs of the block (docs/math/jacobian.md#measure-derivatives in token form). Points where
+// W_p(μ, ν) falls below
 // 10⁻⁶ of the length scale are rejected (the ratio is then dominated by rounding).
 //
 // Certification (certify): the outputs are recomputed by the interval Block at `precision_bits`; with μ̃ the
@@ -29,7 +34,8 @@
 // W_p(Fμ, Fν) ≥ W_p(μ̃, ν̃) − r_μ − r_ν (triangle inequality; W_p(μ̃, Fμ) ≤ r_μ through the identity coupling),
 // W_p(μ̃, ν̃) is bracketed from below and W_p(μ, ν) from above by measures::certify_wasserstein, and the
 // certified ratio is the quotient rounded down. The witness atoms are checked to lie in their balls.
-// Masked (causal) attention is refused: its measure-level form needs lifted measures (attention.md §3.6),
+// Masked (causal) attention is refused: its measure-level form needs lifted measures
+// (docs/math/attention.md#lifted-causal),
 // which this search does not implement.
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
 #pragma once
 // A PGD lower bound on the largest output change of an attention block within distance ε of an input
-// (bounds.md §6.7, "PGD lower bound"): Δ*(X, ε) = max_{‖E‖_F ≤ ε} ‖F(X + E) − F(X)‖_F.
+// (docs/math/bounds.md#havens-pgd): Δ*(X, ε) = max_{‖E‖_F ≤ ε} ‖F(X + E) − F(X)‖_F.
 //
 // Projected ascent on ½‖F(X + E) − F(X)‖²_F (gradient: the VJP of the Block at X + E applied to
 // F(X + E) − F(X)), normalised steps of adaptive length (×1.5 after an accepted step, ÷3 after a rejected

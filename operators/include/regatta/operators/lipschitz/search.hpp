@@ -1,6 +1,7 @@
 #pragma once
 // Estimates from below of the Lipschitz constant of an attention block by adversarial search over inputs
-// (shared/math/bounds.md §2, §3.6, §4.3; attention.md §4.8).
+// (docs/math/bounds.md#dot-product-unbounded, docs/math/bounds.md#kim-tightness,
+// docs/math/bounds.md#castin-adversarial; docs/math/jacobian.md#matrix-free-norms).
 //
 // For a differentiable F, every ‖J_F(X)‖ is a lower bound on Lip(F) over any convex set containing X
 // (README.md, "Norms"). The search maximises, over token matrices X (n×d),
@@ -10,14 +11,18 @@
 // is given, else all of R^{n×d}.
 //
 // Method (multistart projected ascent).
-//  1. Seeds: the near-extremal constructions of bounds.md, each a one-parameter family X(θ) whose scale θ
+//  1. Seeds: the near-extremal constructions of docs/math/bounds.md, each a one-parameter family X(θ) whose
+//     scale θ
 //     is optimised first (a log-spaced scan, then golden section):
-//       kim       (§3.6) a designated token at 0, ⌈(n−1)/2⌉ tokens at +s·u, ⌊(n−1)/2⌋ at −s·u, with u the
+//       kim       (docs/math/bounds.md#kim-tightness) a designated token at 0, ⌈(n−1)/2⌉ tokens at +s·u,
+//                 ⌊(n−1)/2⌋ at −s·u, with u the
 //                 top left singular vector of W^Q_h (and one seeded Gaussian u) and s = √(t/uᵀA_h u), so that
 //                 the pairs meet at scaled squared distance t — for d = H = 1 exactly the tightness family;
-//       thm31     (§2) the same balanced layout and the single spike (one token at c·u, the rest at 0), u the
+//       thm31     (docs/math/bounds.md#dot-product-unbounded) the same balanced layout and the single spike
+//                 (one token at c·u, the rest at 0), u the
 //                 top right singular vector of A_h and a Gaussian u, scale c;
-//       castin    (§4.3) u a real unit eigenvector of A_h for λ_max or λ_min: x_1 = r u, x_2..n = (r/2) u
+//       castin    (docs/math/bounds.md#castin-adversarial) u a real unit eigenvector of A_h for λ_max or
+//       λ_min: x_1 = r u, x_2..n = (r/2) u
 //       when
 //                 λ_max > −8λ_min, else x_1 = −r u, x_2..n = r u, scale r;
 //     for every head (the first 8), with the designated token last when the layer is causal (it then sees
@@ -111,7 +116,7 @@ SearchResult search_jacobian_norm(const operators::AttentionLayer& layer,
                                   const operators::AttentionOptions& options, Eigen::Index n,
                                   const SearchOptions& search);
 
-/// One near-extremal construction of bounds.md as a one-parameter family X(θ), θ in [low, high].
+/// One near-extremal construction of docs/math/bounds.md as a one-parameter family X(θ), θ in [low, high].
 struct SeedFamily {
   std::string name;
   std::function<Matrix<double>(double)> input;
@@ -125,7 +130,8 @@ std::vector<SeedFamily> near_extremal_families(const operators::AttentionLayer& 
                                                const operators::AttentionOptions& options, Eigen::Index n,
                                                std::optional<double> radius, std::uint64_t seed);
 
-/// The balanced layout of bounds.md §2 and §3.6: token `zero` at 0, then alternately +scale·u and −scale·u
+/// The balanced layout of docs/math/bounds.md#dot-product-unbounded and docs/math/bounds.md#kim-tightness:
+/// token `zero` at 0, then alternately +scale·u and −scale·u
 /// over the other tokens in increasing order (so ⌈(n−1)/2⌉ at +, ⌊(n−1)/2⌋ at −). u has length d.
 Matrix<double> balanced_input(Eigen::Index n, const Vector<double>& u, double scale, Eigen::Index zero);
 

@@ -1,6 +1,7 @@
 #pragma once
 // The rows of the Jacobian J = DF(X) of one softmax self-attention block from their rank-one structure
-// (shared/math/attention.md §4.1–§4.6): ‖J‖∞ and the dense Jacobian at a point, and its CERTIFIED enclosure
+// (docs/math/jacobian.md#softmax-derivative to docs/math/jacobian.md#mask-residual-norm): ‖J‖∞ and the dense
+// Jacobian at a point, and its CERTIFIED enclosure
 // over a box of inputs.
 #include <optional>
 #include <string>
@@ -20,7 +21,8 @@ std::optional<std::string> structured_rows_refusal(const operators::AttentionLay
 
 /// ‖J‖∞ of one self-attention block at X from the structure of its rows: with Fbar = E_ia only row i of the
 /// score cotangent is non-zero, S̄_i· = P_i· ⊙ (V_·a − F_ia), so every row of J is a sum of 2H rank-one terms,
-/// a term in row i and the row-wise pre-norm VJP (attention.md §4.1–§4.6). Cost O(H·n²·d²) for all rows
+/// a term in row i and the row-wise pre-norm VJP (docs/math/jacobian.md#softmax-derivative to
+/// docs/math/jacobian.md#mask-residual-norm). Cost O(H·n²·d²) for all rows
 /// instead of n·d generic VJPs of O(H·(n²d + nd²)) each; the same numbers up to rounding (tested against
 /// jacobian_norm_inf and the dense Jacobian). S = double (ESTIMATE: floating-point evaluation) or interval
 /// (CERTIFIED enclosure at the working precision). Throws InputError(refusal) when structured_rows_refusal

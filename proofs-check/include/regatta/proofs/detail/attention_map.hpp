@@ -9,9 +9,11 @@
 // Wval_h is the d×e value-output map (W^V_h W^O_h for dot attention, A_h W^V_h W^O_h for Kim's L2).
 // Masks: none, causal (key j visible to query i iff j ≤ i) or no_diagonal (j ≠ i).
 //
-// JVP (shared/math/attention.md §4.1–§4.4): Ṡ_ij = c(q̇_iᵀk_j + q_iᵀk̇_j) or −2c(q_i − k_j)ᵀ(q̇_i − k̇_j),
+// JVP (docs/math/jacobian.md#softmax-derivative to docs/math/jacobian.md#l2-untied-derivatives): Ṡ_ij =
+// c(q̇_iᵀk_j + q_iᵀk̇_j) or −2c(q_i − k_j)ᵀ(q̇_i − k̇_j),
 // Ṗ = P ⊙ (Ṡ − rowsum(P ⊙ Ṡ)), Ḟ = Ẋ W_skip + Σ_h (Ṗ_h X + P_h Ẋ) Wval_h. The dense Jacobian has
-// J(i·e + a, j·d + b) = ∂F_ia/∂X_jb (row-major vectorisation, shared/math/README.md): column (j, b) is the
+// J(i·e + a, j·d + b) = ∂F_ia/∂X_jb (row-major vectorisation, docs/math/README.md#vectorisation): column (j,
+// b) is the
 // JVP along E_jb. Cost O(H n² (d_h + e)) per JVP, n·d JVPs for the Jacobian — for the small sizes of the
 // claims.
 #include <vector>
