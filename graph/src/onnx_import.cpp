@@ -118,6 +118,13 @@ Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& sou
     if (unsupported.size() > 8) list += " and " + std::to_string(unsupported.size() - 8) + " more";
     file.fail("unsupported operator" + std::string(unsupported.size() > 1 ? "s " : " ") + list);
   }
+  {
+    // Dangling inputs and cycles first, in the importer's words (the checker reports them as sort errors).
+    std::set<std::string> outside;
+    for (const auto& t : g0.initializer()) outside.insert(t.name());
+    for (const auto& in : g0.input()) outside.insert(in.name());
+    topological_order(g0, outside, file);
+  }
   try {
     onnx::checker::check_model(model);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, false));
