@@ -1,5 +1,6 @@
 // regatta inspect FILE... : what a .npy / .npz / .safetensors file holds (names, dtypes, shapes, ranges,
-// non-finite entries), after the same validation every other subcommand applies.
+// non-finite entries), after the same validation every other subcommand applies; for an .onnx model, its
+// graph after import and folding (inspect_graph.cpp).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -7,6 +8,7 @@
 
 #include "array_source.hpp"
 #include "command.hpp"
+#include "inspect_graph.hpp"
 #include "json_output.hpp"
 
 namespace regatta::cli {
@@ -42,7 +44,7 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
 }  // namespace
 
 void add_inspect_command(CLI::App& app, int& result) {
-  auto* cmd = app.add_subcommand("inspect", "List the arrays of .npy/.npz/.safetensors files (validated)");
+  auto* cmd = app.add_subcommand("inspect", "List the arrays of .npy/.npz/.safetensors files, or the graph of an .onnx model (validated)");
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("files", *files, "Files to inspect")->required();
@@ -50,6 +52,10 @@ void add_inspect_command(CLI::App& app, int& result) {
   cmd->callback([files, json, &result] {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& file : *files) {
+      if (is_onnx_path(file)) {  // a model graph rather than arrays
+        out.push_back(inspect_onnx(file, *json));
+        continue;
+      }
       nlohmann::json entry{{"file", file}, {"arrays", nlohmann::json::array()}};
       for (const auto& [name, array] : load_arrays(file)) {
         if (!array.converted()) {  // an integer, boolean or 8-bit float tensor: listed, not read

@@ -19,7 +19,10 @@ if [ "${FUZZ_CONFIGURE:-1}" = 1 ]; then
 fi
 cmake --build "$build" --target regatta_fuzzers
 status=0
-for target in npy npz safetensors spec; do
+# fuzz_onnx exists when libonnx-dev was found (fuzz/CMakeLists.txt).
+targets="npy npz safetensors spec"
+if [ -x "$build/fuzz/fuzz_onnx" ]; then targets="$targets onnx"; fi
+for target in $targets; do
   work="$build/fuzz/smoke_$target"
   rm -rf "$work" && mkdir -p "$work/corpus"
   echo "fuzz_$target: $seconds s"

@@ -1,0 +1,68 @@
+// regatta inspect M.onnx: inputs, outputs, node kinds, what was folded, every node with its shapes
+// (docs/graph.md, "Inspecting a model").
+#include "inspect_graph.hpp"
+
+#include <iostream>
+#include <map>
+
+#include <regatta/core/error.hpp>
+#include <regatta/graph/graph.hpp>
+#ifdef REGATTA_HAVE_ONNX
+#include <regatta/graph/onnx_import.hpp>
+#endif
+
+namespace regatta::cli {
+
+bool is_onnx_path(const std::string& path) { return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
+
+nlohmann::json inspect_onnx(const std::string& path, bool json) {
+#ifndef REGATTA_HAVE_ONNX
+  (void)json;
+  throw InputError(path, "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
+#else
+  const graph::Graph g = graph::import_onnx(path);
+  using graph::shape_text;
+  nlohmann::json out{{"file", path}, {"opset", g.opset}, {"inputs", nlohmann::json::array()},
+                     {"outputs", nlohmann::json::array()}, {"nodes", nlohmann::json::array()}};
+  std::map<std::string, int> by_kind;
+  std::int64_t constants = 0, weights = 0;
+  for (const auto& v : g.values)
+    if (v.constant) ++constants, weights += graph::element_count(v.shape);
+  for (int id : g.inputs) out["inputs"].push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}});
+  for (int id : g.outputs) out["outputs"].push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}});
+  for (const auto& n : g.nodes) {
+    ++by_kind[std::string(graph::op_name(n.op))];
+    nlohmann::json ins = nlohmann::json::array();
+    for (int id : n.inputs)
+      ins.push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}, {"constant", g.values[id].constant}});
+    out["nodes"].push_back({{"name", n.name}, {"source_op", n.source_op}, {"kind", graph::op_name(n.op)},
+                            {"inputs", ins}, {"output", {{"name", g.values[n.output].name}, {"shape", g.values[n.output].shape}}}});
+  }
+  out["nodes_by_kind"] = by_kind;
+  out["folded"] = nlohmann::json::object();
+  for (const auto& [op, count] : g.folded) out["folded"][op] = count;
+  out["constants"] = constants;
+  out["constant_elements"] = weights;
+  out["unsupported"] = nlohmann::json::array();  // an unsupported operator refuses the file (exit 2)
+  if (!json) {
+    std::cout << path << "  ONNX opset " << g.opset << "  " << g.nodes.size() << " nodes after folding, " << constants
+              << " constants (" << weights << " values)\n";
+    for (int id : g.inputs) std::cout << "  input   " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape) << "\n";
+    for (int id : g.outputs) std::cout << "  output  " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape) << "\n";
+    std::cout << "  nodes by kind:";
+    for (const auto& [kind, count] : by_kind) std::cout << " " << kind << " " << count << ";";
+    std::cout << "\n  folded into constants:";
+    for (const auto& [op, count] : g.folded) std::cout << " " << op << " " << count << ";";
+    std::cout << "\n";
+    for (const auto& n : g.nodes) {
+      std::cout << "  " << graph::op_name(n.op) << "  " << printable(n.name) << " (" << n.source_op << ")  ";
+      for (std::size_t k = 0; k < n.inputs.size(); ++k)
+        std::cout << (k ? ", " : "") << shape_text(g.values[n.inputs[k]].shape) << (g.values[n.inputs[k]].constant ? "c" : "");
+      std::cout << " -> " << shape_text(g.values[n.output].shape) << "\n";
+    }
+  }
+  return out;
+#endif
+}
+
+}  // namespace regatta::cli
