@@ -269,6 +269,12 @@ S wasserstein(const Measure<S>& mu, const Measure<S>& nu, int p) {
   }
 }
 
+/// ClaimInfo::evaluated_at of the claims whose sides contain W_p from `wasserstein` (each may add a sentence).
+inline const char* const wasserstein_evaluated_at =
+    "W_p is the network-simplex plan's cost in double and mpfr (an estimate); in interval it is a certified "
+    "enclosure (measures::certify_wasserstein at that plan, widened by the rounding of the atoms to double, "
+    "intersected with the exact mean-gap and pairing bounds), so the solver's error enters as its width.";
+
 /// W_p of the double measures by the network simplex (decisions that must not depend on S, such as whether
 /// two input measures coincide).
 inline double wasserstein_estimate(const Measure<double>& mu, const Measure<double>& nu, int p) {

@@ -83,6 +83,7 @@ class ContextLipschitz final : public ClaimBase<ContextLipschitz> {
         equal("Theorem B family: lim_{t->0} ratio = (w/eps)(1 + 2aRR'(1 - w)) ||Vu||, w = eps e^(2aRR') / "
               "(1 - eps + eps e^(2aRR'))")};
     info_.families = {"theorem_b"};
+    info_.evaluated_at = mf::wasserstein_evaluated_at;
     info_.notes =
         "W_1(mu, nu): network simplex (estimate) in double/mpfr, certified enclosure in interval "
         "(certify_wasserstein, intersected with the exact mean-gap and pairing-cost bounds, which coincide "
@@ -235,6 +236,7 @@ class ContextGeneral final : public ClaimBase<ContextGeneral> {
         at_most("||Gamma_mu(x) - Gamma_nu(x)|| <= e^Delta (L_v + D_v L_k) W_1(mu, nu)", double_bits),
         at_most("||Gamma_mu(x) - Gamma_nu(x)|| <= 2 e^Delta D_v ||mu - nu||_TV")};
     info_.families = {"theorem_b", "gaussian"};
+    info_.evaluated_at = mf::wasserstein_evaluated_at;
     info_.notes =
         "The constants are the smallest ones the hypotheses allow on the finite union U of the supports "
         "(Kantorovich-Rubinstein on U needs Lipschitz constants on U only), so the check is as strict as the "

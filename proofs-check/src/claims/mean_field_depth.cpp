@@ -56,6 +56,7 @@ class Depth final : public ClaimBase<Depth> {
         at_most("W_1(F_L...F_1 mu, F_L...F_1 mu~) <= prod_l L_{R_l} W_1(mu, mu~)", double_bits),
         at_most("every atom after layer l lies in B_{R_{l+1}}  (as (max ||z|| - R_{l+1}) + 1 <= 1)")};
     info_.families = {"theorem_b", "tied"};
+    info_.evaluated_at = mf::wasserstein_evaluated_at;
     info_.notes =
         "The bound is very loose: the reported max ratio is W_1(out) / (prod L_{R_l} W_1(in)), its slack the "
         "reciprocal. Families: the Theorem B pair (A = -1, R = 2, eps = e^-12, small atom moved by 10^-6) "
@@ -245,6 +246,9 @@ class InfiniteDepth final : public ClaimBase<InfiniteDepth> {
         at_most("W_1(F^t mu_0, F^t mu_0') <= L_R^t W_1(mu_0, mu_0')  (limits coincide)", double_bits),
         equal("F(delta_z*) = delta_z*: ||Gamma_{delta_z*}(z*) - z*|| = 0")};
     info_.families = {"contractive"};
+    info_.evaluated_at = std::string(mf::wasserstein_evaluated_at) +
+                         " The fixed point z* is solved in the scalar type (interval: Gaussian elimination "
+                         "enclosing the exact solution), and the iterates F^t are computed in it.";
     info_.notes =
         "W_1 to the Dirac mass delta_z* is the exact sum of w_i ||y_i - z*||; z* is solved in S (Gaussian "
         "elimination) and checked to be the fixed point of F. The hypotheses are decided in each scalar "

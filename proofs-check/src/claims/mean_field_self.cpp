@@ -67,6 +67,7 @@ class SelfLipschitz final : public ClaimBase<SelfLipschitz> {
     info_.parts = {at_most("W_1(F mu, F nu) <= L_R W_1(mu, nu)", double_bits),
                    at_most("W_2(F mu, F nu) <= L_R W_2(mu, nu)", double_bits)};
     info_.families = {"theorem_b", "positive_spectrum"};
+    info_.evaluated_at = mf::wasserstein_evaluated_at;
     info_.notes =
         "Distances: network simplex (estimate) in double/mpfr; in interval a certified enclosure "
         "(certify_wasserstein on the rounded atoms, widened by the rounding, intersected with the exact "
@@ -183,6 +184,7 @@ class Misspecification final : public ClaimBase<Misspecification> {
                    at_most("reweighting: W_1(F mu, F mu~) <= L_R 2 R ||w - w~||_TV", double_bits),
                    at_most("quantisation: ||Gamma_mu(x) - Gamma_{mu_h}(x)|| <= C_B r_h, x in B_R'")};
     info_.families = {"theorem_b_noise", "drop_outlier", "quantise"};
+    info_.evaluated_at = mf::wasserstein_evaluated_at;
     info_.notes =
         "The sampling corollary is statistical (an expected W_1 over random samples and a fitted N^(-1/d) "
         "slope with its confidence) and is left out of this deterministic check; every other corollary is a "

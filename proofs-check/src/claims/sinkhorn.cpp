@@ -170,6 +170,10 @@ class DoublyStochastic final : public ClaimBase<DoublyStochastic> {
         "then repeated in each scalar type. The minimality part perturbs Π = K/n inside the set of matrices "
         "with Π's own marginals; every matrix exp(S + f 1ᵀ + 1 gᵀ) minimises the objective for its own "
         "marginals, so the part is exact at any iteration. The causal limit K^(t) → I is not evaluated.";
+    info_.evaluated_at =
+        "The sides are evaluated at the iterate K^(t), t fixed by a double run; the t iterations are "
+        "repeated in the scalar type, so for interval they enclose the exact-real iterate K^(t) of the "
+        "point's scores (its column error and objectives, not those of the limit).";
   }
   const ClaimInfo& info() const override { return info_; }
   bool searchable() const override { return false; }
