@@ -1,4 +1,4 @@
-// Section 1 — L2 against dot-product attention (Kim, Papamakarios, Mnih 2021; shared/math/bounds.md §2, §3).
+// Section 1 — L2 against dot-product attention (Kim, Papamakarios, Mnih 2021; docs/bounds.md §2, §3).
 //
 //  1a. Theorem 3.2 upper bounds UB∞ = 4Λ_N + 1 and UB₂ = √N·UB∞ (d = H = 1, unit weights; claims
 //      kim.thm32_inf, kim.thm32_2) for N from 2 to 1000, certified by interval evaluation, against lower

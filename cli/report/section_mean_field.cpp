@@ -1,5 +1,5 @@
 // Section 6 — mean field: attention on a grid measure against attention on n samples of the same density
-// (shared/math/attention.md §3; bounds.md §5 Theorem C and §5.1 "Mis-specified inputs"; transport.md).
+// (docs/attention.md, "Measures"; bounds.md §5 Theorem C and §5.1 "Mis-specified inputs"; transport.md).
 //
 // The density ρ on the box [−1, 1]² is a two-component Gaussian mixture restricted to the box. μ_h is its
 // grid measure (midpoint rule, cell masses at cell centres), μ_n the empirical measure of n i.i.d. samples of

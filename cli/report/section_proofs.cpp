@@ -1,4 +1,4 @@
-// Section 5 — proofs-check: every registered claim of shared/math/claims.md through the checker engine
+// Section 5 — proofs-check: every registered claim of docs/claims.md through the checker engine
 // (proofs-check/engine.hpp) with a small fixed budget: search in double, re-evaluation in MPFR, verdict in
 // interval arithmetic. The run does not depend on the clock (a fixed number of random points and climb steps
 // per claim), so the table is reproducible from the recorded seed.
@@ -16,7 +16,7 @@ Section section_proofs(const Context& ctx) {
   Section s;
   s.title = "proofs-check: the claims catalogue";
   s.text.push_back(
-      "Every numerically checkable claim of the catalogue (shared/math/claims.md), checked by the engine of "
+      "Every numerically checkable claim of the catalogue (docs/claims.md), checked by the engine of "
       "`regatta proofs-check`: near-extremal families and seeded random points searched in double, the best "
       "points "
       "re-evaluated in MPFR and decided in interval arithmetic. 'holds' and 'identity' are verdicts on the "
@@ -73,7 +73,9 @@ Section section_proofs(const Context& ctx) {
   bar->finish();
   t.caption =
       "The catalogue also lists claims that cannot be checked yet; they are never given a made-up verdict: " +
-      std::to_string(proofs::missing_claims().size()) + " such claims (`regatta proofs-check --list`).";
+      std::to_string(proofs::missing_claims().size()) +
+      (proofs::missing_claims().size() == 1 ? " such claim" : " such claims") +
+      " (`regatta proofs-check --list`).";
   std::string f = std::to_string(matching) + " of " + std::to_string(claims.size()) +
                   " verdicts as the catalogue expects; " + std::to_string(certified) + " verdicts certified.";
   if (!mismatches.empty()) {

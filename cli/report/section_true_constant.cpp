@@ -1,7 +1,7 @@
 // Section 8 — the true constant on a bounded domain by branch and bound (docs/branch-and-bound.md), against
 // every published bound that applies to the same layer and domain.
 //
-// For a convex domain D, Lip(F; D) = sup over D of ‖J(X)‖₂ (shared/math/wave2.md §1). lip::BranchBound
+// For a convex domain D, Lip(F; D) = sup over D of ‖J(X)‖₂ (docs/branch-and-bound.md, "What is computed"). lip::BranchBound
 // brackets it to a relative gap: the lower end is a certified ‖J(c)‖₂ at a point of D, the upper end the
 // largest certified region enclosure over the boxes that remain. Two settings with n·d ≤ 4:
 //   Kim et al.'s L2 layer, d = 1, W^Q = W^V = W^O = 1, on [−R, R]^N: kim.thm32_2 does not depend on R;
