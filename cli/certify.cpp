@@ -117,17 +117,19 @@ void run(const CertifyArgs& args, int& result) {
 
   const operators::RobustnessSummary summary = operators::summarize(rows);
   const double med_c = summary.median_certified, med_a = summary.median_attack, med_n = summary.median_naive;
-  auto accuracy_at = [&](double radius, bool certified) {
+  // An accuracy is a count of inputs: k of the n inputs, exact (printed as the fraction, fraction_text).
+  auto count_at = [&](double radius, bool certified) {
     long k = 0;
     for (const Row& r : rows)
       k += r.prediction == r.label && (certified ? r.certified >= radius : r.attack > radius);
-    // A certified accuracy is a lower bound: the fraction rounded down (it is printed rounded down too).
-    return certified ? (interval64(double(k)) / interval64(double(rows.size()))).lower()
-                     : double(k) / double(rows.size());
+    return k;
   };
+  long correct = 0;
+  for (const Row& r : rows) correct += r.prediction == r.label;
 
   std::cout << "regatta certify: " << args.model << " on " << args.data << " (" << count << " inputs)\n";
-  std::cout << "clean accuracy (estimate): " << number(summary.clean_accuracy, 6) << "\n";
+  std::cout << "clean accuracy (estimate: predictions of the double forward pass): "
+            << fraction_text(correct, count) << "\n";
   if (factors) {
     std::cout << "naive certificate margin/(sqrt2 * prod L_k), certified per-stage global bounds:\n";
     for (const auto& f : *factors)
@@ -173,10 +175,11 @@ void run(const CertifyArgs& args, int& result) {
               << "\n";
   }
   if (!args.radii.empty()) {
-    std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)\n";
+    std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)  [k of the "
+              << count << " inputs, exact]\n";
     for (double r : args.radii)
-      std::cout << "  " << number(r) << "  " << lower_number(accuracy_at(r, true), 6) << "  "
-                << number(accuracy_at(r, false), 6) << "\n";
+      std::cout << "  " << number(r) << "  " << fraction_text(count_at(r, true), count) << "  "
+                << fraction_text(count_at(r, false), count) << "\n";
   }
 
   if (!args.out.empty()) {
@@ -184,18 +187,26 @@ void run(const CertifyArgs& args, int& result) {
       nlohmann::json j;
       j["model"] = args.model;
       j["data"] = args.data;
-      j["kinds"] = {{"margin", "estimate"},
-                    {"margin_lower", "certified lower bound"},
-                    {"naive_radius", "certified lower bound on the robustness radius"},
-                    {"attack_radius", "estimate (upper bound on the true radius; null: no attack succeeded)"},
-                    {"certified_radius", "certified lower bound on the robustness radius"},
-                    {"refuted_radius", "smallest radius the test failed at (a limit of the test)"},
-                    {"method", "how the certified radius was found: affine (forms) or region (enclosures)"},
-                    {"local_radius",
-                     "certified lower bound on the robustness radius from the composition of per-stage local "
-                     "Lipschitz bounds (null: not computed, see local_unavailable)"},
-                    {"certified_accuracy", "certified"},
-                    {"attack_accuracy", "estimate (upper bound on the robust accuracy)"}};
+      j["kinds"] = {
+          {"margin", "estimate"},
+          {"margin_lower", "certified lower bound"},
+          {"naive_radius", "certified lower bound on the robustness radius"},
+          {"attack_radius", "estimate (upper bound on the true radius; null: no attack succeeded)"},
+          {"certified_radius", "certified lower bound on the robustness radius"},
+          {"refuted_radius", "smallest radius the test failed at (a limit of the test)"},
+          {"method", "how the certified radius was found: affine (forms) or region (enclosures)"},
+          {"local_radius",
+           "certified lower bound on the robustness radius from the composition of per-stage local "
+           "Lipschitz bounds (null: not computed, see local_unavailable)"},
+          {"certified_accuracy",
+           "certified lower bound on the robust accuracy: certified_count / inputs, the double "
+           "rounded down (the counts are exact)"},
+          {"certified_count", "inputs predicted correctly with certified_radius >= radius (exact)"},
+          {"attack_accuracy",
+           "estimate (upper bound on the robust accuracy): attack_count / inputs, the nearest double"},
+          {"attack_count", "inputs predicted correctly that no attack broke within radius (exact)"},
+          {"clean_accuracy", "clean_count / inputs, the nearest double"},
+          {"clean_count", "inputs predicted correctly by the double forward pass (exact)"}};
       j["bisection_relative_tolerance"] = args.tolerance;
       if (factors) {
         for (const auto& f : *factors)
@@ -223,15 +234,23 @@ void run(const CertifyArgs& args, int& result) {
                                {"local_checks", r.local_checks}});
       }
       j["summary"] = {
+          {"inputs", count},
+          {"clean_count", correct},
           {"clean_accuracy", summary.clean_accuracy},
           {"median_certified_radius", med_c},
           {"median_attack_radius", number_or_null(med_a)},
           {"median_naive_radius", med_n},
           {"median_local_radius", local ? nlohmann::json(summary.median_local) : nlohmann::json()}};
-      for (double r : args.radii)
-        j["accuracy"].push_back({{"radius", r},
-                                 {"certified_accuracy", accuracy_at(r, true)},
-                                 {"attack_accuracy", accuracy_at(r, false)}});
+      for (double r : args.radii) {
+        const long certified = count_at(r, true), attacked = count_at(r, false);
+        j["accuracy"].push_back(
+            {{"radius", r},
+             {"inputs", count},
+             {"certified_count", certified},
+             {"certified_accuracy", (interval64(double(certified)) / interval64(double(count))).lower()},
+             {"attack_count", attacked},
+             {"attack_accuracy", double(attacked) / double(count)}});
+      }
       io::write_json(args.out, j);
     } else {
       std::ostringstream os;

@@ -1,9 +1,11 @@
 #pragma once
-// How the Lipschitz subcommands (bound, local, bracket, measure-lipschitz) write numbers and check where
-// they will write files.
+// How the Lipschitz subcommands (bound, local, bracket, measure-lipschitz) and certify write numbers and
+// check where they will write files.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -55,6 +57,29 @@ inline std::string lower_number(double v, bool certified, int digits = 10) {
 /// An upper end printed as certified (rounded up) when `certified`, as an estimate (nearest) otherwise.
 inline std::string upper_number(double v, bool certified, int digits = 10) {
   return certified ? upper_number(v, digits) : number(v, digits);
+}
+
+/// A count k of n inputs as a fraction, printed exactly: the decimal when k/n terminates, with k/n beside it
+/// ("0.85 (34/40)", "1 (40/40)"); otherwise the decimal cut after `places` decimals, which rounds it down,
+/// and said so ("0.6666666666 (20/30, rounded down)"). Needs 0 <= k and 1 <= n <= 2^40 (the long division
+/// below keeps 10·remainder < 2^44). An accuracy is such a fraction of counted inputs, so nothing is lost to
+/// binary floating point (the double nearest 34/40 lies below 0.85 and printed rounded down as 0.849999).
+inline std::string fraction_text(long k, long n, int places = 10) {
+  if (k < 0 || n < 1 || n > (1L << 40)) return "none";
+  long reduced = n / std::gcd(k, n), twos = 0, fives = 0;
+  while (reduced % 2 == 0) reduced /= 2, ++twos;
+  while (reduced % 5 == 0) reduced /= 5, ++fives;
+  const bool terminates = reduced == 1;
+  const long decimals = terminates ? std::max(twos, fives) : places;
+  std::string text = std::to_string(k / n);
+  long remainder = k % n;
+  if (decimals > 0) text += '.';
+  for (long i = 0; i < decimals; ++i) {
+    remainder *= 10;
+    text += char('0' + remainder / n);
+    remainder %= n;
+  }
+  return text + " (" + std::to_string(k) + "/" + std::to_string(n) + (terminates ? ")" : ", rounded down)");
 }
 
 /// Throws InputError naming `option` when `file` is empty or its folder does not exist (checked before a

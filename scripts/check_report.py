@@ -13,7 +13,10 @@ maps written out from their definitions (docs/math/attention.md), spectral norms
   castin_sqrt_n.csv  ‖J‖₂ on the Castin construction (d = 1, V = 1; causal too) by autograd + SVD for n ≤ 1024:
                      the estimate agrees and the certified lower bound does not exceed it; the √n bound
                      √3·|V|·(a²R⁴(4n + 1) + n)^½ is recomputed;
-  proofs_check.csv   every verdict matches its expectation.
+  proofs_check.csv   every verdict matches its expectation;
+  robustness_vit_accuracy_at.csv  the counts recounted from robustness_vit.csv, each accuracy the exact k/n.
+
+The page itself (index.html as a browser shows it) is checked by check_report_page.py.
 
 Usage: check_report.py REPORT_DIR. Exit 0 when every check passes, 1 when one fails, 77 when numpy, scipy or
 torch is missing (ctest reports the test as skipped). Needs python3-numpy, python3-scipy and python3-torch.
@@ -22,6 +25,7 @@ import csv
 import math
 import re
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 try:
@@ -59,6 +63,19 @@ def close(a, b, rel):
 
 def lambda_n(n):
     return float(scipy.special.lambertw((n - 1) / math.e).real)
+
+
+def exact_fraction(k, n, places=10):
+    """k/n as regatta prints a count of inputs: '0.85 (34/40)', or '0.6666666666 (20/30, rounded down)'."""
+    q = Fraction(k, n)
+    for decimals in range(0, 64):
+        scaled = q * 10**decimals
+        if scaled.denominator == 1:
+            digits = str(scaled.numerator).rjust(decimals + 1, "0")
+            text = digits if decimals == 0 else digits[:-decimals] + "." + digits[-decimals:]
+            return f"{text} ({k}/{n})"
+    cut = str(math.floor(q * 10**places)).rjust(places + 1, "0")
+    return f"{cut[:-places]}.{cut[-places:]} ({k}/{n}, rounded down)"
 
 
 # ---- attention maps written from their definitions (single head, d = 1) ----
@@ -211,6 +228,23 @@ def main():
         check(float(r["certified"]) <= attack, f"robustness image {r['index']}: certified {r['certified']} > attack {attack}")
         check(float(r["naive"]) <= attack, f"robustness image {r['index']}: naive {r['naive']} > attack {attack}")
         check(float(r["margin_lower"]) <= float(r["margin"]), f"robustness image {r['index']}: certified margin above the margin")
+
+    # Section 9's accuracies: the counts recounted from the per-image rows, and each accuracy printed as the
+    # exact fraction k/n (the decimal of k/n, rounded down and said so when it does not terminate).
+    at = d / "tables" / "robustness_vit_accuracy_at.csv"
+    if (d / "tables" / "robustness_vit.csv").exists():
+        check(at.exists(), "robustness_vit_accuracy_at.csv missing beside robustness_vit.csv")
+    images = rows(d, "robustness_vit.csv") if at.exists() else []
+    for r in rows(d, "robustness_vit_accuracy_at.csv") if at.exists() else []:
+        radius, n = float(r["radius"]), int(r["inputs"])
+        correct = [i for i in images if int(float(i["label"])) == int(float(i["prediction"]))]
+        certified = sum(float(i["certified"]) >= radius for i in correct)
+        unbroken = sum(float(i["attack"]) > radius for i in correct)
+        check(n == len(images), f"accuracy at r = {radius}: {n} images, the per-image table has {len(images)}")
+        check(int(r["certified_count"]) == certified, f"certified count at r = {radius}: {r['certified_count']}, recounted {certified}")
+        check(int(r["attack_count"]) == unbroken, f"attack count at r = {radius}: {r['attack_count']}, recounted {unbroken}")
+        for key, k in (("certified_accuracy", certified), ("attack_accuracy", unbroken)):
+            check(r[key] == exact_fraction(k, n), f"{key} at r = {radius}: {r[key]!r}, expected {exact_fraction(k, n)!r}")
 
     # summary.md says "plot not rendered" exactly for the figures that have no SVG.
     summary = (d / "summary.md").read_text()

@@ -8,7 +8,7 @@ packages=(
   libeigen3-dev libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   libcli11-dev nlohmann-json3-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  gnuplot-nox
+  gnuplot-nox chromium  # chromium (headless): scripts/check_report_page.py loads the report page
   openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev libomp-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot python3-tqdm

@@ -171,9 +171,10 @@ void write_pages(const std::vector<Section>& sections, const ReportMeta& meta, O
       if (!ok)
         html << "<p class=\"missing\">Plot not rendered: "
              << html_escape(i < s.rendered.size() ? s.rendered[i].problem : "not published") << "</p>\n";
-      html << "<figcaption><b>" << html_escape(f.title) << ".</b> " << inline_html(f.caption)
-           << " (<a href=\"plots/" << f.id << ".png\">PNG</a>, <a href=\"plots/" << f.id
-           << ".dat\">data</a>, <a href=\"plots/" << f.id
+      // The PNG link only where the PNG was made (a figure not rendered has its data and script only).
+      html << "<figcaption><b>" << html_escape(f.title) << ".</b> " << inline_html(f.caption) << " ("
+           << (ok ? "<a href=\"plots/" + f.id + ".png\">PNG</a>, " : std::string()) << "<a href=\"plots/"
+           << f.id << ".dat\">data</a>, <a href=\"plots/" << f.id
            << ".gp\">gnuplot script</a>)</figcaption>\n</figure>\n";
     }
     for (const Table& t : s.tables) {

@@ -209,7 +209,9 @@ RenderResult render(const Figure& figure, OutputDir& out) {
   }
   out.write(stem + ".dat", data.str());
 
-  const bool below = figure.key == "below" || (figure.key == "auto" && blocks.size() > 4);
+  // "auto" puts the key under the plot: inside, its opaque box hid parts of the curves (the UB₂ curve of
+  // section 1, the causal curves of section 2).
+  const bool below = figure.key == "below" || figure.key == "auto";
   std::ostringstream gp;
   gp << "# " << figure.title << "\n"
      << "# Regenerate from the report directory: gnuplot " << stem << ".gp\n"
@@ -225,10 +227,7 @@ RenderResult render(const Figure& figure, OutputDir& out) {
      << (figure.logx ? "set logscale x 10\n" : "") << (figure.logy ? "set logscale y 10\n" : "")
      << "set format x '%g'\nset format y '%g'\n"
      << "set grid xtics ytics mxtics mytics lc rgb '#e0e0e0' lw 1\n"
-     << "set key "
-     << (below                  ? "below center maxrows 4"
-         : figure.key != "auto" ? figure.key
-                                : "top left")
+     << "set key " << (below ? std::string("below center maxrows 4") : figure.key)
      << " box opaque samplen 3 spacing 1.1\n"
      << (below ? "set bmargin " + std::to_string(5 + 3 * std::min<std::size_t>(4, blocks.size()) / 2) + "\n"
                : std::string())

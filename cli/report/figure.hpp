@@ -40,8 +40,8 @@ struct Figure {
   std::string title, xlabel, ylabel;
   std::string caption;  ///< one paragraph under the figure: what is plotted and how to read it
   bool logx = false, logy = false;
-  /// gnuplot key position; "below": under the plot, in columns; "auto": inside top left for up to four
-  /// curves, below for more
+  /// gnuplot key position; "below" and "auto": under the plot, in columns (inside the plot the key's box
+  /// hides curves)
   std::string key = "auto";
   std::vector<Series> series;
   std::vector<std::pair<double, std::string>> vertical_lines;  ///< x positions with a label

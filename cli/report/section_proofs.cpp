@@ -73,7 +73,9 @@ Section section_proofs(const Context& ctx) {
   bar->finish();
   t.caption =
       "The catalogue also lists claims that cannot be checked yet; they are never given a made-up verdict: " +
-      std::to_string(proofs::missing_claims().size()) + " such claims (`regatta proofs-check --list`).";
+      std::to_string(proofs::missing_claims().size()) +
+      (proofs::missing_claims().size() == 1 ? " such claim" : " such claims") +
+      " (`regatta proofs-check --list`).";
   std::string f = std::to_string(matching) + " of " + std::to_string(claims.size()) +
                   " verdicts as the catalogue expects; " + std::to_string(certified) + " verdicts certified.";
   if (!mismatches.empty()) {

@@ -4,6 +4,7 @@
 // radius. What limits the certified radius: docs/models.md.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_robustness.hpp>
+#include "../numbers.hpp"
 #include "../test_set.hpp"
 #include "accuracy_figure.hpp"
 #include "common.hpp"
@@ -61,10 +63,11 @@ Section section_robustness(const Context& ctx) {
     bar->finish();
   }
 
-  s.configuration.push_back("model " + o.model.string() + " (" + std::to_string(model.blocks.size()) +
-                            " blocks, width " + std::to_string(model.width) + ", " +
-                            std::to_string(model.heads) + " heads" + "), data " + o.data.string() +
-                            ", the first " + std::to_string(n) + " images");
+  s.configuration.push_back(
+      "model " + o.model.string() + " (" + std::to_string(model.blocks.size()) + " blocks, width " +
+      std::to_string(model.width) + ", " + std::to_string(model.heads) + " heads" + "), data " +
+      o.data.string() +
+      (n == 1 ? std::string(", the first image") : ", the first " + std::to_string(n) + " images"));
   s.configuration.push_back("certified radius: affine forms, bisection to relative tolerance " +
                             format_number(tolerance, Kind::input) +
                             "; attack: DeepFool, boundary bisection and l2 PGD (operators::attack)");
@@ -99,6 +102,33 @@ Section section_robustness(const Context& ctx) {
       (factors ? std::string("margin / (√2·Π L_k), L_k certified per-stage global bounds")
                : "not available (" + why_naive + ")") +
       ".";
+  // Accuracy at a few radii (those of bench/RESULTS.md): k of the n images, a fraction printed exactly.
+  Table acc("robustness_vit_accuracy_at", "Certified and attack accuracy of the digits ViT at fixed radii");
+  acc.column("radius", "radius r", Kind::input)
+      .column(
+          "certified_count", "correct, certified radius ≥ r", Kind::certified_lower,
+          "images predicted correctly whose certified radius is at least r: a lower bound on the robust ones")
+      .column("attack_count", "correct, not broken within r", Kind::estimate,
+              "images predicted correctly that the attack did not break within r: an upper bound")
+      .column("inputs", "images", Kind::input)
+      .column(
+          "certified_accuracy", "certified accuracy", Kind::text,
+          "certified_count / images, exactly (the decimal rounded down, and said so, when it does not end)")
+      .column("attack_accuracy", "attack accuracy", Kind::text, "attack_count / images, exactly");
+  long at_two_percent = -1;
+  for (double radius : {0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1}) {
+    std::int64_t certified = 0, unbroken = 0;
+    for (const operators::InputRobustness& r : rows) {
+      certified += r.prediction == r.label && r.certified >= radius;
+      unbroken += r.prediction == r.label && r.attack > radius;
+    }
+    acc.add_row({radius, certified, unbroken, std::int64_t(n), fraction_text(certified, n),
+                 fraction_text(unbroken, n)});
+    if (radius == 0.02) at_two_percent = long(certified);
+  }
+  acc.caption =
+      "An accuracy is a count of images, so it is printed as the exact fraction k/n. The certified accuracy "
+      "is a lower bound on the robust accuracy at r, the attack accuracy an upper bound on it.";
   Figure fig = accuracy_figure(rows);
   fig.id = "robustness_vit_accuracy";
   const operators::RobustnessSummary summary = operators::summarize(rows);
@@ -107,6 +137,8 @@ Section section_robustness(const Context& ctx) {
                        " (certified), median attack radius " + format_number(med_a, Kind::estimate) +
                        " (estimate): ratio " + format_number(med_c / med_a, Kind::estimate) +
                        " (estimate; 1 would mean the certificate is tight)");
+  s.findings.push_back("certified accuracy at r = 0.02: " + fraction_text(at_two_percent, n) +
+                       " of the images (certified lower bound on the robust accuracy)");
   if (med_n > 0)
     s.findings.push_back("median certified radius / median naive radius " +
                          format_number(med_c / med_n, Kind::estimate) + " (estimate)");
@@ -115,6 +147,7 @@ Section section_robustness(const Context& ctx) {
       "second-order remainders of the softmax and of the LayerNorms (ε = 1e-6), each a worst case over its "
       "range; the gap to the attack radius is the certificate's, not necessarily the network's.");
   s.add(std::move(fig), std::move(t));
+  s.tables.push_back(std::move(acc));
   return s;
 }
 
