@@ -121,7 +121,7 @@ void run(const CertifyArgs& args, int& result) {
   auto count_at = [&](double radius, bool certified) {
     long k = 0;
     for (const Row& r : rows)
-      k += r.prediction == r.label && (certified ? r.certified >= radius : r.attack > radius);
+      k += certified ? operators::certified_at(r, radius) : r.prediction == r.label && r.attack > radius;
     return k;
   };
   long correct = 0;
@@ -201,7 +201,8 @@ void run(const CertifyArgs& args, int& result) {
           {"certified_accuracy",
            "certified lower bound on the robust accuracy: certified_count / inputs, the double "
            "rounded down (the counts are exact)"},
-          {"certified_count", "inputs predicted correctly with certified_radius >= radius (exact)"},
+          {"certified_count",
+           "inputs predicted correctly with margin_lower > 0 and certified_radius >= radius (exact)"},
           {"attack_accuracy",
            "estimate (upper bound on the robust accuracy): attack_count / inputs, the nearest double"},
           {"attack_count", "inputs predicted correctly that no attack broke within radius (exact)"},

@@ -238,7 +238,7 @@ def main():
     for r in rows(d, "robustness_vit_accuracy_at.csv") if at.exists() else []:
         radius, n = float(r["radius"]), int(r["inputs"])
         correct = [i for i in images if int(float(i["label"])) == int(float(i["prediction"]))]
-        certified = sum(float(i["certified"]) >= radius for i in correct)
+        certified = sum(float(i["margin_lower"]) > 0 and float(i["certified"]) >= radius for i in correct)
         unbroken = sum(float(i["attack"]) > radius for i in correct)
         check(n == len(images), f"accuracy at r = {radius}: {n} images, the per-image table has {len(images)}")
         check(int(r["certified_count"]) == certified, f"certified count at r = {radius}: {r['certified_count']}, recounted {certified}")

@@ -75,7 +75,7 @@ def run(limit, radii, extra):
     lines = p.stdout[head:].splitlines()[1:1 + len(radii)]
     for radius, line, row in zip(radii, lines, j["accuracy"]):
         r = float(radius)
-        k_cert = sum(x["certified_radius"] >= r for x in correct)
+        k_cert = sum(x["margin_lower"] > 0 and x["certified_radius"] >= r for x in correct)
         k_attack = sum(attack(x) > r for x in correct)
         want = f"  {exact(k_cert, n)}  {exact(k_attack, n)}"
         print(f"--limit {limit}, r = {radius}: certified {k_cert}/{n}, attack {k_attack}/{n}; printed {line.strip()!r}")

@@ -162,6 +162,13 @@ struct InputRobustness {
   int local_checks = 0;  ///< chains of local constants evaluated
 };
 
+/// Whether the input counts as CERTIFIED robust at `radius` (≥ 0): predicted correctly, a positive certified
+/// lower end of the margin at x itself (so radius 0 is not counted for a correct estimate that the interval
+/// forward cannot confirm), and a certified radius of at least `radius`.
+inline bool certified_at(const InputRobustness& r, double radius) {
+  return r.prediction == r.label && r.margin_lower > 0 && r.certified >= radius;
+}
+
 /// The forward passes, naive certificate, attack and certified radius of one input x with label y.
 /// `naive_denominator` is √2·Π L_k rounded up, or NaN when the model has no naive certificate; `tolerance`
 /// is certified_radius's. The certified radius is searched below the attack radius (100 when none was found).
