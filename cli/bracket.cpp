@@ -64,6 +64,7 @@ void run(const BracketArgs& args, int& result) {
   check_output_folder("--witness", args.search.witness);
   // Both files checked before the search, so that a failure leaves neither written.
   io::check_replaceable(args.search.witness);
+  check_name_length("--witness", direction_path(args.search.witness));
   io::check_replaceable(direction_path(args.search.witness));
 
   const lip::Bracket b = lip::compute_bracket(resolved.layer, resolved.options, options);

@@ -68,9 +68,13 @@ void run(const MeasureArgs& args, int& result) {
   s.seed = args.search.seed;
   s.progress = [](const std::string& line) { std::cerr << "measure-lipschitz: " << line << "\n"; };
   check_output_folder("--witness", args.search.witness);
-  // Every witness file checked before the search, so that a failure leaves none written.
-  for (const char* suffix : {"_mu.npy", "_nu.npy", "_shared.npy"})
+  // Every witness file checked before the search, so that a failure leaves none written (the shared
+  // measure is written in cross-attention only).
+  for (const char* suffix : {"_mu.npy", "_nu.npy", "_shared.npy"}) {
+    if (std::string(suffix) == "_shared.npy" && args.cross.empty()) continue;
+    check_name_length("--witness", args.search.witness + suffix);
     io::check_replaceable(args.search.witness + suffix);
+  }
 
   const lip::MeasureBracket b = lip::compute_measure_bracket(resolved.layer, resolved.options, s,
                                                              args.search.certify, args.search.precision);
