@@ -144,8 +144,11 @@ void run(const BracketArgs& args, int& result) {
   }
   // An applicable bound whose value left the double range bounds nothing: exit 1 with the reason.
   if (!b.bound_name.empty() && !std::isfinite(b.upper)) {
-    std::cerr << "regatta: bracket: the bound " << b.bound_name
-              << " is not a finite double (the layer's weights are too large for the double range)\n";
+    // Named as given: the layer's file (or --random) and --radius, the scales the bound grows with.
+    std::cerr << "regatta: " << layer_name(args.layer) << (args.radius_given ? ", --radius" : "")
+              << ": the bound " << b.bound_name
+              << " is not a finite double (the layer's weights or the radius are too large for the double "
+                 "range)\n";
     result = exit_check_failed;
     return;
   }

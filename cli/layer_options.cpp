@@ -198,6 +198,8 @@ void check_sequence_memory(const std::string& option, const ResolvedLayer& resol
                    " tokens with " + std::to_string(resolved.layer.heads) + " heads");
 }
 
+std::string layer_name(const LayerArgs& args) { return args.layer.empty() ? "--random" : args.layer; }
+
 std::string describe(const ResolvedLayer& r) {
   std::ostringstream os;
   os << r.source << " (" << operators::to_string(r.layer.kind) << ", d=" << r.layer.d

@@ -147,8 +147,11 @@ void run(const MeasureArgs& args, int& result) {
     if (b.stopped_by_evaluations) std::cout << "search     stopped by --evaluations\n";
   }
   if (b.refused.empty() && !std::isfinite(b.upper)) {
-    std::cerr << "regatta: measure-lipschitz: the bound " << b.bound_name
-              << " is not a finite double (the layer's weights are too large for the double range)\n";
+    // Named as given: the layer's file (or --random) and --radius, the scales the bound grows with.
+    std::cerr << "regatta: " << layer_name(args.layer) << (args.radius_given ? ", --radius" : "")
+              << ": the bound " << b.bound_name
+              << " is not a finite double (the layer's weights or the radius are too large for the double "
+                 "range)\n";
     result = exit_check_failed;
     return;
   }
