@@ -3,6 +3,7 @@
 // (and on the user's layer when one is given) and writes DIR/summary.md, DIR/index.html, DIR/report.json, a
 // CSV and a JSON file per table and an SVG and a PNG per plot. What each section shows: docs/report.md.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include <regatta/core/error.hpp>
 #include "command.hpp"
 #include "layer_options.hpp"
+#include "numbers.hpp"
 #include "report/sections.hpp"
 #include "validate.hpp"
 
@@ -49,6 +51,11 @@ std::string command_line(const ReportArgs& a) {
 }
 
 void run(const ReportArgs& args, int& result) {
+  // A name longer than the file system allows failed only at the end, when the finished report was moved
+  // into place (minutes later): refused now.
+  std::filesystem::path out(args.out);
+  while (!out.has_filename() && out.has_parent_path() && out != out.parent_path()) out = out.parent_path();
+  check_name_length("--out", out.string());
   report::ReportOptions options;
   options.out = args.out;
   options.quick = args.quick;
