@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <regatta/core/error.hpp>
@@ -56,6 +57,17 @@ void run(const ReportArgs& args, int& result) {
   std::filesystem::path out(args.out);
   while (!out.has_filename() && out.has_parent_path() && out != out.parent_path()) out = out.parent_path();
   check_name_length("--out", out.string());
+  // A --model or --data given and missing was reported only in section 9 as "no model" (and a name too
+  // long for the file system exited 3 there); the default fixture may be absent (an installed binary).
+  const ReportArgs defaults;
+  for (const auto& [option, given, fallback] :
+       {std::tuple{"--model", args.model, defaults.model}, std::tuple{"--data", args.data, defaults.data}}) {
+    std::error_code ec;
+    if (given != fallback && !std::filesystem::is_regular_file(given, ec))
+      throw InputError(
+          option, "no such file: " + given +
+                      (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
+  }
   report::ReportOptions options;
   options.out = args.out;
   options.quick = args.quick;
