@@ -28,7 +28,10 @@ std::map<std::string, io::Array> load_arrays(const std::string& path) {
   throw InputError(path, "unknown file type (expected .npy, .npz or .safetensors)");
 }
 
-io::Array load_array(const std::string& spec) {
+namespace {
+
+/// The array `spec` names, before the checks common to every option (load_array).
+io::Array select_array(const std::string& spec) {
   std::string path = spec, name;
   const auto colon = spec.rfind(':');
   if (colon != std::string::npos && is_container(spec.substr(0, colon))) {
@@ -54,6 +57,18 @@ io::Array load_array(const std::string& spec) {
     throw InputError(path, "has no array " + regatta::quoted(name) + " (arrays: " + name_list(all) + ")");
   io::require_converted(it->second);
   return std::move(it->second);
+}
+
+}  // namespace
+
+io::Array load_array(const std::string& spec) {
+  io::Array a = select_array(spec);
+  // No option takes an empty array, and one with a zero dimension among large ones ((2^40, 0, 2^40) holds no
+  // values) must not size anything by its other dimensions: a batch of 2^40 empty matrices.
+  if (!a.shape.empty() && a.data.empty())
+    throw InputError(a.source,
+                     "shape " + io::shape_repr(a.shape) + " has a zero dimension: the array is empty");
+  return a;
 }
 
 }  // namespace regatta::cli

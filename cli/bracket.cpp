@@ -64,6 +64,7 @@ void run(const BracketArgs& args, int& result) {
   check_output_folder("--witness", args.search.witness);
   // Both files checked before the search, so that a failure leaves neither written.
   io::check_replaceable(args.search.witness);
+  check_name_length("--witness", direction_path(args.search.witness));
   io::check_replaceable(direction_path(args.search.witness));
 
   const lip::Bracket b = lip::compute_bracket(resolved.layer, resolved.options, options);
@@ -143,8 +144,11 @@ void run(const BracketArgs& args, int& result) {
   }
   // An applicable bound whose value left the double range bounds nothing: exit 1 with the reason.
   if (!b.bound_name.empty() && !std::isfinite(b.upper)) {
-    std::cerr << "regatta: bracket: the bound " << b.bound_name
-              << " is not a finite double (the layer's weights are too large for the double range)\n";
+    // Named as given: the layer's file (or --random) and --radius, the scales the bound grows with.
+    std::cerr << "regatta: " << layer_name(args.layer) << (args.radius_given ? ", --radius" : "")
+              << ": the bound " << b.bound_name
+              << " is not a finite double (the layer's weights or the radius are too large for the double "
+                 "range)\n";
     result = exit_check_failed;
     return;
   }

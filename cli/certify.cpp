@@ -71,14 +71,20 @@ void run(const CertifyArgs& args, int& result) {
   // the figure is written.
   std::optional<report::OutputDir> plot_dir;
   if (!args.plot.empty()) {
+    check_name_length("--plot", args.plot);
     try {
       plot_dir.emplace(args.plot);
     } catch (const InputError& e) {
       throw InputError("--plot", e.problem());
     }
   }
-  if (!std::filesystem::exists(args.model)) throw InputError("--model", "no such file: " + args.model);
-  if (!std::filesystem::exists(args.data)) throw InputError("--data", "no such file: " + args.data);
+  std::error_code ec;  // the non-throwing overloads: a name too long is bad input, not exit 3
+  if (!std::filesystem::exists(args.model, ec))
+    throw InputError("--model", "no such file: " + args.model + (ec ? " (" + ec.message() + ")" : ""));
+  if (!std::filesystem::exists(args.data, ec))
+    throw InputError("--data", "no such file: " + args.data + (ec ? " (" + ec.message() + ")" : ""));
+  if (!args.config.empty() && !std::filesystem::exists(args.config, ec))
+    throw InputError("--config", "no such file: " + args.config + (ec ? " (" + ec.message() + ")" : ""));
   const Model m = operators::load_model(args.model, args.config);
   const TestSet data = read_test_set(args.data, m, args.limit);
 

@@ -3,18 +3,22 @@
 //   regatta flow --model sphere --beta 9 --init sphere,n=512,d=3,seed=0 --horizon 30 --step 0.1
 //                [--integrator rk4|dopri5|layers] [--record-every 1] [--w2 auto] [--out DIR [--plot]]
 // Everything is validated before the integration starts; --out DIR is written only after the run succeeded
-// (into DIR.partial, then renamed), so bad input leaves nothing behind.
+// (into a temporary folder beside it, then renamed), so bad input leaves nothing behind.
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/npy.hpp>
 #include <regatta/measures/sampling.hpp>
@@ -128,11 +132,34 @@ double w2(const Matrix<double>& X, const Matrix<double>& Y, const Vector<double>
 void check_out_dir(const std::string& dir) {
   if (dir.empty()) return;
   const std::filesystem::path p(dir);
-  if (std::filesystem::exists(p))
+  std::error_code ec;  // the non-throwing overloads: a name too long is bad input, not exit 3
+  if (std::filesystem::exists(std::filesystem::symlink_status(p, ec)))
     throw InputError("--out", "the folder " + regatta::quoted(dir) + " already exists");
   const std::filesystem::path parent = p.parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent))
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
     throw InputError("--out", "the folder " + regatta::quoted(parent.string()) + " does not exist");
+  check_name_length("--out", dir);
+}
+
+/// fl::validate, its messages naming what the command line gave: the files of --particles, --weights and
+/// --context, and the options (the library names its arguments: "particles", "weights", "max_steps").
+void validate_flow(const fl::ModelSpec& spec, const Matrix<double>& X0, const Vector<double>& w,
+                   const fl::IntegratorOptions& o, const FlowArgs& args) {
+  try {
+    fl::validate(spec, X0, w, o);
+  } catch (const InputError& e) {
+    const std::map<std::string, std::string> names = {
+        {"particles", args.particles.empty() ? "--init" : args.particles},
+        {"weights", args.weights},
+        {"context", args.context},
+        {"max_steps", "--max-steps"},
+        {"output_times", "--record-every"},
+        {"sinkhorn_iterations", "--sinkhorn"},
+        {"layer", "--layer/--random"}};
+    const auto it = names.find(e.subject());
+    throw InputError(it != names.end() ? it->second : "--" + e.subject(),  // beta, step, horizon, rtol, ...
+                     e.problem());
+  }
 }
 
 void run(const FlowArgs& args, int& result) {
@@ -216,7 +243,7 @@ void run(const FlowArgs& args, int& result) {
   } else if (!args.context.empty()) {
     throw InputError("--context", "is used only by the cross-attention model");
   }
-  fl::validate(spec, X0, w, o);
+  validate_flow(spec, X0, w, o, args);
   const Vector<double> weights = w.size() ? w : Vector<double>::Constant(X0.rows(), 1.0 / double(X0.rows()));
   const bool exact = args.w2 == "exact" || (args.w2 == "auto" && X0.rows() <= args.exact_limit);
   const bool want_w2 = args.w2 != "none";
@@ -312,9 +339,25 @@ void run(const FlowArgs& args, int& result) {
   }
 
   if (!args.out.empty()) {
-    const std::filesystem::path dir(args.out), partial(args.out + ".partial");
-    std::filesystem::remove_all(partial);
-    std::filesystem::create_directories(partial / "states");
+    // Staged beside DIR under a short name (DIR + ".partial" would exceed the file-name limit for a name of
+    // 248 bytes or more), and removed if anything fails before the rename.
+    const std::filesystem::path dir(args.out);
+    const std::filesystem::path partial =
+        (dir.has_parent_path() ? dir.parent_path() : ".") /
+        (io::temporary_prefix(dir) + "partial-" + std::to_string(::getpid()));
+    struct Staging {
+      std::filesystem::path path;
+      bool renamed = false;
+      ~Staging() {
+        std::error_code ec;
+        if (!renamed) std::filesystem::remove_all(path, ec);
+      }
+    } staging{partial};
+    std::error_code ec;
+    std::filesystem::remove_all(partial, ec);  // a stale one of a crashed run that had this process id
+    std::filesystem::create_directories(partial / "states", ec);
+    if (ec)
+      throw InputError("--out", "cannot create " + regatta::quoted(partial.string()) + ": " + ec.message());
     io::write_json(partial / "flow.json", j);
     std::ofstream csv(partial / "observables.csv");
     csv << "t,energy,clusters,min_inner,max_inner,w2_to_initial,w2_to_previous\n" << std::setprecision(17);
@@ -349,7 +392,11 @@ void run(const FlowArgs& args, int& result) {
       const std::string problem = write_flow_plots(partial, data);
       if (!problem.empty()) std::cerr << "regatta flow: plots not rendered: " << problem << "\n";
     }
-    std::filesystem::rename(partial, dir);
+    std::filesystem::rename(partial, dir, ec);
+    if (ec)
+      throw InputError("--out",
+                       "cannot move the results into " + regatta::quoted(dir.string()) + ": " + ec.message());
+    staging.renamed = true;
   }
 
   if (args.json) {

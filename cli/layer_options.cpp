@@ -176,7 +176,6 @@ TokenBatch load_token_batch(const std::string& spec, const char* option, Eigen::
   } else {
     batch.batched = true;
     const std::size_t count = a.shape[0], rows = a.shape[1], cols = a.shape[2];
-    if (count == 0) throw InputError(a.source, std::string("the batch for ") + option + " is empty");
     batch.inputs.reserve(count);
     for (std::size_t b = 0; b < count; ++b)
       batch.inputs.push_back(Eigen::Map<const Matrix<double>>(a.data.data() + b * rows * cols,
@@ -198,6 +197,8 @@ void check_sequence_memory(const std::string& option, const ResolvedLayer& resol
                "the attention matrices of " + std::to_string(long(n)) + " x " + std::to_string(long(m)) +
                    " tokens with " + std::to_string(resolved.layer.heads) + " heads");
 }
+
+std::string layer_name(const LayerArgs& args) { return args.layer.empty() ? "--random" : args.layer; }
 
 std::string describe(const ResolvedLayer& r) {
   std::ostringstream os;

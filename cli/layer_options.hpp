@@ -69,4 +69,7 @@ void check_sequence_memory(const std::string& option, const ResolvedLayer& resol
 /// One line describing the layer and options for human output.
 std::string describe(const ResolvedLayer& resolved);
 
+/// The layer as the command line gave it, for messages: the file of --layer, or "--random".
+std::string layer_name(const LayerArgs& args);
+
 }  // namespace regatta::cli

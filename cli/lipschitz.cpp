@@ -187,7 +187,15 @@ void run(const LipschitzArgs& args, int& result) {
   bnb.symmetries = parse_symmetries(args.symmetry);
   bnb.batch = args.batch;
   if (!args.checkpoint.empty()) check_output_folder("--checkpoint", args.checkpoint);
-  const lip::BranchBound problem(resolved.layer, resolved.options, domain, bnb);
+  // The library names the size limit after its argument ("n*d"): here it is --n.
+  const lip::BranchBound problem = [&] {
+    try {
+      return lip::BranchBound(resolved.layer, resolved.options, domain, bnb);
+    } catch (const InputError& e) {
+      if (e.subject() != "n*d") throw;
+      throw InputError("--n", "n*d " + e.problem());
+    }
+  }();
 
 #ifdef REGATTA_HAVE_MPI
   std::unique_ptr<mpi::Session> session;

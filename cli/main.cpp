@@ -15,16 +15,51 @@
 
 namespace {
 
+/// Without files read, the options given that set the size of the numbers (a random layer's scale, a
+/// radius, a step): what a non-finite quantity was computed from.
+std::vector<std::string> scale_options_given(const CLI::App& app) {
+  static const char* const names[] = {"--random", "--init",   "--radius",  "--query-radius", "--ball",
+                                      "--box",    "--beta",   "--step",    "--horizon",      "--epsilon",
+                                      "--p",      "--margin", "--perturb", "--norm-eps",     "--rope"};
+  std::vector<std::string> given;
+  for (const CLI::App* sub : app.get_subcommands())
+    for (const char* name : names)
+      if (const CLI::Option* o = sub->get_option_no_throw(name); o != nullptr && o->count() > 0)
+        given.emplace_back(name);
+  return given;
+}
+
+/// The layer on the command line: the file of --layer, or the option that built one (--random, --kim-unit).
+std::string layer_given(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    if (const CLI::Option* o = sub->get_option_no_throw("--layer"); o != nullptr && o->count() > 0)
+      return o->as<std::string>();
+    for (const char* name : {"--random", "--kim-unit"})
+      if (const CLI::Option* o = sub->get_option_no_throw(name); o != nullptr && o->count() > 0) return name;
+  }
+  return "the layer";
+}
+
 /// The line printed for an InputError. The library's checks of computed matrices and vectors name their
-/// parameter ("M: entry (0, 0) is NaN"), which means nothing on the command line: there a non-finite value
-/// computed from finite inputs is an overflow of the double range, and the line names the files read.
-std::string input_error_line(const regatta::InputError& e) {
+/// parameter ("M: entry (0, 0) is NaN", "pairwise queries: entry (1, 1) is infinite"), which means nothing
+/// on the command line: there a non-finite value computed from finite inputs is an overflow of the double
+/// range, and the line names the files read (or, with none, the options that set the scale).
+std::string input_error_line(const regatta::InputError& e, const CLI::App& app) {
   static const std::set<std::string> internal = {"M", "v", "X", "Y", "J", "cost", "atoms"};
+  const bool internal_subject = internal.contains(e.subject()) || e.subject().starts_with("pairwise ");
   const std::string& p = e.problem();
   const bool non_finite = p.find("NaN") != std::string::npos || p.find("infinite") != std::string::npos ||
                           p.find("non-finite") != std::string::npos;
-  if (!internal.contains(e.subject()) || !non_finite) return e.what();
-  const std::vector<std::string> read = regatta::io::inputs_read();
+  if (e.subject() == "layer") {  // the library's checks of a layer (untied L2, an overflowing Jacobian)
+    std::string problem = p;
+    const std::string library_flag = "allow_untied_l2";
+    if (const auto at = problem.find(library_flag); at != std::string::npos)
+      problem.replace(at, library_flag.size(), "--allow-untied-l2");
+    return layer_given(app) + ": " + problem;
+  }
+  if (!internal_subject || !non_finite) return e.what();
+  std::vector<std::string> read = regatta::io::inputs_read();
+  if (read.empty()) read = scale_options_given(app);
   std::string files;
   for (const std::string& f : read) files += (files.empty() ? "" : ", ") + f;
   return (files.empty() ? std::string("the input") : files) + ": a quantity computed from " +
@@ -86,7 +121,7 @@ int main(int argc, char** argv) {
     std::cerr << "regatta: " << e.what() << " (run 'regatta --help')\n";
     return exit_bad_input;
   } catch (const regatta::InputError& e) {
-    std::cerr << "regatta: " << input_error_line(e) << "\n";
+    std::cerr << "regatta: " << input_error_line(e, app) << "\n";
     return exit_bad_input;
   } catch (const std::bad_alloc&) {
     std::cerr << "regatta: out of memory\n";

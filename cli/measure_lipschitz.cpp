@@ -68,9 +68,13 @@ void run(const MeasureArgs& args, int& result) {
   s.seed = args.search.seed;
   s.progress = [](const std::string& line) { std::cerr << "measure-lipschitz: " << line << "\n"; };
   check_output_folder("--witness", args.search.witness);
-  // Every witness file checked before the search, so that a failure leaves none written.
-  for (const char* suffix : {"_mu.npy", "_nu.npy", "_shared.npy"})
+  // Every witness file checked before the search, so that a failure leaves none written (the shared
+  // measure is written in cross-attention only).
+  for (const char* suffix : {"_mu.npy", "_nu.npy", "_shared.npy"}) {
+    if (std::string(suffix) == "_shared.npy" && args.cross.empty()) continue;
+    check_name_length("--witness", args.search.witness + suffix);
     io::check_replaceable(args.search.witness + suffix);
+  }
 
   const lip::MeasureBracket b = lip::compute_measure_bracket(resolved.layer, resolved.options, s,
                                                              args.search.certify, args.search.precision);
@@ -143,8 +147,11 @@ void run(const MeasureArgs& args, int& result) {
     if (b.stopped_by_evaluations) std::cout << "search     stopped by --evaluations\n";
   }
   if (b.refused.empty() && !std::isfinite(b.upper)) {
-    std::cerr << "regatta: measure-lipschitz: the bound " << b.bound_name
-              << " is not a finite double (the layer's weights are too large for the double range)\n";
+    // Named as given: the layer's file (or --random) and --radius, the scales the bound grows with.
+    std::cerr << "regatta: " << layer_name(args.layer) << (args.radius_given ? ", --radius" : "")
+              << ": the bound " << b.bound_name
+              << " is not a finite double (the layer's weights or the radius are too large for the double "
+                 "range)\n";
     result = exit_check_failed;
     return;
   }

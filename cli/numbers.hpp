@@ -1,7 +1,10 @@
 #pragma once
 // How the Lipschitz subcommands (bound, local, bracket, measure-lipschitz) and certify write numbers and
 // check where they will write files.
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -84,6 +87,21 @@ inline std::string fraction_text(long k, long n, int places = 10) {
 
 /// Throws InputError naming `option` when `file` is empty or its folder does not exist (checked before a
 /// long computation, so that nothing is computed for a file that cannot be written).
+/// Throws InputError naming `option` when the last component of `file` is longer than the file system of
+/// its folder allows (NAME_MAX, 255 bytes on Linux): said before any work rather than when the file is
+/// written. For the names a command derives from an option (PREFIX_mu.npy, W_direction.npy).
+inline void check_name_length(const std::string& option, const std::string& file) {
+  const std::filesystem::path path(file);
+  const std::string name = path.filename().string();
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  long limit = ::pathconf(folder.c_str(), _PC_NAME_MAX);
+  if (limit <= 0) limit = NAME_MAX;
+  if (name.size() > std::size_t(limit))
+    throw InputError(option, "the file name " + regatta::quoted(name.substr(0, 32)) + "... is " +
+                                 std::to_string(name.size()) + " bytes long, more than the " +
+                                 std::to_string(limit) + " its file system allows");
+}
+
 inline void check_output_folder(const std::string& option, const std::string& file) {
   if (file.empty()) throw InputError(option, "needs a file name");
   const std::filesystem::path folder = std::filesystem::path(file).parent_path();
@@ -91,6 +109,7 @@ inline void check_output_folder(const std::string& option, const std::string& fi
   if (!folder.empty() && !std::filesystem::is_directory(folder, ec))
     throw InputError(option, "the folder " + regatta::quoted(folder.string()) + " does not exist" +
                                  (ec ? " (" + ec.message() + ")" : std::string()));
+  check_name_length(option, file);
   io::check_not_input(file);  // an input already read (io::protect_inputs)
 }
 

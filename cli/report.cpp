@@ -3,14 +3,17 @@
 // (and on the user's layer when one is given) and writes DIR/summary.md, DIR/index.html, DIR/report.json, a
 // CSV and a JSON file per table and an SVG and a PNG per plot. What each section shows: docs/report.md.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <regatta/core/error.hpp>
 #include "command.hpp"
 #include "layer_options.hpp"
+#include "numbers.hpp"
 #include "report/sections.hpp"
 #include "validate.hpp"
 
@@ -49,6 +52,22 @@ std::string command_line(const ReportArgs& a) {
 }
 
 void run(const ReportArgs& args, int& result) {
+  // A name longer than the file system allows failed only at the end, when the finished report was moved
+  // into place (minutes later): refused now.
+  std::filesystem::path out(args.out);
+  while (!out.has_filename() && out.has_parent_path() && out != out.parent_path()) out = out.parent_path();
+  check_name_length("--out", out.string());
+  // A --model or --data given and missing was reported only in section 9 as "no model" (and a name too
+  // long for the file system exited 3 there); the default fixture may be absent (an installed binary).
+  const ReportArgs defaults;
+  for (const auto& [option, given, fallback] :
+       {std::tuple{"--model", args.model, defaults.model}, std::tuple{"--data", args.data, defaults.data}}) {
+    std::error_code ec;
+    if (given != fallback && !std::filesystem::is_regular_file(given, ec))
+      throw InputError(
+          option, "no such file: " + given +
+                      (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
+  }
   report::ReportOptions options;
   options.out = args.out;
   options.quick = args.quick;

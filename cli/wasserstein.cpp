@@ -94,6 +94,11 @@ measures::DiscreteMeasure<double> load_measure(const std::string& atoms_spec, co
                                    std::to_string(n) + " atoms");
   check_nonnegative(w.source, weights);
   if (!(weights.sum() > 0)) throw InputError(w.source, "weights sum to 0");
+  if (normalize && !std::isfinite(weights.sum()))
+    throw InputError(w.source,
+                     "weights sum to " + std::to_string(weights.sum()) +
+                         " in double precision, which --normalize cannot divide by: scale them down "
+                         "by a common factor");
   if (!normalize) {
     const double tolerance = stored_weights_tolerance(std::size_t(n), storage_roundoff(w.source_dtype));
     check_normalized(w.source + " (use --normalize to rescale)", weights, tolerance);
@@ -250,6 +255,11 @@ void run(const WassersteinArgs& args, int& result) {
   // A headline that is not a finite number is no result: the cost ||x - y||^p left the double range (large
   // atoms or a large --p), which the input caused — exit 2 with the reason, nothing printed as a result.
   const double headline = out["value"].get<double>(), cost = out["cost"].get<double>();
+  // Sinkhorn's costs were checked finite above: a non-finite result there comes from cost / --epsilon.
+  if ((!std::isfinite(headline) || !std::isfinite(cost)) && args.method == "sinkhorn")
+    throw InputError("--epsilon", "Sinkhorn gave W_p^p = " + fmt(cost) +
+                                      ", not a finite double (the costs divided by --epsilon " +
+                                      fmt(args.epsilon) + " leave the double range): raise --epsilon");
   if (!std::isfinite(headline) || !std::isfinite(cost))
     throw InputError(args.a + ", " + args.b + ", --p",
                      "W_p^p = " + fmt(cost) +

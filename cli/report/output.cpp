@@ -67,7 +67,7 @@ OutputDir::OutputDir(std::filesystem::path target) : target_(std::move(target)) 
   const std::filesystem::path parent = target_.parent_path();
   if (!parent.empty()) ensure_directory(parent, parent);
   staging_ = (parent.empty() ? std::filesystem::path(".") : parent) /
-             ("." + target_.filename().string() + ".partial-" + std::to_string(::getpid()));
+             (io::temporary_prefix(target_) + "partial-" + std::to_string(::getpid()));
   std::error_code ec;
   std::filesystem::remove_all(staging_, ec);  // a stale one of a crashed run that had this process id
   guard_ = std::make_unique<InterruptGuard>(staging_);

@@ -1,6 +1,7 @@
 #pragma once
 // The report's output directory. A run writes into a staging directory beside the target
-// (PARENT/.NAME.partial-PID) and commit() swaps it in with one rename at the end, so the target is always one
+// (PARENT/.NAME.partial-PID, NAME cut to its first 32 bytes so that any valid target name leaves room for the
+// suffix) and commit() swaps it in with one rename at the end, so the target is always one
 // whole report of one run: an interrupted or failed run leaves the previous report (or nothing) in place,
 // never a mixture of two runs' pieces. Inside the staging directory every file is still written atomically
 // (io::write_file_atomic). While the run lasts, SIGINT, SIGTERM and SIGHUP remove the staging directory

@@ -8,6 +8,10 @@ Made with:  /usr/bin/python3 tests/data/make_hostile_fixtures.py   (from the rep
 Hostile inputs too large to commit (10^5 tensors or members) are built in memory by the tests themselves;
 inputs that git cannot store (FIFOs, devices, sockets) are made by tests/core/io/file_bytes_test.cpp.
 Re-running the script rewrites the same bytes.
+
+Also writes tests/data/hostile_cli/: small files every reader accepts (an empty batch of 2^34 inputs, empty
+matrices and vectors, weights that are zero, negative, huge or do not sum to 1) that a command must refuse
+with one line naming the file; tests/cli/CMakeLists.txt runs them through the options that read them.
 """
 import bz2
 import io
@@ -18,6 +22,7 @@ import zipfile
 
 
 HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile")
+HOSTILE_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_cli")
 DEPTH = 80_000  # deep enough to overflow the stack of a recursive parser, printer or destructor
 OBJECT_DEPTH = 50_000  # objects take 5 bytes a level
 
@@ -98,6 +103,45 @@ def npz_files():
     write("stored_member_claims_4_gib.npz", patch_uncompressed_size(small, 0xFFFFFFFE))
 
 
+def empty_shape_files():
+    # Zero elements, so the byte count (none) is right, but dimensions of 2^40 beside the zero: a reader
+    # must refuse them (no dimension above 2^34 fits in a readable file), or a command sizing a batch by the
+    # first one tries to reserve 2^40 matrices.
+    big = 1 << 40
+    write("empty_dims_2_pow_40.npy", npy_member(b"", "(%d, 0, %d)" % (big, big)))
+    write("empty_dims_2_pow_40.safetensors",
+          safetensors('{"W":{"dtype":"F64","shape":[%d,0,%d],"data_offsets":[0,0]}}' % (big, big)))
+
+
+def npy_f8(values, shape):
+    return npy_member(struct.pack("<%dd" % len(values), *values), shape)
+
+
+def write_cli(name, data):
+    os.makedirs(HOSTILE_CLI, exist_ok=True)
+    with open(os.path.join(HOSTILE_CLI, name), "wb") as f:
+        f.write(data)
+
+
+def cli_files():
+    """tests/data/hostile_cli/: files every reader accepts but a command must refuse with one line naming
+    the file (tests/cli/CMakeLists.txt, the block 'Hostile inputs through every option')."""
+    # An empty batch of 2^34 inputs (the largest dimension a reader accepts): nothing may be sized by it.
+    write_cli("empty_batch_2_pow_34.npy", npy_member(b"", "(%d, 0, 2)" % (1 << 34)))
+    write_cli("empty_0x2.npy", npy_member(b"", "(0, 2)"))
+    write_cli("empty_2x0.npy", npy_member(b"", "(2, 0)"))
+    write_cli("empty_vector.npy", npy_member(b"", "(0,)"))
+    tokens = [0.5, -0.25, 0.125, 1.0, -1.0, 0.75]
+    write_cli("tokens_3x2.npy", npy_f8(tokens, "(3, 2)"))
+    write_cli("weights_3_zero.npy", npy_f8([0.0, 0.0, 0.0], "(3,)"))
+    write_cli("weights_3_negative.npy", npy_f8([0.5, -0.25, 0.75], "(3,)"))
+    write_cli("weights_3_sum_2.npy", npy_f8([0.5, 0.5, 1.0], "(3,)"))
+    write_cli("weights_3_huge.npy", npy_f8([1e308, 1e308, 1e308], "(3,)"))
+    write_cli("weights_2.npy", npy_f8([0.5, 0.5], "(2,)"))
+
+
 if __name__ == "__main__":
     safetensors_files()
     npz_files()
+    empty_shape_files()
+    cli_files()

@@ -255,14 +255,22 @@ void check_replaceable(const std::filesystem::path& path) {
   (void)classify_target(path, mode);
 }
 
+std::string temporary_prefix(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  std::size_t keep = std::min<std::size_t>(name.size(), 32);
+  // Back up over UTF-8 continuation bytes (10xxxxxx) so that no character is cut in two.
+  while (keep > 0 && keep < name.size() && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+  std::string prefix(1, '.');  // built by appending: GCC 12 warns falsely on "." + std::string (PR 105651)
+  prefix.append(name, 0, keep);
+  prefix += '.';
+  return prefix;
+}
+
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes) {
   const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
   mode_t mode = 0644;
   if (classify_target(path, mode) == Target::through) return write_through(path, bytes);
-  std::string temp_name = path.filename().string();  // ".name.tmp-XXXXXX", appended (see GCC PR 105651)
-  temp_name.insert(0, 1, '.');
-  temp_name += ".tmp-XXXXXX";
-  std::string temp = (directory / temp_name).string();
+  std::string temp = (directory / (temporary_prefix(path) + "tmp-XXXXXX")).string();
 
   FdGuard file;
   file.fd = ::mkstemp(temp.data());

@@ -257,6 +257,10 @@ Array parse_npy(std::span<const std::byte> bytes, std::string_view source_view, 
     throw InputError(source, "shape " + shape_repr(h.shape) + " of " + type_name + " needs " +
                                  std::to_string(*needed) + " bytes of data but the file has " +
                                  std::to_string(present));
+  if (const auto big = detail::oversized_dimension(h.shape))
+    throw InputError(source, "shape " + shape_repr(h.shape) + " is empty but has dimension " +
+                                 std::to_string(*big) + ", more than any array read may have (" +
+                                 std::to_string(detail::max_array_dimension) + ")");
   Array a;
   a.shape = h.shape;
   a.source_dtype = h.dtype;

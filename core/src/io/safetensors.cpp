@@ -214,6 +214,9 @@ TensorEntry parse_entry(const std::string& name, const json& info, std::size_t b
     throw fail("has shape " + shape_repr(t.shape) + " of " + d + ", which needs " + std::to_string(*needed) +
                " bytes, but data_offsets " + offsets_repr(t.begin, t.end) + " span " +
                std::to_string(t.end - t.begin));
+  if (const auto big = detail::oversized_dimension(t.shape))
+    throw fail("has shape " + shape_repr(t.shape) + ", empty but with dimension " + std::to_string(*big) +
+               ", more than any array read may have (" + std::to_string(detail::max_array_dimension) + ")");
   t.count = *count;
   return t;
 }

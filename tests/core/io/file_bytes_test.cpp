@@ -148,6 +148,29 @@ TEST(ioWriteFile, RegularFileIsReplacedAndKeepsItsMode) {
   EXPECT_TRUE(no_temporary_left(dir.path()));
 }
 
+// The temporary file was ".NAME.tmp-XXXXXX": 16 bytes more than NAME, so a name of 240 bytes or more (up to
+// the 255 the file system accepts) could not be written at all.
+TEST(ioWriteFile, NamesUpToTheFileSystemLimitAreWritten) {
+  test::ScratchDir dir;
+  for (const std::size_t length : {std::size_t{240}, std::size_t{250}, std::size_t{255}}) {
+    const std::string name = std::string(length - 4, 'a') + ".npy";
+    write_file_atomic(dir / name, as_bytes("long"));
+    EXPECT_EQ(contents(dir / name), "long") << length;
+  }
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+  const std::string too_long = std::string(252, 'a') + ".npy";  // 256 bytes: the rename itself fails
+  EXPECT_THROW(write_file_atomic(dir / too_long, as_bytes("x")), InputError);
+  EXPECT_TRUE(no_temporary_left(dir.path()));
+}
+
+TEST(ioWriteFile, TemporaryPrefixIsShortAndCutsNoCharacter) {
+  EXPECT_EQ(temporary_prefix("dir/out.npy"), ".out.npy.");
+  EXPECT_EQ(temporary_prefix(std::string(300, 'b')), "." + std::string(32, 'b') + ".");
+  // "é" is two bytes (C3 A9): 31 ASCII bytes and then "é" would be cut after byte 32, inside it.
+  const std::string accented = std::string(31, 'c') + "\xC3\xA9" + "tail";
+  EXPECT_EQ(temporary_prefix(accented), "." + std::string(31, 'c') + ".");
+}
+
 TEST(ioWriteFile, CharacterDeviceIsWrittenThroughNotReplaced) {
   // As root, a rename over /dev/null would replace the real node with a regular file.
   const std::string message = write_error("/dev/null", "discarded");

@@ -35,9 +35,17 @@ void check_not_input(const std::filesystem::path& path);
 /// files checks them all before it writes the first.
 void check_replaceable(const std::filesystem::path& path);
 
+/// The start of the name of a temporary sibling of `path` (a file or directory made in the same directory,
+/// then renamed over `path`): "." + the first bytes of path's file name (at most 32, cut at a UTF-8
+/// character boundary) + ".". A caller appends a short suffix ("tmp-XXXXXX", "partial-1234"); the result
+/// fits the file-name limit (255 bytes) whatever the length of the final name, where the whole name plus a
+/// suffix would not.
+std::string temporary_prefix(const std::filesystem::path& path);
+
 /// Replaces (or creates) the regular file `path` with exactly `bytes`: writes a temporary file in the same
 /// directory, flushes it to disk and renames it over `path`, so readers see either the old file or the
-/// complete new one, never a partial write. A new file gets mode 0644; an existing file keeps its mode.
+/// complete new one, never a partial write (the temporary file is named temporary_prefix(path) + "tmp-"
+/// and six random characters). A new file gets mode 0644; an existing file keeps its mode.
 ///
 /// Only regular files are replaced. A character device or FIFO at `path`, directly or through a symbolic
 /// link (/dev/null, /dev/stdout, /dev/fd/N), is written through in place without a temporary file (not

@@ -2,7 +2,8 @@
 // NumPy .npy files (format versions 1.0, 2.0, 3.0; numpy/lib/format.py and NEP 1).
 //
 // Reading accepts little-endian (or native, '=') float16, float32 and float64 data in C or Fortran order and
-// of any rank, including 0-d arrays and zero-length dimensions; Fortran-order data is transposed to C order.
+// of any rank, including 0-d arrays and zero-length dimensions (an empty array whose other dimensions exceed
+// 2^34 is refused: detail::max_array_dimension); Fortran-order data is transposed to C order.
 // The header dict is parsed as a strict Python literal with exactly the keys 'descr', 'fortran_order' and
 // 'shape'. Everything else (bad magic, truncated header or data, trailing bytes, big-endian, integer,
 // complex, object or structured dtypes, negative or overflowing dimensions) throws InputError whose one-line

@@ -6,7 +6,8 @@
 //
 // Reading converts F64, F32, F16 and BF16 tensors to double exactly; BOOL, U8-U64, I8-I64, F8_E4M3 and
 // F8_E5M2 tensors are listed unconverted (Array::unconverted_dtype, no data). As in the reference
-// implementation, the tensors must tile the data buffer exactly: no overlaps and no unaccounted bytes.
+// implementation, the tensors must tile the data buffer exactly: no overlaps and no unaccounted bytes. No
+// dimension may exceed 2^34 (detail::max_array_dimension), which only an empty tensor could have.
 // Anything else throws InputError whose one-line message names the file, the tensor where there is one,
 // and the problem.
 #include <cstddef>

@@ -58,6 +58,19 @@ inline std::optional<std::size_t> checked_product(std::span<const std::size_t> d
   return r;
 }
 
+/// The largest dimension of an array the readers return: 2^34, the element count of the largest file they
+/// accept (16 GiB) at one byte per element. A non-empty array with a larger dimension cannot be in such a
+/// file; an empty one (another dimension zero) can, and is refused as well, since code that sizes anything
+/// by one dimension (a batch of B matrices) would try to allocate it.
+inline constexpr std::size_t max_array_dimension = std::size_t{1} << 34;
+
+/// The first dimension of `dims` above max_array_dimension, or nullopt.
+inline std::optional<std::size_t> oversized_dimension(std::span<const std::size_t> dims) {
+  for (std::size_t d : dims)
+    if (d > max_array_dimension) return d;
+  return std::nullopt;
+}
+
 /// Length of the well-formed UTF-8 sequence starting at text[i] (2 to 4 bytes), or 0 when there is none
 /// (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, or cut short).
 inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
