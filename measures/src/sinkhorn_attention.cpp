@@ -265,6 +265,7 @@ bool log_domain_iterations(Transform& row_transform, Transform& col_transform, c
     const Vector<double> f_new = row_transform(r.g, s.epsilon);
     ++r.iterations;
     ++s.in_stage;
+    if (o.poll) o.poll(r.iterations, o.max_iterations);
     const double error = at_target ? row_marginal_error(a, r.f, f_new, s.epsilon) : inf;
     if (relaxed && (!(error <= s.previous_error * 2) || error <= 10 * o.tolerance)) s.relaxing = false;
     if (at_target) s.previous_error = error;
@@ -338,6 +339,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
     }
     ++r.iterations;
     ++s.in_stage;
+    if (o.poll) o.poll(r.iterations, o.max_iterations);
     // Row marginal of the plan of (u_prev, v): a_i u_prev_i Σ_j K_ij b_j v_j.
     const double error = at_target ? (a.array() * (u_prev.array() * row_sums.array() - 1).abs()).sum() : inf;
     if (relaxed && (!(error <= s.previous_error * 2) || error <= 10 * o.tolerance)) s.relaxing = false;
@@ -375,26 +377,15 @@ int team_size(const AttentionSinkhornOptions& options, Eigen::Index n, Eigen::In
 
 }  // namespace
 
-const char* to_string(SinkhornKernel kernel) {
-  switch (kernel) {
-    case SinkhornKernel::automatic:
-      return "automatic";
-    case SinkhornKernel::streamed:
-      return "streamed";
-    case SinkhornKernel::dense:
-      return "dense";
-  }
-  return "unknown";
-}
-
 bool uses_dense_kernel(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
                        const AttentionSinkhornOptions& options) {
-  if (options.kernel == SinkhornKernel::streamed) return false;
+  const SinkhornKernel kernel = options.sinkhorn.kernel;
+  if (kernel == SinkhornKernel::streamed) return false;
   if (!(mu.weights().array() > 0).all() || !(nu.weights().array() > 0).all()) return false;
-  if (options.kernel == SinkhornKernel::dense) return true;
+  if (kernel == SinkhornKernel::dense) return true;
   const std::size_t entry = options.storage == SinkhornStorage::float32 ? sizeof(float) : sizeof(double);
   const auto n = static_cast<std::size_t>(mu.size()), m = static_cast<std::size_t>(nu.size());
-  return n * m <= options.dense_kernel_bytes / entry;
+  return n * m <= dense_kernel_budget(options.sinkhorn) / entry;
 }
 
 SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
@@ -426,6 +417,8 @@ SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
             : dense_iterations<double>(x, y, row_transform, a, b, options, threads, s, r);
     converged = outcome == DenseOutcome::converged;
     done = outcome != DenseOutcome::hand_over;
+    r.kernel = SinkhornKernel::dense;
+    r.handed_over = !done;
   }
   if (!done) converged = log_domain_iterations(row_transform, col_transform, a, b, options, s, r);
   if (s.epsilon != o.epsilon) {
@@ -458,6 +451,7 @@ SinkhornResult<double> sinkhorn_sq_euclidean_symmetric(const DiscreteMeasure<dou
     const Vector<double> t = transform(r.f, epsilon);
     ++r.iterations;
     ++in_stage;
+    if (o.poll) o.poll(r.iterations, o.max_iterations);
     const bool at_target = epsilon == o.epsilon;
     if (at_target && row_marginal_error(a, r.f, t, epsilon) <= o.tolerance) {
       r.g = r.f;
