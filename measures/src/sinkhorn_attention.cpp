@@ -317,6 +317,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
     u.setOnes();
     v.setOnes();
     kernel.apply_transpose(a, col_sums);
+    if (o.poll) o.poll(r.iterations, o.max_iterations);  // a build costs n·m exponentials: a way to stop
   };
   auto store = [&](const Vector<double>& uu, const Vector<double>& vv) {
     r.f = alpha + built * uu.array().log().matrix();
@@ -324,6 +325,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
   };
   kernel.build(alpha, beta, built);
   kernel.apply_transpose(a, col_sums);
+  if (o.poll) o.poll(r.iterations, o.max_iterations);
   while (r.iterations < o.max_iterations) {
     const bool at_target = s.epsilon == o.epsilon;
     const bool relaxed = s.relaxing && at_target;

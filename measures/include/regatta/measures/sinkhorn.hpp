@@ -81,8 +81,9 @@ struct SinkhornOptions {
   /// (dense_kernel_budget).
   std::size_t dense_kernel_bytes = std::size_t(1) << 30;
   /// When set, called after every iteration with (iterations so far, max_iterations): progress, and a way
-  /// to stop (it may throw; the exception leaves sinkhorn with no result). Not called by the ε-scaling
-  /// epilogue or the final evaluation (one iteration each).
+  /// to stop (it may throw; the exception leaves sinkhorn with no result). The dense path also calls it after
+  /// every build of its kernel (n·m exponentials), with the iterations so far (0 after the first build). Not
+  /// called by the ε-scaling epilogue or the final evaluation (one iteration each).
   std::function<void(std::int64_t, std::int64_t)> poll;
 };
 

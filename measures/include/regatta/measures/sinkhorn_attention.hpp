@@ -57,7 +57,8 @@ enum class SinkhornStorage { float64, float32 };
 ///             (SinkhornResult::handed_over). Only when every weight is positive (else streamed).
 ///   automatic dense when every weight is positive and n·m·sizeof(storage) ≤ dense_kernel_budget(options.
 ///             sinkhorn), else streamed.
-/// SinkhornResult::kernel says which ran. options.sinkhorn.poll is called after every iteration of either.
+/// SinkhornResult::kernel says which ran. options.sinkhorn.poll is called after every iteration of either,
+/// and after every build of the dense kernel.
 struct AttentionSinkhornOptions {
   SinkhornOptions sinkhorn{};  ///< ε, ε-scaling, tolerance, budget, threads (reduce_options)
   SinkhornStorage storage = SinkhornStorage::float64;
