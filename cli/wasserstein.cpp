@@ -109,7 +109,8 @@ void validate(const WassersteinArgs& args) {
   if (m != "exact" && m != "sinkhorn" && m != "sliced" && m != "1d")
     throw InputError("--method", "must be exact, sinkhorn, sliced or 1d, got '" + m + "'");
   if (args.certify && m != "exact") throw InputError("--certify", "applies to --method exact only");
-  if (m != "sinkhorn" && (args.epsilon_set || args.tolerance_set || args.max_iterations_set || args.kernel_set))
+  if (m != "sinkhorn" &&
+      (args.epsilon_set || args.tolerance_set || args.max_iterations_set || args.kernel_set))
     throw InputError(args.epsilon_set          ? "--epsilon"
                      : args.tolerance_set      ? "--tolerance"
                      : args.max_iterations_set ? "--max-iterations"
@@ -237,11 +238,12 @@ void run(const WassersteinArgs& args, int& result) {
           << " iterations, marginal error " << std::setprecision(3) << r.marginal_error << " (tolerance "
           << args.tolerance << ")" << std::setprecision(17) << (ok ? "" : "  -- NOT converged") << "\n"
           << "kernel            " << measures::to_string(r.kernel) << " ("
-          << (dense ? "scaling iteration on the materialised " + std::to_string(mu.size()) + " x " +
-                          std::to_string(nu.size()) + " Gibbs kernel, " +
-                          format_bytes(8.0 * double(mu.size()) * double(nu.size())) +
-                          (r.handed_over ? "; finished by the streamed log-domain iteration" : "")
-                    : std::string("log-domain soft c-transforms streamed over the pairs, O((n + m) d) memory"))
+          << (dense
+                  ? "scaling iteration on the materialised " + std::to_string(mu.size()) + " x " +
+                        std::to_string(nu.size()) + " Gibbs kernel, " +
+                        format_bytes(8.0 * double(mu.size()) * double(nu.size())) +
+                        (r.handed_over ? "; finished by the streamed log-domain iteration" : "")
+                  : std::string("log-domain soft c-transforms streamed over the pairs, O((n + m) d) memory"))
           << "; --sinkhorn-kernel " << args.kernel << ")\n";
   } else if (args.method == "sliced") {
     const measures::SlicedResult s = measures::sliced_wasserstein(mu, nu, args.p, args.directions, args.seed);
@@ -301,8 +303,8 @@ void add_wasserstein_command(CLI::App& app, int& result) {
       "Sinkhorn: entropic regularisation ε > 0 in cost units (default 0.01)");
   cmd->add_option_function<std::string>(
       "--sinkhorn-kernel", [args](const std::string& k) { args->kernel = k, args->kernel_set = true; },
-      "Sinkhorn: auto (default: dense for p = 2 when the n x m kernel fits in min(1 GiB, 1/4 of the available "
-      "memory), else streamed) | dense | streamed");
+      "Sinkhorn: auto (default: dense for p = 2 when the n x m kernel fits in min(1 GiB, 1/4 of the "
+      "available memory), else streamed) | dense | streamed");
   cmd->add_option_function<double>(
       "--tolerance", [args](double t) { args->tolerance = t, args->tolerance_set = true; },
       "Sinkhorn: stop when the L1 marginal error is <= this (default 1e-9)");

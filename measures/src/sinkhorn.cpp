@@ -360,9 +360,10 @@ SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const
 }
 
 #define REGATTA_INSTANTIATE_SINKHORN(S)                                                                \
-  template std::string dense_kernel_refusal<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double); \
-  template SinkhornKernel sinkhorn_kernel_for<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, \
-                                                 const SinkhornOptions&);                              \
+  template std::string dense_kernel_refusal<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&,   \
+                                               double);                                                \
+  template SinkhornKernel sinkhorn_kernel_for<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
+                                                 double, const SinkhornOptions&);                      \
   template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, \
                                          const SinkhornOptions&);                                      \
   template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,                  \

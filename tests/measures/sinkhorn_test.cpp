@@ -240,7 +240,6 @@ TEST(Sinkhorn, RejectsBadInput) {
   EXPECT_THROW(sinkhorn_divergence(mu, mu, 2.0, o), InputError);
 }
 
-
 /// Positive random weights (the dense path needs them), atoms uniform in [0, 1]^d.
 DiscreteMeasure<double> weighted_uniform(Eigen::Index n, Eigen::Index d, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
@@ -319,8 +318,10 @@ TEST(Sinkhorn, AutomaticKernelIsDenseOnlyWhereItAppliesAndFits) {
   EXPECT_NE(dense_kernel_refusal(with_zero, nu, 2.0).find("zero weight"), std::string::npos);
   EXPECT_THROW(sinkhorn(mu, nu, 1.0, o), InputError);
   EXPECT_THROW(sinkhorn(with_zero, nu, 2.0, o), InputError);
-  const auto muf = DiscreteMeasure<float>::from_weights(mu.atoms().cast<float>(), mu.weights().cast<float>(), true);
-  const auto nuf = DiscreteMeasure<float>::from_weights(nu.atoms().cast<float>(), nu.weights().cast<float>(), true);
+  const auto muf =
+      DiscreteMeasure<float>::from_weights(mu.atoms().cast<float>(), mu.weights().cast<float>(), true);
+  const auto nuf =
+      DiscreteMeasure<float>::from_weights(nu.atoms().cast<float>(), nu.weights().cast<float>(), true);
   EXPECT_THROW(sinkhorn(muf, nuf, 2.0, o), InputError) << "the dense kernel is double only";
   o.kernel = SinkhornKernel::automatic;
   o.tolerance = 1e-4;  // float: above its rounding floor

@@ -42,9 +42,9 @@
 //   automatic dense where it applies and n·m·8 bytes ≤ dense_kernel_budget(options), else streamed.
 // SinkhornResult::kernel says which path ran.
 // Inputs: measures of the same dimension, p ≥ 1, ε > 0 finite, scaling in (0, 1), tolerance > 0,
-// max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu"; "kernel"
-// when dense is forced where it does not apply).
-// Instantiated for float and double (float: the tolerance must stay above ~n·eps(float); always streamed).
+// max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu";
+// "kernel" when dense is forced where it does not apply). Instantiated for float and double (float: the
+// tolerance must stay above ~n·eps(float); always streamed).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -167,17 +167,16 @@ template <class S>
 SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu,
                                              double p, const SinkhornOptions& options = {});
 
-#define REGATTA_DECLARE_SINKHORN(S)                                                                   \
+#define REGATTA_DECLARE_SINKHORN(S)                                                                         \
   extern template std::string dense_kernel_refusal<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
-                                                      double);                                        \
-  extern template SinkhornKernel sinkhorn_kernel_for<S>(const DiscreteMeasure<S>&,                    \
-                                                        const DiscreteMeasure<S>&, double,            \
-                                                        const SinkhornOptions&);                      \
-  extern template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
-                                                double, const SinkhornOptions&);                      \
-  extern template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,          \
-                                                          const SinkhornOptions&);                    \
-  extern template SinkhornDivergenceResult sinkhorn_divergence<S>(                                    \
+                                                      double);                                              \
+  extern template SinkhornKernel sinkhorn_kernel_for<S>(                                                    \
+      const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);                \
+  extern template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&,       \
+                                                double, const SinkhornOptions&);                            \
+  extern template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,                \
+                                                          const SinkhornOptions&);                          \
+  extern template SinkhornDivergenceResult sinkhorn_divergence<S>(                                          \
       const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);
 REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_DECLARE_SINKHORN)
 #undef REGATTA_DECLARE_SINKHORN
