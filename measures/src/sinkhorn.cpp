@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <string>
+#include <type_traits>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/resources.hpp>
+#include <regatta/measures/sinkhorn_attention.hpp>
 
 namespace regatta::measures {
 
@@ -22,6 +27,77 @@ const char* to_string(SinkhornStatus status) {
       return "max_iterations";
   }
   return "unknown";
+}
+
+const char* to_string(SinkhornKernel kernel) {
+  switch (kernel) {
+    case SinkhornKernel::automatic:
+      return "automatic";
+    case SinkhornKernel::streamed:
+      return "streamed";
+    case SinkhornKernel::dense:
+      return "dense";
+  }
+  return "unknown";
+}
+
+namespace {
+
+/// MemAvailable of /proc/meminfo in bytes (the memory the kernel can hand out now without swapping), or 0
+/// where it cannot be read.
+std::uint64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream fields(line.substr(13));
+    std::uint64_t kib = 0;
+    if (fields >> kib) return kib * 1024;
+    return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::size_t dense_kernel_budget(const SinkhornOptions& options) {
+  std::uint64_t available = available_memory_bytes();
+  if (const std::uint64_t now = mem_available_bytes(); now > 0) available = std::min(available, now);
+  return std::size_t(std::min<std::uint64_t>(options.dense_kernel_bytes, available / 4));
+}
+
+template <class S>
+std::string dense_kernel_refusal(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu, double p) {
+  if (!std::is_same_v<S, double>) return "the dense kernel is implemented for double measures only";
+  if (p != 2) {
+    std::ostringstream os;
+    os << "the dense kernel needs p = 2 (the squared Euclidean cost), got p = " << p;
+    return os.str();
+  }
+  if (!(mu.weights().array() > S(0)).all() || !(nu.weights().array() > S(0)).all())
+    return std::string("the dense kernel needs every weight > 0 (") +
+           (!(mu.weights().array() > S(0)).all() ? "mu" : "nu") + " has a zero weight)";
+  const double bytes = double(sizeof(double)) * double(mu.size()) * double(nu.size());
+  const double available = double(available_memory_bytes());
+  if (!(bytes <= available))
+    return "the dense " + std::to_string(mu.size()) + " x " + std::to_string(nu.size()) + " kernel needs " +
+           format_bytes(bytes) + ", more than the " + format_bytes(available) + " of memory available";
+  return "";
+}
+
+template <class S>
+SinkhornKernel sinkhorn_kernel_for(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu, double p,
+                                   const SinkhornOptions& options) {
+  if (options.kernel == SinkhornKernel::streamed) return SinkhornKernel::streamed;
+  const std::string refusal = dense_kernel_refusal(mu, nu, p);
+  if (options.kernel == SinkhornKernel::dense) {
+    if (!refusal.empty()) throw InputError("kernel", refusal);
+    return SinkhornKernel::dense;
+  }
+  if (!refusal.empty()) return SinkhornKernel::streamed;
+  const auto n = static_cast<std::size_t>(mu.size()), m = static_cast<std::size_t>(nu.size());
+  return n * m <= dense_kernel_budget(options) / sizeof(double) ? SinkhornKernel::dense
+                                                                : SinkhornKernel::streamed;
 }
 
 namespace {
@@ -166,6 +242,17 @@ SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S
   detail::check_exponent(p);
   detail::check_same_dimension(mu.dim(), nu.dim());
   check_options(options);
+  if constexpr (std::is_same_v<S, double>) {
+    if (sinkhorn_kernel_for(mu, nu, p, options) == SinkhornKernel::dense) {
+      // The same iteration as below (ω = 1) on the materialised kernel (sinkhorn_attention.hpp).
+      AttentionSinkhornOptions dense;
+      dense.sinkhorn = options;
+      dense.sinkhorn.kernel = SinkhornKernel::dense;
+      return sinkhorn_sq_euclidean(mu, nu, dense);
+    }
+  } else {
+    sinkhorn_kernel_for(mu, nu, p, options);  // throws when dense is forced
+  }
   const auto centre = ((mu.atoms().colwise().minCoeff().cwiseMin(nu.atoms().colwise().minCoeff()) +
                         mu.atoms().colwise().maxCoeff().cwiseMax(nu.atoms().colwise().maxCoeff())) /
                        S(2))
@@ -273,6 +360,10 @@ SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const
 }
 
 #define REGATTA_INSTANTIATE_SINKHORN(S)                                                                \
+  template std::string dense_kernel_refusal<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&,   \
+                                               double);                                                \
+  template SinkhornKernel sinkhorn_kernel_for<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
+                                                 double, const SinkhornOptions&);                      \
   template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, \
                                          const SinkhornOptions&);                                      \
   template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,                  \

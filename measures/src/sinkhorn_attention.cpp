@@ -10,6 +10,7 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/pairwise.hpp>
+#include <regatta/core/resources.hpp>
 #include <type_traits>
 
 #include "sinkhorn_dense_kernel.hpp"
@@ -265,6 +266,7 @@ bool log_domain_iterations(Transform& row_transform, Transform& col_transform, c
     const Vector<double> f_new = row_transform(r.g, s.epsilon);
     ++r.iterations;
     ++s.in_stage;
+    if (o.poll) o.poll(r.iterations, o.max_iterations);
     const double error = at_target ? row_marginal_error(a, r.f, f_new, s.epsilon) : inf;
     if (relaxed && (!(error <= s.previous_error * 2) || error <= 10 * o.tolerance)) s.relaxing = false;
     if (at_target) s.previous_error = error;
@@ -315,6 +317,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
     u.setOnes();
     v.setOnes();
     kernel.apply_transpose(a, col_sums);
+    if (o.poll) o.poll(r.iterations, o.max_iterations);  // a build costs n·m exponentials: a way to stop
   };
   auto store = [&](const Vector<double>& uu, const Vector<double>& vv) {
     r.f = alpha + built * uu.array().log().matrix();
@@ -322,6 +325,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
   };
   kernel.build(alpha, beta, built);
   kernel.apply_transpose(a, col_sums);
+  if (o.poll) o.poll(r.iterations, o.max_iterations);
   while (r.iterations < o.max_iterations) {
     const bool at_target = s.epsilon == o.epsilon;
     const bool relaxed = s.relaxing && at_target;
@@ -338,6 +342,7 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
     }
     ++r.iterations;
     ++s.in_stage;
+    if (o.poll) o.poll(r.iterations, o.max_iterations);
     // Row marginal of the plan of (u_prev, v): a_i u_prev_i Σ_j K_ij b_j v_j.
     const double error = at_target ? (a.array() * (u_prev.array() * row_sums.array() - 1).abs()).sum() : inf;
     if (relaxed && (!(error <= s.previous_error * 2) || error <= 10 * o.tolerance)) s.relaxing = false;
@@ -367,34 +372,27 @@ DenseOutcome dense_iterations(const Matrix<double>& x, const Matrix<double>& y, 
   return DenseOutcome::exhausted;
 }
 
+/// Threads of the dense kernel's passes: a sweep is only 2 n m multiply-adds (no exponentials), so a thread
+/// needs its min_parallel_work of them (resources.hpp) — below that a parallel region per iteration costs
+/// more in barrier waits than it saves, and on a loaded machine far more (measured: 500 × 500 took 3–8 s on
+/// two threads against 0.2 s on one).
 int team_size(const AttentionSinkhornOptions& options, Eigen::Index n, Eigen::Index m) {
   const int threads = options.sinkhorn.reduce_options.threads;
   if (threads > 0) return threads;
-  return std::int64_t(n) * m < pairwise::single_thread_pairs ? 1 : omp_get_max_threads();
+  return threads_for(2.0 * double(n) * double(m));
 }
 
 }  // namespace
 
-const char* to_string(SinkhornKernel kernel) {
-  switch (kernel) {
-    case SinkhornKernel::automatic:
-      return "automatic";
-    case SinkhornKernel::streamed:
-      return "streamed";
-    case SinkhornKernel::dense:
-      return "dense";
-  }
-  return "unknown";
-}
-
 bool uses_dense_kernel(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
                        const AttentionSinkhornOptions& options) {
-  if (options.kernel == SinkhornKernel::streamed) return false;
+  const SinkhornKernel kernel = options.sinkhorn.kernel;
+  if (kernel == SinkhornKernel::streamed) return false;
   if (!(mu.weights().array() > 0).all() || !(nu.weights().array() > 0).all()) return false;
-  if (options.kernel == SinkhornKernel::dense) return true;
+  if (kernel == SinkhornKernel::dense) return true;
   const std::size_t entry = options.storage == SinkhornStorage::float32 ? sizeof(float) : sizeof(double);
   const auto n = static_cast<std::size_t>(mu.size()), m = static_cast<std::size_t>(nu.size());
-  return n * m <= options.dense_kernel_bytes / entry;
+  return n * m <= dense_kernel_budget(options.sinkhorn) / entry;
 }
 
 SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
@@ -426,6 +424,8 @@ SinkhornResult<double> sinkhorn_sq_euclidean(const DiscreteMeasure<double>& mu,
             : dense_iterations<double>(x, y, row_transform, a, b, options, threads, s, r);
     converged = outcome == DenseOutcome::converged;
     done = outcome != DenseOutcome::hand_over;
+    r.kernel = SinkhornKernel::dense;
+    r.handed_over = !done;
   }
   if (!done) converged = log_domain_iterations(row_transform, col_transform, a, b, options, s, r);
   if (s.epsilon != o.epsilon) {
@@ -458,6 +458,7 @@ SinkhornResult<double> sinkhorn_sq_euclidean_symmetric(const DiscreteMeasure<dou
     const Vector<double> t = transform(r.f, epsilon);
     ++r.iterations;
     ++in_stage;
+    if (o.poll) o.poll(r.iterations, o.max_iterations);
     const bool at_target = epsilon == o.epsilon;
     if (at_target && row_marginal_error(a, r.f, t, epsilon) <= o.tolerance) {
       r.g = r.f;

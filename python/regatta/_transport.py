@@ -9,11 +9,14 @@ from ._results import ClaimResult, WassersteinResult
 
 
 def wasserstein(a, b, *, weights_a=None, weights_b=None, p=2.0, method="exact", certify=False, epsilon=None,
-                tolerance=None, max_iterations=None, directions=None, seed=None, normalize=False, progress=None):
+                tolerance=None, max_iterations=None, directions=None, seed=None, normalize=False, progress=None,
+                kernel=None):
     """W_p between mu = sum_i weights_a[i] delta_{a[i]} and nu (uniform weights by default), as
     `regatta wasserstein`: method 'exact' (network simplex; certify=True adds the certified bracket),
-    'sinkhorn' (entropic estimate, epsilon / tolerance / max_iterations), 'sliced' (Monte-Carlo, directions /
-    seed) or '1d'. Atoms: n x d, or 1-D for d = 1. The exact and Sinkhorn methods stop on Ctrl-C
+    'sinkhorn' (entropic estimate, epsilon / tolerance / max_iterations; kernel 'auto' (None) runs the dense
+    scaling iteration on the materialised n x m kernel for p = 2 when it fits in memory, else the streamed
+    log-domain iteration, 'dense' or 'streamed' force one; raw['kernel'] says which ran), 'sliced' (Monte-Carlo,
+    directions / seed) or '1d'. Atoms: n x d, or 1-D for d = 1. The exact and Sinkhorn methods stop on Ctrl-C
     (KeyboardInterrupt) within about a second and report their pivots / iterations to `progress` (a callable
     or True for a tqdm bar); the sliced and 1-D methods (sorting, O(n log n) per direction) run to their end."""
     opt = lambda x: None if x is None else array(x)  # noqa: E731
@@ -22,7 +25,8 @@ def wasserstein(a, b, *, weights_a=None, weights_b=None, p=2.0, method="exact", 
                                    flag(certify, "certify"), epsilon, tolerance,
                                    optional_integer(max_iterations, "max_iterations"),
                                    optional_integer(directions, "directions"), optional_integer(seed, "seed"),
-                                   flag(normalize, "normalize"), callback)
+                                   flag(normalize, "normalize"), callback,
+                                   None if kernel is None else str(kernel))
     return WassersteinResult(raw)
 
 

@@ -56,17 +56,21 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
                      const py::handle& weights_b, double p, const std::string& method, bool certify,
                      std::optional<double> epsilon, std::optional<double> tolerance,
                      std::optional<std::int64_t> max_iterations, std::optional<int> directions,
-                     std::optional<std::uint64_t> seed, bool normalize, const py::object& progress) {
+                     std::optional<std::uint64_t> seed, bool normalize, const py::object& progress,
+                     std::optional<std::string> kernel) {
   if (!std::isfinite(p) || p < 1)
     throw InputError("p", "must be a finite number >= 1 (W_p is not a metric for p < 1)");
   if (method != "exact" && method != "sinkhorn" && method != "sliced" && method != "1d")
     throw InputError("method", "must be exact, sinkhorn, sliced or 1d, got '" + method + "'");
   if (certify && method != "exact") throw InputError("certify", "applies to method='exact' only");
-  if (method != "sinkhorn" && (epsilon || tolerance || max_iterations))
-    throw InputError(epsilon     ? "epsilon"
-                     : tolerance ? "tolerance"
-                                 : "max_iterations",
+  if (method != "sinkhorn" && (epsilon || tolerance || max_iterations || kernel))
+    throw InputError(epsilon          ? "epsilon"
+                     : tolerance      ? "tolerance"
+                     : max_iterations ? "max_iterations"
+                                      : "kernel",
                      "applies to method='sinkhorn' only");
+  if (kernel && *kernel != "auto" && *kernel != "dense" && *kernel != "streamed")
+    throw InputError("kernel", "must be 'auto', 'dense' or 'streamed', got '" + *kernel + "'");
   if (method != "sliced" && (directions || seed))
     throw InputError(directions ? "directions" : "seed", "applies to method='sliced' only");
   if (epsilon && !(std::isfinite(*epsilon) && *epsilon > 0))
@@ -150,9 +154,17 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
     if (epsilon) o.epsilon = *epsilon;
     if (tolerance) o.tolerance = *tolerance;
     if (max_iterations) o.max_iterations = *max_iterations;
+    const std::string requested = kernel.value_or("auto");
+    o.kernel = requested == "dense"      ? measures::SinkhornKernel::dense
+               : requested == "streamed" ? measures::SinkhornKernel::streamed
+                                         : measures::SinkhornKernel::automatic;
+    if (o.kernel == measures::SinkhornKernel::dense)
+      if (const std::string refusal = measures::dense_kernel_refusal(mu, nu, p); !refusal.empty())
+        throw InputError("kernel", "dense: " + refusal);
     std::optional<measures::SinkhornResult<double>> r;
     {
-      // Ctrl-C and progress: polled after every iteration (two streamed reductions over the n x m pairs).
+      // Ctrl-C and progress: polled after every iteration (two streamed reductions over the n x m pairs, or
+      // one pass over the dense kernel).
       Interrupter interrupter(progress);
       o.poll = [&](std::int64_t iterations, std::int64_t limit) {
         interrupter.poll("wasserstein: sinkhorn iterations", iterations, limit);
@@ -170,6 +182,9 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
     out["marginal_error"] = r->marginal_error;
     out["tolerance"] = o.tolerance;
     out["estimate_kind"] = "entropic estimate (epsilon = " + fmt(o.epsilon) + ")";
+    out["kernel"] = measures::to_string(r->kernel);
+    out["kernel_requested"] = requested;
+    if (r->kernel == measures::SinkhornKernel::dense) out["handed_over"] = r->handed_over;
   } else if (method == "sliced") {
     measures::SlicedResult s;
     {
@@ -211,7 +226,8 @@ void bind_transport(py::module_& m) {
         py::arg("weights_b") = py::none(), py::arg("p") = 2.0, py::arg("method") = "exact",
         py::arg("certify") = false, py::arg("epsilon") = py::none(), py::arg("tolerance") = py::none(),
         py::arg("max_iterations") = py::none(), py::arg("directions") = py::none(),
-        py::arg("seed") = py::none(), py::arg("normalize") = false, py::arg("progress") = py::none());
+        py::arg("seed") = py::none(), py::arg("normalize") = false, py::arg("progress") = py::none(),
+        py::arg("kernel") = py::none());
 }
 
 }  // namespace regatta::python

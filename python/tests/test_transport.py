@@ -61,7 +61,59 @@ def test_every_method_is_the_command_lines(measures, tmp_path, cli, method, extr
         assert float(r.bracket.lower) == t["lower"] and float(r.bracket.upper) == t["upper"]
 
 
+def weighted_uniform(rng, n, d):
+    w = rng.uniform(0.2, 1.0, n)
+    return rng.random((n, d)), w / w.sum()
+
+
+def test_sinkhorn_dense_and_streamed_kernels_agree_and_match_pot(ot):
+    """The two paths of method='sinkhorn' (dense scaling iteration, streamed log-domain iteration) against each
+    other and against POT's sinkhorn_log on the same absolute epsilon. Plans feasible to L1 row errors d1, d2
+    (columns exact; POT's rows exact, its columns off by its own L1 error) differ in <P, C> by at most
+    (d1 + d2) max C; the rounding of the n m terms is added."""
+    rng = np.random.default_rng(21)
+    for d in (2, 3):
+        (x, wa), (y, wb) = weighted_uniform(rng, 50, d), weighted_uniform(rng, 40, d)
+        M = cost_matrix(x, y, 2)
+        rounding = 64 * M.size * EPS * M.max()
+        for relative in (1.0, 0.1, 0.03):
+            eps = relative * M.mean()
+            runs = {k: regatta.wasserstein(x, y, weights_a=wa, weights_b=wb, method="sinkhorn", epsilon=eps,
+                                           tolerance=1e-9, kernel=k) for k in ("auto", "dense", "streamed")}
+            assert [runs[k].raw["kernel"] for k in runs] == ["dense", "dense", "streamed"]
+            assert runs["auto"].raw["kernel_requested"] == "auto"
+            dense, streamed = runs["dense"].raw, runs["streamed"].raw
+            assert dense["converged"] and streamed["converged"]
+            assert dense["handed_over"] is False and "handed_over" not in streamed
+            assert float(runs["auto"].cost) == dense["cost"]
+            bound = (dense["marginal_error"] + streamed["marginal_error"]) * M.max() + rounding
+            assert abs(dense["cost"] - streamed["cost"]) <= bound, (d, relative)
+            G = ot.sinkhorn(wa, wb, M, eps, method="sinkhorn_log", stopThr=1e-9 / np.sqrt(len(wb)),
+                            numItermax=100000)
+            pot_error = max(np.abs(G.sum(1) - wa).sum(), np.abs(G.sum(0) - wb).sum())
+            pot_cost = float(np.sum(G * M))
+            for r in (dense, streamed):
+                assert abs(r["cost"] - pot_cost) <= (r["marginal_error"] + pot_error) * M.max() + rounding, \
+                    (d, relative, r["kernel"])
+
+
+def test_sinkhorn_kernel_is_the_command_lines(tmp_path, cli):
+    rng = np.random.default_rng(22)
+    (x, wa), (y, _) = weighted_uniform(rng, 30, 3), weighted_uniform(rng, 20, 3)
+    files = [save(tmp_path / "x.npy", x), save(tmp_path / "y.npy", y), "--weights-a", save(tmp_path / "wa.npy", wa)]
+    for kernel in ("auto", "dense", "streamed"):
+        r = regatta.wasserstein(x, y, weights_a=wa, method="sinkhorn", epsilon=0.05, kernel=kernel)
+        t = cli("wasserstein", *files, "--method", "sinkhorn", "--epsilon", 0.05, "--sinkhorn-kernel", kernel,
+                "--json")
+        assert (float(r.cost), r.raw["kernel"], r.raw["iterations"]) == (t["cost"], t["kernel"], t["iterations"])
+    text = cli("wasserstein", *files, "--method", "sinkhorn", "--epsilon", 0.05).stdout
+    assert "kernel            dense (scaling iteration on the materialised 30 x 20 Gibbs kernel" in text
+
+
 @pytest.mark.parametrize("kwargs,start", [
+    (dict(method="sinkhorn", kernel="gpu"), "kernel: must be 'auto', 'dense' or 'streamed', got 'gpu'"),
+    (dict(method="sinkhorn", kernel="dense", p=1.5), "kernel: dense: the dense kernel needs p = 2"),
+    (dict(kernel="dense"), "kernel: applies to method='sinkhorn' only"),
     (dict(weights_a=np.full(7, 0.2)), "weights_a (use normalize=True to rescale)"),
     (dict(p=0.5), "p: must be a finite number >= 1"),
     (dict(method="emd"), "method: must be exact, sinkhorn, sliced or 1d"),
@@ -137,7 +189,8 @@ def test_ctrl_c_interrupts_a_long_sinkhorn_within_a_second():
                             max_iterations=150, progress=lambda *c: calls.append(c))
     assert r.raw["iterations"] == 150
     assert calls and {c[0] for c in calls} == {"wasserstein: sinkhorn iterations"}
-    assert all(0 < c[1] <= 150 and c[2] == 150 for c in calls)
+    # 0: the dense path also reports after building its kernel, before the first iteration.
+    assert all(0 <= c[1] <= 150 and c[2] == 150 for c in calls) and calls[-1][1] > 0
 
 
 def test_exact_wasserstein_reports_its_pivots():

@@ -84,7 +84,10 @@ TEST(SinkhornAttention, AgreesWithThePairwiseSinkhornOnBothPaths) {
       o.sinkhorn.epsilon = epsilon;
       o.sinkhorn.tolerance = 1e-11;
       const SinkhornResult<double> fast = sinkhorn_sq_euclidean(mu, nu, o);
-      const SinkhornResult<double> reference = sinkhorn(mu, nu, 2.0, o.sinkhorn);
+      SinkhornOptions pairwise = o.sinkhorn;  // the streamed pairwise::reduce path of measures::sinkhorn
+      pairwise.kernel = SinkhornKernel::streamed;
+      const SinkhornResult<double> reference = sinkhorn(mu, nu, 2.0, pairwise);
+      ASSERT_EQ(reference.kernel, SinkhornKernel::streamed);
       ASSERT_TRUE(fast.converged()) << d << " " << epsilon << " " << fast.marginal_error;
       ASSERT_TRUE(reference.converged());
       const double cmax = max_cost(mu, nu);
@@ -136,7 +139,7 @@ TEST(SinkhornAttention, Float32StorageMeetsItsToleranceAndStaysNearFloat64) {
   for (int variant = 0; variant < 3; ++variant) {  // streamed (double / float accumulation), dense
     o.storage = SinkhornStorage::float32;
     o.accumulate_double = variant != 1;
-    o.kernel = variant == 2 ? SinkhornKernel::dense : SinkhornKernel::streamed;
+    o.sinkhorn.kernel = variant == 2 ? SinkhornKernel::dense : SinkhornKernel::streamed;
     const SinkhornResult<double> r32 = sinkhorn_sq_euclidean(mu, nu, o);
     ASSERT_TRUE(r32.converged()) << variant << " " << r32.marginal_error;
     // Both plans within tolerance of feasibility: costs agree to 2 · tolerance · max C.
@@ -162,9 +165,9 @@ TEST(SinkhornAttention, DenseScalingIterationReachesTheLogDomainPlan) {
         o.sinkhorn.epsilon = epsilon;
         o.sinkhorn.tolerance = 1e-10;
         o.over_relaxation = omega;
-        o.kernel = SinkhornKernel::streamed;
+        o.sinkhorn.kernel = SinkhornKernel::streamed;
         const SinkhornResult<double> reference = sinkhorn_sq_euclidean(mu, nu, o);
-        o.kernel = SinkhornKernel::dense;
+        o.sinkhorn.kernel = SinkhornKernel::dense;
         ASSERT_TRUE(uses_dense_kernel(mu, nu, o));
         const SinkhornResult<double> dense = sinkhorn_sq_euclidean(mu, nu, o);
         ASSERT_TRUE(dense.converged()) << d << " " << epsilon << " " << omega << " " << dense.marginal_error;
@@ -193,12 +196,12 @@ TEST(SinkhornAttention, DenseKernelSurvivesAbsorptionsOnSeparatedClouds) {
   AttentionSinkhornOptions o;
   o.sinkhorn.epsilon = 0.02;
   o.sinkhorn.tolerance = 1e-9;
-  o.kernel = SinkhornKernel::streamed;
+  o.sinkhorn.kernel = SinkhornKernel::streamed;
   const SinkhornResult<double> reference = sinkhorn_sq_euclidean(mu, nu, o);
   for (SinkhornStorage storage : {SinkhornStorage::float64, SinkhornStorage::float32}) {
     o.storage = storage;
     o.sinkhorn.tolerance = storage == SinkhornStorage::float32 ? 1e-4 : 1e-9;
-    o.kernel = SinkhornKernel::dense;
+    o.sinkhorn.kernel = SinkhornKernel::dense;
     const SinkhornResult<double> dense = sinkhorn_sq_euclidean(mu, nu, o);
     ASSERT_TRUE(dense.converged()) << to_string(storage) << " " << dense.marginal_error;
     EXPECT_NEAR(dense.cost, reference.cost, 4 * o.sinkhorn.tolerance * max_cost(mu, nu))
@@ -210,13 +213,13 @@ TEST(SinkhornAttention, DenseKernelOnlyWithinItsMemoryBudgetAndForPositiveWeight
   const auto mu = random_measure(40, 3, 1), nu = random_measure(30, 3, 2);
   AttentionSinkhornOptions o;
   EXPECT_TRUE(uses_dense_kernel(mu, nu, o));
-  o.dense_kernel_bytes = 40 * 30 * sizeof(double) - 1;
+  o.sinkhorn.dense_kernel_bytes = 40 * 30 * sizeof(double) - 1;
   EXPECT_FALSE(uses_dense_kernel(mu, nu, o));
   o.storage = SinkhornStorage::float32;
   EXPECT_TRUE(uses_dense_kernel(mu, nu, o));
-  o.kernel = SinkhornKernel::streamed;
+  o.sinkhorn.kernel = SinkhornKernel::streamed;
   EXPECT_FALSE(uses_dense_kernel(mu, nu, o));
-  o.kernel = SinkhornKernel::dense;
+  o.sinkhorn.kernel = SinkhornKernel::dense;
   EXPECT_FALSE(uses_dense_kernel(random_measure(40, 3, 1, 0, true), nu, o)) << "a zero weight";
 }
 
@@ -227,13 +230,15 @@ TEST(SinkhornAttention, DivergenceMatchesThePairwiseDivergenceAndVanishesOnEqual
   o.sinkhorn.epsilon = 0.2;
   o.sinkhorn.tolerance = 1e-10;
   const SinkhornDivergenceResult fast = sinkhorn_divergence_sq_euclidean(mu, nu, o);
-  const SinkhornDivergenceResult reference = sinkhorn_divergence(mu, nu, 2.0, o.sinkhorn);
+  SinkhornOptions pairwise = o.sinkhorn;  // the streamed pairwise::reduce path of measures::sinkhorn
+  pairwise.kernel = SinkhornKernel::streamed;
+  const SinkhornDivergenceResult reference = sinkhorn_divergence(mu, nu, 2.0, pairwise);
   ASSERT_TRUE(fast.converged());
   const double tol = 8 * o.sinkhorn.tolerance * max_cost(mu, nu);
   EXPECT_NEAR(fast.value, reference.value, tol);
   EXPECT_GT(fast.value, 0);
   const SinkhornDivergenceResult same = sinkhorn_divergence_sq_euclidean(mu, mu, o);
-  const SinkhornDivergenceResult same_ref = sinkhorn_divergence(mu, mu, 2.0, o.sinkhorn);
+  const SinkhornDivergenceResult same_ref = sinkhorn_divergence(mu, mu, 2.0, pairwise);
   // Both solvers give the same (tiny) value on mu = mu: the cross and symmetric iterations stop at different
   // points within the tolerance, which the objective sees at first order (the same ~3e-8 for both).
   EXPECT_NEAR(same.value, same_ref.value, tol);

@@ -1,7 +1,8 @@
 // Sinkhorn: convergence to the exact W_p^p (network simplex) as ε → 0 within the entropic bracket
 // W ≤ <P_ε, C> ≤ OT_ε ≤ W + ε min(H(a), H(b)), monotonicity in ε, the reported marginal error against the
 // marginals of the materialised plan, the debiased divergence (≥ 0, = 0 for mu = nu), non-convergence
-// reported as a status, float against double, and input errors.
+// reported as a status, float against double, and input errors; the dense and streamed paths of
+// measures::sinkhorn (SinkhornOptions::kernel) against each other, and which one runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -238,6 +239,129 @@ TEST(Sinkhorn, RejectsBadInput) {
   o = {};
   o.tolerance = 0;
   EXPECT_THROW(sinkhorn_divergence(mu, mu, 2.0, o), InputError);
+}
+
+/// Positive random weights (the dense path needs them), atoms uniform in [0, 1]^d.
+DiscreteMeasure<double> weighted_uniform(Eigen::Index n, Eigen::Index d, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(0, 1), w(0.2, 1);
+  Matrix<double> x(n, d);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index k = 0; k < d; ++k) x(i, k) = u(gen);
+  Vector<double> weights(n);
+  for (Eigen::Index i = 0; i < n; ++i) weights(i) = w(gen);
+  return DiscreteMeasure<double>::from_weights(std::move(x), std::move(weights), true);
+}
+
+// The dense path (scaling iteration on the materialised Gibbs kernel) and the streamed path (pairwise::reduce
+// soft c-transforms) compute the same quantities: plans feasible to the reported L1 row error δ (columns
+// exact) differ in <P, C> by at most (δ_dense + δ_streamed) max C once both sit within δ of the fixed point;
+// the objective likewise, plus ε times the mass defect of each. Rounding of the n m terms is added.
+TEST(Sinkhorn, DenseAndStreamedPathsAgreeWithinTheMarginalErrorBound) {
+  for (Eigen::Index d : {2, 3, 5}) {
+    const auto mu = weighted_uniform(60, d, 100 + d);
+    const auto nu = weighted_uniform(45, d, 200 + d);
+    const double cmax = max_cost(mu, nu, 2.0);
+    const double rounding = testing::rounding_bound<double>(64, double(mu.size() * nu.size())) * cmax;
+    double mean_cost = cost_matrix(mu, nu, 2.0).mean();
+    for (double relative : {1.0, 0.1, 0.05, 0.02}) {
+      SinkhornOptions o;
+      o.epsilon = relative * mean_cost;
+      o.tolerance = 1e-9;
+      o.kernel = SinkhornKernel::streamed;
+      const SinkhornResult<double> streamed = sinkhorn(mu, nu, 2.0, o);
+      o.kernel = SinkhornKernel::dense;
+      const SinkhornResult<double> dense = sinkhorn(mu, nu, 2.0, o);
+      o.kernel = SinkhornKernel::automatic;
+      const SinkhornResult<double> automatic = sinkhorn(mu, nu, 2.0, o);
+      const std::string what = "d " + std::to_string(d) + " eps " + std::to_string(o.epsilon);
+      ASSERT_TRUE(streamed.converged()) << what;
+      ASSERT_TRUE(dense.converged()) << what << " " << dense.marginal_error;
+      EXPECT_EQ(streamed.kernel, SinkhornKernel::streamed);
+      EXPECT_EQ(dense.kernel, SinkhornKernel::dense);
+      EXPECT_EQ(automatic.kernel, SinkhornKernel::dense) << "small, positive weights, p = 2";
+      EXPECT_LE(dense.marginal_error, o.tolerance);
+      EXPECT_LE(std::abs(dense.iterations - streamed.iterations), 2) << what;
+      EXPECT_EQ(dense.epsilon, streamed.epsilon);
+      const double bound = (dense.marginal_error + streamed.marginal_error) * cmax + rounding;
+      EXPECT_NEAR(dense.cost, streamed.cost, bound) << what;
+      EXPECT_NEAR(dense.objective, streamed.objective,
+                  bound + o.epsilon * (dense.marginal_error + streamed.marginal_error))
+          << what;
+      // The same computation twice gives the same bits.
+      EXPECT_EQ(automatic.cost, dense.cost);
+    }
+  }
+}
+
+TEST(Sinkhorn, AutomaticKernelIsDenseOnlyWhereItAppliesAndFits) {
+  const auto mu = weighted_uniform(40, 3, 1), nu = weighted_uniform(30, 3, 2);
+  SinkhornOptions o;
+  o.epsilon = 0.1;
+  EXPECT_GT(dense_kernel_budget(o), 0u);
+  EXPECT_LE(dense_kernel_budget(o), o.dense_kernel_bytes);
+  EXPECT_EQ(sinkhorn_kernel_for(mu, nu, 2.0, o), SinkhornKernel::dense);
+  EXPECT_EQ(sinkhorn_kernel_for(mu, nu, 1.0, o), SinkhornKernel::streamed) << "p != 2";
+  EXPECT_EQ(sinkhorn(mu, nu, 1.5, o).kernel, SinkhornKernel::streamed);
+  const auto with_zero = random_measure(40, 3, 1, 0, true);
+  EXPECT_EQ(sinkhorn_kernel_for(with_zero, nu, 2.0, o), SinkhornKernel::streamed) << "a zero weight";
+  EXPECT_EQ(sinkhorn(with_zero, nu, 2.0, o).kernel, SinkhornKernel::streamed);
+  o.dense_kernel_bytes = 40 * 30 * sizeof(double);
+  EXPECT_EQ(sinkhorn_kernel_for(mu, nu, 2.0, o), SinkhornKernel::dense) << "exactly fits";
+  o.dense_kernel_bytes -= 1;
+  EXPECT_EQ(sinkhorn_kernel_for(mu, nu, 2.0, o), SinkhornKernel::streamed) << "over the budget";
+  EXPECT_EQ(sinkhorn(mu, nu, 2.0, o).kernel, SinkhornKernel::streamed);
+  // Forced: streamed always; dense over the budget, but refused where it does not apply.
+  o.kernel = SinkhornKernel::dense;
+  EXPECT_EQ(sinkhorn(mu, nu, 2.0, o).kernel, SinkhornKernel::dense);
+  EXPECT_TRUE(dense_kernel_refusal(mu, nu, 2.0).empty());
+  EXPECT_NE(dense_kernel_refusal(mu, nu, 1.0).find("p = 2"), std::string::npos);
+  EXPECT_NE(dense_kernel_refusal(with_zero, nu, 2.0).find("zero weight"), std::string::npos);
+  EXPECT_THROW(sinkhorn(mu, nu, 1.0, o), InputError);
+  EXPECT_THROW(sinkhorn(with_zero, nu, 2.0, o), InputError);
+  const auto muf =
+      DiscreteMeasure<float>::from_weights(mu.atoms().cast<float>(), mu.weights().cast<float>(), true);
+  const auto nuf =
+      DiscreteMeasure<float>::from_weights(nu.atoms().cast<float>(), nu.weights().cast<float>(), true);
+  EXPECT_THROW(sinkhorn(muf, nuf, 2.0, o), InputError) << "the dense kernel is double only";
+  o.kernel = SinkhornKernel::automatic;
+  o.tolerance = 1e-4;  // float: above its rounding floor
+  EXPECT_EQ(sinkhorn(muf, nuf, 2.0, o).kernel, SinkhornKernel::streamed);
+  EXPECT_STREQ(to_string(SinkhornKernel::dense), "dense");
+}
+
+// The dense path keeps the contract of the loop: poll after every iteration (a way to stop), the budget
+// spent during ε-scaling reported as max_iterations with every number at the target ε.
+TEST(Sinkhorn, DensePathPollsEveryIterationAndReportsTheBudgetRunningOut) {
+  const auto mu = weighted_uniform(50, 3, 5), nu = weighted_uniform(40, 3, 6);
+  SinkhornOptions o;
+  o.epsilon = 0.01;
+  o.kernel = SinkhornKernel::dense;
+  std::int64_t calls = 0, last = -1;
+  bool monotone = true;
+  o.poll = [&](std::int64_t k, std::int64_t limit) {
+    ++calls;
+    monotone = monotone && k >= last;
+    last = k;
+    EXPECT_EQ(limit, o.max_iterations);
+  };
+  const SinkhornResult<double> r = sinkhorn(mu, nu, 2.0, o);
+  ASSERT_TRUE(r.converged());
+  // Every iteration, plus every build of the kernel (the first at 0 iterations, one per ε stage at least).
+  EXPECT_GE(calls, r.iterations + r.stages);
+  EXPECT_TRUE(monotone);
+  EXPECT_EQ(last, r.iterations);
+  o.max_iterations = 4;  // inside ε-scaling
+  const SinkhornResult<double> cut = sinkhorn(mu, nu, 2.0, o);
+  EXPECT_EQ(cut.status, SinkhornStatus::max_iterations);
+  EXPECT_EQ(cut.iterations, 4);
+  EXPECT_EQ(cut.kernel, SinkhornKernel::dense);
+  EXPECT_GT(cut.marginal_error, o.tolerance);
+  o.max_iterations = 100000;
+  o.poll = [](std::int64_t k, std::int64_t) {
+    if (k == 3) throw std::runtime_error("stop");
+  };
+  EXPECT_THROW(sinkhorn(mu, nu, 2.0, o), std::runtime_error);
 }
 
 }  // namespace

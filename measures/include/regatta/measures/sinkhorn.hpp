@@ -33,12 +33,24 @@
 //                 = OT_ε at the fixed point). docs/math/transport.md#entropic: W_p^p ≤ cost ≤ OT_ε ≤ W_p^p +
 //                 ε min(H(a),
 //                 H(b)).
+// Two evaluation paths for the same iteration (SinkhornOptions::kernel, transport.md §5):
+//   streamed  the soft c-transforms above, memory O((n + m) d), n·m exponentials per half-step;
+//   dense     p = 2, double, every weight positive: sinkhorn_sq_euclidean's scaling iteration on the
+//             materialised stabilised Gibbs kernel (sinkhorn_attention.hpp, n·m doubles), a matrix–vector
+//             product per half-step. The same iterates, ε-scaling, stopping rule and outputs; `converged` is
+//             decided on the marginal error of the returned potentials evaluated by a streamed log-domain
+//             transform, so the reported numbers mean the same on both paths.
+//   automatic dense where it applies and n·m·8 bytes ≤ dense_kernel_budget(options), else streamed.
+// SinkhornResult::kernel says which path ran.
 // Inputs: measures of the same dimension, p ≥ 1, ε > 0 finite, scaling in (0, 1), tolerance > 0,
-// max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu").
-// Instantiated for float and double (float: the tolerance must stay above ~n·eps(float)).
+// max_iterations ≥ 1 (InputError naming "p", "epsilon", "scaling", "tolerance", "max_iterations", "nu";
+// "kernel" when dense is forced where it does not apply). Instantiated for float and double (float: the
+// tolerance must stay above ~n·eps(float); always streamed).
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <regatta/core/pairwise.hpp>
 #include <regatta/measures/discrete_measure.hpp>
@@ -52,6 +64,11 @@ enum class SinkhornStatus {
 
 const char* to_string(SinkhornStatus status);
 
+/// How the iteration is evaluated (see the header comment; sinkhorn_attention.hpp for the dense iteration).
+enum class SinkhornKernel { automatic, streamed, dense };
+
+const char* to_string(SinkhornKernel kernel);
+
 struct SinkhornOptions {
   double epsilon = 1e-2;                 ///< target regularisation ε > 0 (absolute, cost units)
   double scaling = 0.7;                  ///< ε-scaling factor q in (0, 1); stages ε_k = max(ε, q^k ε_0)
@@ -60,9 +77,14 @@ struct SinkhornOptions {
   std::int64_t max_iterations = 100000;  ///< total iterations over all stages (>= 1)
   double tolerance = 1e-9;               ///< on ‖P 1 − a‖₁ (the column marginals are exact)
   pairwise::Options reduce_options{};  ///< threads = 0 means 1 thread below 2^16 pairs, OpenMP default above
+  SinkhornKernel kernel = SinkhornKernel::automatic;  ///< streamed, dense, or dense where it applies and fits
+  /// automatic: the largest dense kernel (1 GiB), further capped by ¼ of the memory available at the call
+  /// (dense_kernel_budget).
+  std::size_t dense_kernel_bytes = std::size_t(1) << 30;
   /// When set, called after every iteration with (iterations so far, max_iterations): progress, and a way
-  /// to stop (it may throw; the exception leaves sinkhorn with no result). Not called by the ε-scaling
-  /// epilogue or the final evaluation (one iteration each).
+  /// to stop (it may throw; the exception leaves sinkhorn with no result). The dense path also calls it after
+  /// every build of its kernel (n·m exponentials), with the iterations so far (0 after the first build). Not
+  /// called by the ε-scaling epilogue or the final evaluation (one iteration each).
   std::function<void(std::int64_t, std::int64_t)> poll;
 };
 
@@ -77,8 +99,29 @@ struct SinkhornResult {
   int stages = 0;               ///< ε values visited, the target included
   double marginal_error = 0;    ///< ‖P 1 − a‖₁ of the returned plan
   double epsilon = 0;           ///< the target ε
+  SinkhornKernel kernel = SinkhornKernel::streamed;  ///< the path that ran (never automatic)
+  /// dense only: the dense iteration handed the solve over to the streamed log-domain iteration, which
+  /// finished it from the current potentials (K's rounding floor above the tolerance, or a scaling out of
+  /// range).
+  bool handed_over = false;
   bool converged() const { return status == SinkhornStatus::converged; }
 };
+
+/// Bytes the automatic choice allows the dense kernel: min(options.dense_kernel_bytes, ¼ of the memory
+/// available now (MemAvailable of /proc/meminfo, capped by available_memory_bytes(); ¼ of the latter where
+/// /proc/meminfo is not readable)).
+std::size_t dense_kernel_budget(const SinkhornOptions& options);
+
+/// Why the dense path cannot run sinkhorn(mu, nu, p, ...) (p ≠ 2, a zero weight, float storage, n·m doubles
+/// beyond the machine's memory), or "" when it can. Independent of options.kernel and of the budget.
+template <class S>
+std::string dense_kernel_refusal(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu, double p);
+
+/// The path sinkhorn(mu, nu, p, options) takes: streamed or dense (see the header comment). Throws
+/// InputError("kernel", reason) when dense is forced and dense_kernel_refusal gives a reason.
+template <class S>
+SinkhornKernel sinkhorn_kernel_for(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu, double p,
+                                   const SinkhornOptions& options);
 
 /// OT_ε(mu, nu) by log-domain Sinkhorn with ε-scaling (see the header comment).
 template <class S>
@@ -87,7 +130,7 @@ SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S
 
 /// OT_ε(mu, mu) by the averaged symmetric update f ← ½ (f + T_ε(f)) (Feydy et al. 2019) with ε-scaling;
 /// f == g in the result, marginal_error = ‖P 1 − a‖₁ with P_ij = a_i a_j exp((f_i + f_j − C_ij)/ε), each
-/// iteration one streamed reduction.
+/// iteration one streamed reduction (always the streamed path; options.kernel is not consulted).
 template <class S>
 SinkhornResult<S> sinkhorn_symmetric(const DiscreteMeasure<S>& mu, double p,
                                      const SinkhornOptions& options = {});
@@ -126,12 +169,16 @@ template <class S>
 SinkhornDivergenceResult sinkhorn_divergence(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S>& nu,
                                              double p, const SinkhornOptions& options = {});
 
-#define REGATTA_DECLARE_SINKHORN(S)                                                                   \
-  extern template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
-                                                double, const SinkhornOptions&);                      \
-  extern template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,          \
-                                                          const SinkhornOptions&);                    \
-  extern template SinkhornDivergenceResult sinkhorn_divergence<S>(                                    \
+#define REGATTA_DECLARE_SINKHORN(S)                                                                         \
+  extern template std::string dense_kernel_refusal<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, \
+                                                      double);                                              \
+  extern template SinkhornKernel sinkhorn_kernel_for<S>(                                                    \
+      const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);                \
+  extern template SinkhornResult<S> sinkhorn<S>(const DiscreteMeasure<S>&, const DiscreteMeasure<S>&,       \
+                                                double, const SinkhornOptions&);                            \
+  extern template SinkhornResult<S> sinkhorn_symmetric<S>(const DiscreteMeasure<S>&, double,                \
+                                                          const SinkhornOptions&);                          \
+  extern template SinkhornDivergenceResult sinkhorn_divergence<S>(                                          \
       const DiscreteMeasure<S>&, const DiscreteMeasure<S>&, double, const SinkhornOptions&);
 REGATTA_FOR_EACH_HARDWARE_SCALAR(REGATTA_DECLARE_SINKHORN)
 #undef REGATTA_DECLARE_SINKHORN

@@ -28,7 +28,7 @@
 // all accumulated in double. The atoms are centred on the common bounding box first (C is translation
 // invariant; the rounding of ‖x‖² + ‖y‖² − 2⟨x, y⟩ grows with ‖x‖²). Memory of the streamed path
 // O((n + m) d) plus one chunk buffer per thread (10⁵ points per side need a few MB); the dense path
-// (SinkhornKernel below, the default up to 256 MiB) holds the n×m kernel.
+// (SinkhornKernel below, by default up to min(1 GiB, ¼ of the available memory)) holds the n×m kernel.
 //
 // Every number is an estimate (floating point, an entropic plan). Bad input throws InputError like
 // measures::sinkhorn ("epsilon", "tolerance", …, "nu" for a dimension mismatch, "storage").
@@ -42,7 +42,8 @@ namespace regatta::measures {
 
 enum class SinkhornStorage { float64, float32 };
 
-/// How sinkhorn_sq_euclidean evaluates its iterations (docs/flow.md#sinkhorn-attention-row):
+/// How sinkhorn_sq_euclidean evaluates its iterations (options.sinkhorn.kernel, SinkhornKernel of
+/// sinkhorn.hpp; docs/flow.md#sinkhorn-attention-row):
 ///   streamed  the log-domain iteration above, memory O((n + m) d): n·m exponentials per half-step;
 ///   dense     the stabilised scaling iteration (Schmitzer 2019, "absorption"): the Gibbs kernel
 ///             K_ij = exp((α_i + β_j − C_ij)/ε) of absorbed potentials is materialised (n·m entries in the
@@ -53,12 +54,12 @@ enum class SinkhornStorage { float64, float32 };
 ///             iteration; when its in-loop marginal error (from K) reaches the tolerance, the returned
 ///             potentials are re-evaluated by the streamed log-domain transform and `converged` is decided on
 ///             that exact error; if K's rounding keeps it above the tolerance, or a scaling leaves the
-///             representable range, the log-domain iteration finishes the solve from the current potentials.
-///             Only when every weight is positive.
-///   automatic dense when every weight is positive and n·m·sizeof(storage) ≤ dense_kernel_bytes, else
-///             streamed.
-enum class SinkhornKernel { automatic, streamed, dense };
-
+///             representable range, the log-domain iteration finishes the solve from the current potentials
+///             (SinkhornResult::handed_over). Only when every weight is positive (else streamed).
+///   automatic dense when every weight is positive and n·m·sizeof(storage) ≤ dense_kernel_budget(options.
+///             sinkhorn), else streamed.
+/// SinkhornResult::kernel says which ran. options.sinkhorn.poll is called after every iteration of either,
+/// and after every build of the dense kernel.
 struct AttentionSinkhornOptions {
   SinkhornOptions sinkhorn{};  ///< ε, ε-scaling, tolerance, budget, threads (reduce_options)
   SinkhornStorage storage = SinkhornStorage::float64;
@@ -70,8 +71,6 @@ struct AttentionSinkhornOptions {
   /// tolerance or when it grows, and plain iterations finish the solve, so status and marginal_error keep
   /// their meaning. sinkhorn_sq_euclidean only (the symmetric solver ignores it).
   double over_relaxation = 1.0;
-  SinkhornKernel kernel = SinkhornKernel::automatic;
-  std::size_t dense_kernel_bytes = std::size_t(256) << 20;  ///< automatic: the largest dense kernel (256 MiB)
 };
 
 /// OT_ε(mu, nu) for C = ‖x − y‖² (see the header comment). Same contract as sinkhorn(mu, nu, 2, ...).
@@ -89,7 +88,6 @@ SinkhornDivergenceResult sinkhorn_divergence_sq_euclidean(const DiscreteMeasure<
                                                           const AttentionSinkhornOptions& options = {});
 
 const char* to_string(SinkhornStorage storage);
-const char* to_string(SinkhornKernel kernel);
 
 /// Whether sinkhorn_sq_euclidean(mu, nu, options) runs the dense scaling iteration (see SinkhornKernel).
 bool uses_dense_kernel(const DiscreteMeasure<double>& mu, const DiscreteMeasure<double>& nu,
