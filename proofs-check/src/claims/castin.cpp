@@ -88,6 +88,7 @@ class CastinBound final : public ClaimBase<CastinBound> {
     info_.expected = Expected::holds;
     info_.kind = StatementKind::inequality;
     info_.families = {"adversarial"};
+    info_.evaluated_at = spectral_norm_evaluation;
     if (which == Which::sqrt_n) {
       info_.id = "castin.sqrt_n";
       info_.statement =
@@ -219,6 +220,10 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
     limit.slack_bits = 40;
     info_.parts = {limit};
     info_.families = {"gapped"};
+    info_.evaluated_at =
+        "Spectral norms as enclosures (lower end ||M v||/||v|| at a double power vector v, upper end an interval "
+        "Cholesky certificate); the hardmax P_inf comes from the double scores, exact for score gaps >= 0.01. "
+        "Not certified: the identity holds only in the limit (checked through the precision).";
     info_.notes =
         "A limit checked through the precision: at p bits the radius is chosen so that e^(−gap R²) = "
         "2^(−0.75p), "

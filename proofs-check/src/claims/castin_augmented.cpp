@@ -171,6 +171,11 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
     info_.kind = StatementKind::inequality;
     info_.parts = {at_most("||DF(X)||_2 <= castin.sqrt_n_augmented (the bound table's row)")};
     info_.families = {"adversarial"};
+    info_.evaluated_at =
+        "Left side: the spectral norm of the dense interval Jacobian, enclosed (lower end ||J v||/||v|| at a "
+        "double power vector v lifted exactly, upper end an interval Cholesky certificate). Right side: the "
+        "bound table's row evaluated in S (its norms certified by the library; t_h = 2^k is a free parameter "
+        "of the bound, any choice valid).";
     info_.notes =
         "Left side: the Jacobian of the library's biased block (operators::Block, biases included, not the "
         "augmented form); right side: the bound table's row castin.sqrt_n_augmented at the point's n and R. "

@@ -259,6 +259,11 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         "interval arithmetic, ‖J‖₂ and the weight norms are certified enclosures. The families are the "
         "d = H = 1 ∞-family of bounds.md §3.6" +
         std::string(causal ? ", placed at the end of the sequence" : "") + ".";
+    info_.evaluated_at =
+        which == L2Bound::inf
+            ? "Closed forms (||.||_inf and ||.||_1 are exact in interval arithmetic); Lambda_n is a certified "
+              "enclosure (a sign change of w e^w - x at both ends)."
+            : spectral_norm_evaluation + " Lambda_n is a certified enclosure (a sign change of w e^w - x).";
   }
   const ClaimInfo& info() const override { return info_; }
   Point sample(Rng& rng) const override { return sample_l2_layer(rng, causal_); }

@@ -38,6 +38,7 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
                    at_most("||softmax(z') - softmax(z)||_2 <= ||z' - z||_2 / 2"),
                    at_most("||softmax(z') - softmax(z)||_inf <= ||z' - z||_inf / 2")};
     info_.families = {"half_half", "near_ties"};
+    info_.evaluated_at = "||J(p)||_2: " + spectral_norm_evaluation;
     info_.notes =
         "J(p) is formed entrywise; the Lipschitz parts compare two logit vectors. At p = (1/2, 1/2) "
         "‖J‖∞ = 1/2 exactly (certified by intervals, which compute p = 1/2 exactly), while ‖J‖₂ = ‖J‖∞ "
@@ -285,6 +286,7 @@ class LayerNormLip2 final : public NormClaim<LayerNormLip2> {
                    equal("tr B = d - 2 + eps/s^2"),
                    equal("tr B^2 = d - 2 + (eps/s^2)^2")};
     info_.families = {"constant", "tiny_variance"};
+    info_.evaluated_at = "||J_LN||_2: " + spectral_norm_evaluation;
     info_.notes =
         "The Jacobian is assembled from operators::normalize_rows_jvp and compared with diag(γ)B/s. The "
         "four spectral identities (B1 = 0, Bu = (ε/s²)u, the traces of B and B²) pin the spectrum: on the "
@@ -432,6 +434,7 @@ class RmsNormLip2 final : public NormClaim<RmsNormLip2> {
                    equal("x = 0: ||J_RMS(0)||_2 = max|gamma| / sqrt(eps)"),
                    equal("x = 0: ||J_RMS(0)||_inf = max|gamma| / sqrt(eps)")};
     info_.families = {"zero", "constant"};
+    info_.evaluated_at = "||J_RMS||_2: " + spectral_norm_evaluation;
     info_.notes = "RMSNorm and its Jacobian from operators::normalize_rows / normalize_rows_jvp.";
   }
 

@@ -30,6 +30,11 @@ class XiExact final : public ClaimBase<XiExact> {
         equal("T_1(E) (matrix-free) = (I_n (x) W^skip^T + sum_h P_h (x) W^VO_h^T) vec(E)"),
         equal("F(X + E) - F(X) = T_1 + T_2, T_2 = sum_h (P_h(X + E) - P_h(X)) (X + E) W^VO_h")};
     info_.families = {"one_hot_rows"};
+    info_.evaluated_at =
+        havens_norms_evaluation +
+        " The first part is evaluated at v, the mpfr approximation of the top singular vector v*: the interval "
+        "enclosures of ||T_1(eps v)||_F and of eps ||K||_2 both hold eps ||K v||/||v||, so their difference "
+        "contains 0 and its certified magnitude bounds the defect at v, approximation error included.";
     info_.notes =
         "The Kronecker matrix is formed from explicit Kronecker products of the kernels P_h computed here "
         "from the scores; its norm is the certified spectral norm of this file (interval: a witness at "
@@ -129,6 +134,9 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
             "max_h ||S_h(X + E) - S_h(X)||_F / (eps kappa_h + eps^2 ||A_h||_2) <= 1 (no key bias, d >= 2)"),
         equal("(I_n (x) X A_h^T + (B_h (x) I_n) K_{n,d}) vec(E) = vec(E A_h X^T + B_h E^T), all heads")};
     info_.families = {"kappa_top"};
+    info_.evaluated_at =
+        havens_norms_evaluation +
+        " Family kappa_top puts a double top singular vector of kappa into U: a coordinate of the point.";
     info_.notes =
         "Scores are formed directly from their definition at X and X + E; the expansion from A_h, B_h; "
         "kappa_h is the spectral norm of the explicit Kronecker matrix built from Kronecker products and "

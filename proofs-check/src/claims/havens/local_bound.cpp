@@ -20,6 +20,7 @@ class LocalBound final : public ClaimBase<LocalBound> {
     info_.kind = StatementKind::inequality;
     info_.hypotheses = layer_hypotheses;
     info_.families = {"pgd"};
+    info_.evaluated_at = havens_norms_evaluation + havens_pgd_evaluation;
     if (which == Comparator::delta) {
       info_.id = "havens.local_delta";
       info_.statement =
@@ -298,6 +299,11 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
         at_most("margin drop m(X) - min_{j != y}(g_y(X') - g_j(X')) <= sqrt(2) ||g(X') - g(X)||_2"),
         at_most("margin drop < m(X) (argmax unchanged; where m(X) > sqrt(2) delta_g)")};
     info_.families = {"margins"};
+    info_.evaluated_at =
+        havens_norms_evaluation + havens_pgd_evaluation +
+        " b_y is set in double so that m = mu sqrt(2) delta_g: a parameter of the classifier, exact as lifted; "
+        "the hypothesis m > sqrt(2) delta_g is re-verified in each scalar type (interval: certified) before "
+        "the argmax part is evaluated.";
     info_.notes =
         "The classifier is built on the layer as claims.md asks: b_y is shifted so that the margin is mu "
         "sqrt(2) delta_g, mu just above (1 + 2^-6, 1 + 2^-12) and just below (1 - 2^-6) one in family "

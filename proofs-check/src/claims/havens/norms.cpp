@@ -88,6 +88,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
         at_most("delta_naive (kernel level) <= delta_naive (weight level: sqrt(n) ||W^V|| ||W^O||, 2 ||X|| "
                 "||A|| + sqrt(n) ||W^K b_Q||/sqrt(d_h))")};
     info_.families = {"saturated"};
+    info_.evaluated_at = havens_norms_evaluation;
     info_.notes =
         "xi and kappa_h are norms of the explicit Kronecker matrices, every other norm num::norm_2 of the "
         "matrix itself; delta_naive are the variants of bounds.md §6.4 as in lipschitz::"
@@ -244,6 +245,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
                 "of one evaluation)"),
         at_most("max_h kappa_h,Lanczos / (sigma_max(K_kappa_h) + r_kappa_h) <= 1 (library, from below)")};
     info_.families = {"power_iterates"};
+    info_.evaluated_at =
+        havens_norms_evaluation +
+        " xi_Lanczos and kappa_h,Lanczos are the library's double results, the subject of the claim (compared "
+        "as the numbers returned); the directions V (power iterates in double) are coordinates of the point.";
     info_.notes =
         "M_xi and L_h are the matrix-free actions of the table of bounds.md §6.5 (formed here); the "
         "Kronecker matrices come from explicit Kronecker products and the commutation matrix, so the third "
