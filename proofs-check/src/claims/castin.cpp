@@ -91,6 +91,7 @@ class CastinBound final : public ClaimBase<CastinBound> {
     info_.evaluated_at = spectral_norm_evaluation;
     if (which == Which::sqrt_n) {
       info_.id = "castin.sqrt_n";
+      info_.default_samples = 16384;  // fixed count: about a second of search
       info_.statement =
           "For X in B_R^n: ||Df(X)||_2 <= sqrt(3) ||V|| (||A||^2 R^4 (4n + 1) + n)^(1/2), also with a causal "
           "mask.";
@@ -103,6 +104,7 @@ class CastinBound final : public ClaimBase<CastinBound> {
           "Family: the adversarial construction of bounds.md §4.3 (n = 8, 32; with and without causal mask).";
     } else {
       info_.id = "castin.local";
+      info_.default_samples = 16384;  // fixed count: about a second of search
       info_.statement =
           "||Df(X)||_2 <= sqrt(3) ||V|| (c_max (1 + r^2 rho'^2) + r^2 rho^2)^(1/2) with r = max ||x_i - "
           "x_j||, rho = "
@@ -205,6 +207,7 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
  public:
   LargeRadius() {
     info_.id = "castin.large_radius";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "If each score row of X has a unique maximiser, ||Df(R X)||_2 -> ||P_inf(X)||_2 ||V||_2 as R -> inf "
         "(P_inf the hardmax matrix).";

@@ -157,6 +157,7 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
  public:
   CastinAugmented() {
     info_.id = "castin.sqrt_n_augmented";
+    info_.default_samples = 16384;  // fixed count: about a second of search
     info_.statement =
         "Dot-product multi-head attention with biases, every token in B_R: ||DF(X)||_2 <= sum_h sqrt(3) "
         "||V_h|| (||[A_h; c_h^T/t_h]||^2 (R^2 + t_h^2)^2 (4n + 1) + n)^(1/2), c_h = W^K_h b_Q,h / sqrt(d_h), "

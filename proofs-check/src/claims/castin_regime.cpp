@@ -186,6 +186,7 @@ class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
  public:
   AdversarialRegime() {
     info_.id = "castin.adversarial_regime";
+    info_.default_samples = 64;  // random points are draws among the 8 constructions
     info_.statement =
         "On the construction of bounds.md §4.3 (d = 1, V = 1): for A = -1, R = 2, ||J||_2/sqrt(n) >= 0.9 for "
         "n in {8, 32, 128, 512, 2048, 4096}; for A = +1, R = 4, ||J||_2/sqrt(n) <= 0.1 at n = 4096 "

@@ -28,6 +28,7 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
  public:
   PhiLambert() {
     info_.id = "kim.phi_lambert";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Lambda_n = W0((n-1)/e) satisfies Lambda_n e^(Lambda_n + 1) = n - 1 and is strictly increasing; for "
         "n >= 9, with x = (n-1)/e, ln x - ln ln x <= Lambda_n <= ln x - (1/2) ln ln x; W0(n/e) = "
@@ -179,6 +180,7 @@ class LemmaPhi final : public ClaimBase<LemmaPhi> {
  public:
   LemmaPhi() {
     info_.id = "kim.lemma_phi";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "For z_1..z_n in R^k and P_ij proportional to exp(-||z_i - z_j||^2): sum_j P_ij ||z_j - z_i||^2 <= "
         "Lambda_n, with equality iff the n-1 other points lie at squared distance 1 + Lambda_n from z_i.";
@@ -230,6 +232,7 @@ class KernelRowsum final : public ClaimBase<KernelRowsum> {
  public:
   KernelRowsum() {
     info_.id = "kim.kernel_rowsum";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "sum_j ||K_ij||_2 <= 4 Lambda_n, with K_ii = 2 Cov_i(z), K_ij = 2 P_ij (z_j - nu_i)(z_i - z_j)^T "
         "(attention.md §4.3); equality for odd n at z_i = 0 with (n-1)/2 points at +-sqrt(1 + Lambda_n) u.";

@@ -40,6 +40,7 @@ class DotUnbounded final : public ClaimBase<DotUnbounded> {
  public:
   DotUnbounded() {
     info_.id = "kim.thm31_dp_unbounded";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Dot-product attention with A_h != 0 != W^V_h is not Lipschitz in any l_p: sup_X ||J(X)||_p = inf. "
         "At a "
@@ -159,6 +160,7 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
   explicit L2NecessityScalar(Necessity which) : which_(which) {
     if (which == Necessity::untied) {
       info_.id = "kim.l2_necessity_untied";
+      info_.default_samples = 32768;  // fixed count: about a second of search
       info_.statement =
           "Untied L2 attention (W^K != W^Q) is not Lipschitz. Family: d = 1, q = 1, k = 2, values P X, query "
           "x_0 "
@@ -174,6 +176,7 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
       info_.parts = {growth("max |J_ab|")};
     } else {
       info_.id = "kim.l2_necessity_masked_diag";
+      info_.default_samples = 32768;  // fixed count: about a second of search
       info_.statement =
           "Tied L2 attention with the diagonal masked is not Lipschitz. Family: x = (0, s, -s), row 1 "
           "attends "
@@ -270,6 +273,7 @@ class L2NecessityRankValue final : public ClaimBase<L2NecessityRankValue> {
  public:
   L2NecessityRankValue() {
     info_.id = "kim.l2_necessity_rank_value";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Tied L2 scores with values P X W^V (no A_h) and rank W^Q < d are not Lipschitz. Family: d = 2, W^Q "
         "= "

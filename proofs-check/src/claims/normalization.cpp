@@ -23,6 +23,7 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
  public:
   SoftmaxHalf() {
     info_.id = "softmax.half";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "For p = softmax(z): ||diag(p) - p p^T||_2 <= ||diag(p) - p p^T||_inf <= 1/2, and softmax is "
         "1/2-Lipschitz in l2 and in l_inf.";
@@ -269,6 +270,7 @@ class LayerNormLip2 final : public NormClaim<LayerNormLip2> {
  public:
   LayerNormLip2() : NormClaim(16) {
     info_.id = "layernorm.lip2";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "||J_LN(x)||_2 <= max|gamma| / sqrt(eps_LN), with equality at constant x for constant gamma, d >= 2; "
         "the bracket B = I - 11^T/d - uu^T/d has spectrum {1 (d-2 times), 0, eps_LN/s^2}.";
@@ -345,6 +347,7 @@ class LayerNormLipInfSqrtD final : public NormClaim<LayerNormLipInfSqrtD> {
  public:
   LayerNormLipInfSqrtD() : NormClaim(32) {
     info_.id = "layernorm.lipinf_sqrt_d";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "2(d-1)/d |gamma|/sqrt(eps_LN) <= sup_x ||J_LN(x)||_inf <= sqrt(d) max|gamma|/sqrt(eps_LN) (lower "
         "end "
@@ -384,6 +387,7 @@ class LayerNormLipInfConstInput final : public NormClaim<LayerNormLipInfConstInp
  public:
   LayerNormLipInfConstInput() : NormClaim(16) {
     info_.id = "layernorm.lipinf_const_input";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "Conjecture (false in general): Lip_inf(LN) = 2(d-1)/d max|gamma|/sqrt(eps_LN), i.e. no input has "
         "||J_LN(x)||_inf above the value at constant inputs.";
@@ -416,6 +420,7 @@ class RmsNormLip2 final : public NormClaim<RmsNormLip2> {
  public:
   RmsNormLip2() : NormClaim(16) {
     info_.id = "rmsnorm.lip2";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Lip_2(RMS) = max|gamma|/sqrt(eps_LN), attained at x = 0; ||RMS(x)|| < sqrt(d) ||gamma||_inf; and "
         "max|gamma|/sqrt(eps_LN) <= Lip_inf <= sqrt(d) max|gamma|/sqrt(eps_LN).";

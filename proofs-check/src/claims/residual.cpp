@@ -216,6 +216,7 @@ class FixedPointInversion final : public ClaimBase<FixedPointInversion> {
  public:
   FixedPointInversion() {
     info_.id = "resid.fixed_point_inversion";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "If Lip(g) <= L < 1, the iterates X^(k+1) = Y - g(X^(k)) satisfy, at every k, ||X^(k) - X*|| <= "
         "L^k/(1-L) ||X^(1) - X^(0)|| and <= L/(1-L) ||X^(k) - X^(k-1)||; F = id + g is bi-Lipschitz with "

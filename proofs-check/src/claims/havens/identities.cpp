@@ -14,6 +14,7 @@ class XiExact final : public ClaimBase<XiExact> {
  public:
   XiExact() {
     info_.id = "havens.xi_exact";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "max_{||E||_F <= eps} ||E W^skip + sum_h P_h(X) E W^VO_h||_F = eps xi(X), xi(X) = ||I_n (x) "
         "(W^skip)^T + sum_h P_h(X) (x) (W^VO_h)^T||_2, attained at the top singular vector.";
@@ -111,6 +112,7 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
  public:
   ScoreIdentity() {
     info_.id = "havens.score_identity";
+    info_.default_samples = 16384;  // fixed count: about a second of search
     info_.statement =
         "S(X + E) - S(X) = E A X^T + X A E^T + E A E^T exactly; ||S(X') - S(X)||_F <= eps kappa(X) + eps^2 "
         "||A||_2 (holds); the Kronecker form of kappa equals the matrix-free operator.";

@@ -57,6 +57,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
  public:
   NaiveOrdering() {
     info_.id = "havens.naive_ordering";
+    info_.default_samples = 4096;  // fixed count: about a second of search
     info_.statement =
         "xi <= ||W^skip|| + sum_h ||P_h||_2 ||W^VO_h|| <= ||W^skip|| + sqrt(n) sum_h ||W^VO_h||; kappa_h <= "
         "2 "
@@ -224,6 +225,7 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
  public:
   PowerIteration() {
     info_.id = "havens.power_iteration";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "For unit V, ||M V||_F <= sigma_max(M); the matrix-free xi, kappa equal a dense SVD of the explicit "
         "Kronecker matrices (small n, d).";
