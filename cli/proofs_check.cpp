@@ -25,7 +25,7 @@ struct ProofsCheckArgs {
   std::vector<std::string> claims;
   std::vector<std::string> families;
   unsigned precision = 128;
-  double budget = 2.0;
+  double budget = 0;  // opt-in budget mode (0: the fixed sample counts)
   unsigned long long seed = 0;
   long samples = 0;
   bool json = false;
@@ -95,9 +95,10 @@ std::vector<const proofs::Claim*> select(const ProofsCheckArgs& args) {
 }
 
 void list_claims() {
-  std::cout << "registered claims (ID, expected, families):\n";
+  std::cout << "registered claims (ID, expected, default samples, families):\n";
   for (const auto& c : proofs::registry()) {
-    std::cout << "  " << c->info().id << "  " << to_string(c->info().expected) << "  ";
+    std::cout << "  " << c->info().id << "  " << to_string(c->info().expected) << "  "
+              << c->info().default_samples << "  ";
     for (const std::string& f : c->info().families) std::cout << f << " ";
     std::cout << "\n";
   }
@@ -112,6 +113,8 @@ void run(const ProofsCheckArgs& args, int& result) {
     return;
   }
   proofs::EngineOptions options;
+  if (args.samples > 0 && args.budget > 0)
+    throw InputError("--budget", "cannot be combined with --samples (the budget replaces the fixed counts)");
   options.budget_seconds = args.budget;
   options.precision = args.precision;
   options.seed = args.seed;
@@ -176,12 +179,15 @@ void add_proofs_check_command(CLI::App& app, int& result) {
   cmd->add_option("--precision", args->precision,
                   "Bits of the mpfr re-evaluation and interval certification (identities also at 2x)")
       ->check(CLI::Range(53u, 65536u));
-  cmd->add_option("--budget", args->budget, "Search time per claim in seconds (default 2)")
+  cmd->add_option("--budget", args->budget,
+                  "Opt-in: search time per claim in seconds instead of the fixed counts (the points then "
+                  "depend on the machine's speed; default 0: off)")
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--seed", args->seed, "Seed of the random and adversarial search")->check(seed_value());
   cmd->add_option(
          "--samples", args->samples,
-         "Exactly N random points and N climb steps per claim (independent of the clock); 0: by budget")
+         "Exactly N random points and N climb steps per claim (default 0: each claim's fixed count, "
+         "listed by --list)")
       ->check(CLI::Range(0l, 100000000l));
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_option("--out", args->out, "Directory for counterexample files (default proofs-check-out)");
@@ -191,9 +197,9 @@ void add_proofs_check_command(CLI::App& app, int& result) {
     std::string line = "regatta proofs-check";
     for (const std::string& c : args->claims) line += " --claim " + c;
     for (const std::string& f : args->families) line += " --family " + f;
-    line += " --precision " + std::to_string(args->precision) + " --budget " + format(args->budget) +
-            " --seed " + std::to_string(args->seed);
+    line += " --precision " + std::to_string(args->precision) + " --seed " + std::to_string(args->seed);
     if (args->samples > 0) line += " --samples " + std::to_string(args->samples);
+    if (args->budget > 0) line += " --budget " + format(args->budget);
     line += " --docs " + (args->docs.empty() ? std::string("FILE") : std::string("docs/claims.md"));
     args->command_line = line;
     (void)cmd;

@@ -84,7 +84,10 @@ void write_claims_markdown(std::ostream& out, const std::vector<ClaimResult>& re
          "the "
          "checker evaluates and the verdict of the run above. How verdicts are reached: "
          "[cli.md](cli.md#regatta-proofs-check). Ratios and errors marked *estimate* come from the mpfr "
-         "re-evaluation; *certified* numbers come from interval arithmetic.\n\n";
+         "re-evaluation; *certified* numbers come from interval arithmetic. The points checked are fixed by "
+         "the command: each claim's families, then its fixed number of random points and climb steps "
+         "(`--samples N`, or the claim's default count) drawn from `--seed`, so any machine checks the same "
+         "points (unless the command has `--budget`).\n\n";
   out << "## Index\n\n| ID | expected | source | last verdict |\n|---|---|---|---|\n";
   for (const ClaimPtr& c : registry()) {
     const ClaimInfo& i = c->info();

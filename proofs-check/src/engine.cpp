@@ -138,8 +138,8 @@ class Search {
     if (options_.families.empty()) {
       const std::uint64_t base = splitmix(options_.seed ^ hash_id(info_.id));
       for (long i = 0;; ++i) {
-        if (options_.samples > 0 ? i >= options_.samples
-                                 : (i >= options_.min_samples && elapsed() >= options_.budget_seconds / 2))
+        if (fixed_count_ >= 0 ? i >= fixed_count_
+                              : (i >= options_.min_samples && elapsed() >= options_.budget_seconds / 2))
           break;
         Rng rng(splitmix(base + static_cast<std::uint64_t>(i)));
         Point p = claim_.sample(rng);
@@ -184,8 +184,8 @@ class Search {
     if (walkers.empty()) return;
     Rng rng(splitmix(options_.seed ^ hash_id(info_.id) ^ 0xad5e75a11ULL));
     for (long s = 0;; ++s) {
-      if (options_.samples > 0 ? s >= options_.samples
-                               : (s >= options_.min_samples && elapsed() >= options_.budget_seconds))
+      if (fixed_count_ >= 0 ? s >= fixed_count_
+                            : (s >= options_.min_samples && elapsed() >= options_.budget_seconds))
         break;
       Walker& w = walkers[static_cast<std::size_t>(s) % walkers.size()];
       Point trial = w.point;
@@ -210,6 +210,10 @@ class Search {
   const EngineOptions& options_;
   ClaimResult& result_;
   Clock::time_point start_;
+  /// Random points and climb steps: --samples, else the claim's default; −1 in budget mode.
+  long fixed_count_ = options_.samples > 0         ? options_.samples
+                      : options_.budget_seconds > 0 ? -1
+                                                    : std::max(1L, info_.default_samples);
   bool has_at_most_ = false;
   std::vector<Candidate> top_;
   std::vector<std::optional<Candidate>> best_part_;

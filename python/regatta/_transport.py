@@ -35,7 +35,7 @@ def claims():
     return _regatta.claims()
 
 
-def proofs_check(claims=(), *, families=(), budget=2.0, samples=0, seed=0, precision=128, out_dir="",
+def proofs_check(claims=(), *, families=(), budget=0.0, samples=0, seed=0, precision=128, out_dir="",
                  progress=None):
     """Checks catalogued claims (all by default) as `regatta proofs-check`: a ClaimResult per claim with the
     verdict, whether it is certified, and the command's JSON document in .raw. Ctrl-C stops between claims."""

@@ -97,7 +97,7 @@ void bind_proofs(py::module_& m) {
         return documents;
       },
       py::arg("claims") = std::vector<std::string>{}, py::arg("families") = std::vector<std::string>{},
-      py::arg("budget") = 2.0, py::arg("samples") = 0L, py::arg("seed") = 0, py::arg("precision") = 128u,
+      py::arg("budget") = 0.0, py::arg("samples") = 0L, py::arg("seed") = 0, py::arg("precision") = 128u,
       py::arg("out_dir") = "", py::arg("progress") = py::none());
 }
 

@@ -1,5 +1,6 @@
 // The checker engine catches false claims injected into valid ones, and reaches the expected verdicts on
-// representative catalogue claims. Every run uses a fixed sample count (no clock).
+// representative catalogue claims. Every run uses a fixed sample count (no clock), except the one check that
+// the opt-in budget draws at least min_samples.
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
@@ -136,6 +137,30 @@ TEST(ProofsEngine, SameSeedSameSamples) {
   EXPECT_EQ(a.parts[0].max_ratio_double, b.parts[0].max_ratio_double);
   EXPECT_EQ(a.random_points, 24);
   EXPECT_EQ(a.climb_steps, 24);
+}
+
+TEST(ProofsEngine, DefaultRunChecksTheClaimsFixedCountsWhateverTheClock) {
+  // No --samples, no --budget: the claim's default counts, so two machines check the same points.
+  const Claim& c = claim("softmax.half");
+  EngineOptions o;
+  EXPECT_EQ(o.samples, 0);
+  EXPECT_EQ(o.budget_seconds, 0);
+  const ClaimResult a = check_claim(c, o), b = check_claim(c, o);
+  EXPECT_EQ(a.random_points, c.info().default_samples);
+  EXPECT_EQ(a.climb_steps, c.info().default_samples);
+  EXPECT_EQ(a.max_ratio, b.max_ratio);
+  for (std::size_t k = 0; k < a.parts.size(); ++k)
+    EXPECT_EQ(a.parts[k].max_ratio_double, b.parts[k].max_ratio_double) << k;
+  // --samples overrides the default for every claim; the budget is the opt-in alternative (at least
+  // min_samples of each, then as many as the clock allows).
+  o.samples = 5;
+  EXPECT_EQ(check_claim(c, o).random_points, 5);
+  o.samples = 0;
+  o.budget_seconds = 1e-6;
+  const ClaimResult budget = check_claim(c, o);
+  EXPECT_GE(budget.random_points, o.min_samples);
+  EXPECT_GE(budget.climb_steps, o.min_samples);
+  for (const ClaimPtr& p : registry()) EXPECT_GE(p->info().default_samples, 1) << p->info().id;
 }
 
 TEST(ProofsEngine, QuotedKimBoundIsRefutedWithACertifiedCounterexampleFile) {

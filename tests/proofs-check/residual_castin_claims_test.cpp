@@ -104,19 +104,31 @@ TEST(ResidCastinClaims, InjectedFalseVariantsAreRefuted) {
 
 // ---- castin.adversarial_regime: the O(n) closed form against the dense Jacobian ----
 
-/// The dense Jacobian of f_i = Σ_j softmax_j(a x_i x_j) x_j from the checker's attention map.
+/// The construction's tokens (n×1).
 template <class S>
-Matrix<S> dense_jacobian(const Point& p, bool causal) {
+Matrix<S> construction_tokens(const Point& p) {
   const long n = p.k.at(0);
   const double a = p.x.at(0), R = p.x.at(1);
   Matrix<S> X(n, 1);
   for (long i = 0; i < n; ++i) X(i, 0) = num::lift<S>(a < 0 ? (i == 0 ? -R : R) : (i == 0 ? R : R / 2));
+  return X;
+}
+
+/// f_i = Σ_j softmax_j(a x_i x_j) x_j as the checker's attention map.
+template <class S>
+detail::AttentionMap<S> construction_map(const Point& p, bool causal) {
   detail::AttentionMap<S> map;
   map.kind = detail::ScoreKind::dot;
   map.mask = causal ? detail::MaskKind::causal : detail::MaskKind::none;
-  map.heads.push_back({Matrix<S>::Constant(1, 1, num::lift<S>(a)), Matrix<S>::Constant(1, 1, S(1)),
+  map.heads.push_back({Matrix<S>::Constant(1, 1, num::lift<S>(p.x.at(0))), Matrix<S>::Constant(1, 1, S(1)),
                        Matrix<S>::Constant(1, 1, S(1)), S(1)});
-  return map.jacobian(X);
+  return map;
+}
+
+/// The dense Jacobian of the construction's map.
+template <class S>
+Matrix<S> dense_jacobian(const Point& p, bool causal) {
+  return construction_map<S>(p, causal).jacobian(construction_tokens<S>(p));
 }
 
 /// The two largest eigenvalues λ₁ ≥ λ₂ of JᵀJ for a dense double matrix J with at least two columns.
@@ -187,6 +199,37 @@ TEST(CastinAdversarialRegime, IntervalEnclosesTheHighPrecisionDenseNorm) {
   const mpfr mid = (lower_bound(norm) + upper_bound(norm)) / 2;
   EXPECT_LE(static_cast<double>(mpfr(abs(dense - mid))),
             testing::rounding_bound<mpfr>(4, 8) * static_cast<double>(dense));
+}
+
+TEST(CastinAdversarialRegime, CausalSideEnclosesTheExactNormNotThePowerIterationQuotient) {
+  // The causal ‖J‖₂ is evaluated at a power-iteration vector w; ‖J w‖/‖w‖ lies below ‖J‖₂ by the
+  // iteration's error. Enclosed as a point interval at that quotient (the old side), a relation on ‖J‖₂ could
+  // be "certified" false by the quotient's shortfall. The side must be an enclosure of ‖J‖₂ itself: its
+  // upper end at least a certified lower bound of ‖J‖₂ from an independent witness (the top eigenvector of
+  // JᵀJ of the dense double Jacobian, evaluated on the dense interval Jacobian of the checker's attention
+  // map, valid for any vector), and its lower end at most ‖J‖₂ (the dense double norm within its rounding).
+  PrecisionGuard guard(128);
+  const Claim& c = claim("castin.adversarial_regime");
+  const Point p = c.family("causal_growth").at(0);
+  const long n = p.k[0];
+  const Side<interval> side = c.evaluate_interval(p).back();
+  ASSERT_TRUE(side.active);
+  const Matrix<double> Jd = dense_jacobian<double>(p, true);
+  const SymmetricEigen eig = symmetric_eigen(Jd.transpose() * Jd, true);
+  const Vector<double> v = eig.vectors.col(n - 1);
+  // ‖J v‖/‖v‖ in interval arithmetic by one JVP of the map at the exact tokens along the exact v.
+  const detail::AttentionMap<interval> map = construction_map<interval>(p, true);
+  const Matrix<interval> X = construction_tokens<interval>(p);
+  const Matrix<interval> vi = num::lift_matrix<interval>(Matrix<double>(v));
+  const interval below =
+      num::euclidean_norm<interval>(map.jvp(map.state(X), X, vi)) / num::euclidean_norm<interval>(vi);
+  // Measured: the quotient at the claim's witness is below this certified bound by 2.4e-27 relative, far
+  // above the 128-bit enclosure widths, so a point interval at the quotient fails here.
+  EXPECT_GE(upper_bound(side.rhs), lower_bound(below));
+  const double masked = std::sqrt(eig.values(n - 1));
+  EXPECT_LE(static_cast<double>(lower_bound(side.rhs)), masked * (1 + gram_norm_rounding(n)));
+  // The relation still certifies: the unmasked norm (10.4) lies below the quotient (21.1).
+  EXPECT_LT(upper_bound(side.lhs), lower_bound(side.rhs));
 }
 
 // ---- resid.fixed_point_inversion against the library's inversion path ----

@@ -90,8 +90,10 @@ class CastinBound final : public ClaimBase<CastinBound> {
     info_.expected = Expected::holds;
     info_.kind = StatementKind::inequality;
     info_.families = {"adversarial"};
+    info_.evaluated_at = spectral_norm_evaluation;
     if (which == Which::sqrt_n) {
       info_.id = "castin.sqrt_n";
+      info_.default_samples = 16384;  // fixed count: about a second of search
       info_.statement =
           "For X in B_R^n: ||Df(X)||_2 <= sqrt(3) ||V|| (||A||^2 R^4 (4n + 1) + n)^(1/2), also with a causal "
           "mask.";
@@ -105,6 +107,7 @@ class CastinBound final : public ClaimBase<CastinBound> {
           "and without causal mask).";
     } else {
       info_.id = "castin.local";
+      info_.default_samples = 16384;  // fixed count: about a second of search
       info_.statement =
           "||Df(X)||_2 <= sqrt(3) ||V|| (c_max (1 + r^2 rho'^2) + r^2 rho^2)^(1/2) with r = max ||x_i - "
           "x_j||, rho = "
@@ -207,6 +210,7 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
  public:
   LargeRadius() {
     info_.id = "castin.large_radius";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "If each score row of X has a unique maximiser, ||Df(R X)||_2 -> ||P_inf(X)||_2 ||V||_2 as R -> inf "
         "(P_inf the hardmax matrix).";
@@ -222,6 +226,10 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
     limit.slack_bits = 40;
     info_.parts = {limit};
     info_.families = {"gapped"};
+    info_.evaluated_at =
+        "Spectral norms as enclosures (lower end ||M v||/||v|| at a double power vector v, upper end an interval "
+        "Cholesky certificate); the hardmax P_inf comes from the double scores, exact for score gaps >= 0.01. "
+        "Not certified: the identity holds only in the limit (checked through the precision).";
     info_.notes =
         "A limit checked through the precision: at p bits the radius is chosen so that e^(−gap R²) = "
         "2^(−0.75p), "

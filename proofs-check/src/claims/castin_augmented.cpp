@@ -158,6 +158,7 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
  public:
   CastinAugmented() {
     info_.id = "castin.sqrt_n_augmented";
+    info_.default_samples = 16384;  // fixed count: about a second of search
     info_.statement =
         "Dot-product multi-head attention with biases, every token in B_R: ||DF(X)||_2 <= sum_h sqrt(3) "
         "||V_h|| (||[A_h; c_h^T/t_h]||^2 (R^2 + t_h^2)^2 (4n + 1) + n)^(1/2), c_h = W^K_h b_Q,h / sqrt(d_h), "
@@ -172,6 +173,11 @@ class CastinAugmented final : public ClaimBase<CastinAugmented> {
     info_.kind = StatementKind::inequality;
     info_.parts = {at_most("||DF(X)||_2 <= castin.sqrt_n_augmented (the bound table's row)")};
     info_.families = {"adversarial"};
+    info_.evaluated_at =
+        "Left side: the spectral norm of the dense interval Jacobian, enclosed (lower end ||J v||/||v|| at a "
+        "double power vector v lifted exactly, upper end an interval Cholesky certificate). Right side: the "
+        "bound table's row evaluated in S (its norms certified by the library; t_h = 2^k is a free parameter "
+        "of the bound, any choice valid).";
     info_.notes =
         "Left side: the Jacobian of the library's biased block (operators::Block, biases included, not the "
         "augmented form); right side: the bound table's row castin.sqrt_n_augmented at the point's n and R. "

@@ -54,6 +54,13 @@ S lambda_n(long n) {
   return lambert_phi_inverse<S>(lift<S>(static_cast<double>(n - 1)));
 }
 
+/// ClaimInfo::evaluated_at of a claim whose sides contain spectral norms num::norm_2 (numeric.hpp).
+inline const std::string spectral_norm_evaluation =
+    "Spectral norms are enclosed, not estimated: the lower end is ||M v|| / ||v|| in interval arithmetic at "
+    "the double power-iteration vector v of the midpoint matrix (lifted exactly; every v gives a valid lower "
+    "bound), the upper end an interval Cholesky certificate of theta^2 I - M^T M (or ||M||_F); the iterate "
+    "enters only through that quotient.";
+
 /// Part constructors.
 inline Part at_most(std::string name, int accuracy_bits = 0) {
   Part p{std::move(name), PartKind::at_most};

@@ -41,6 +41,7 @@ class L2Jacobian final : public ClaimBase<L2Jacobian> {
  public:
   L2Jacobian() {
     info_.id = "kim.l2_jacobian";
+    info_.default_samples = 16384;  // fixed count: about a second of search
     info_.statement =
         "For tied L2 attention f = P X A (A = W W^T / sqrt(d_h)), "
         "the block formula J_ij = A[2 P_ij (x_j - m_i)(x_i - x_j)^T A + P_ij I] (j != i), "
@@ -179,6 +180,7 @@ class Derivatives final : public ClaimBase<Derivatives> {
  public:
   Derivatives() {
     info_.id = "attn.derivatives";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "For dot-product and L2 attention, every head, masks, residual, LayerNorm/RMSNorm: JVP = central "
         "differences; <J Xdot, Ybar> = <Xdot, J^T Ybar>; dense Jacobian columns = JVPs; the block formulas; "

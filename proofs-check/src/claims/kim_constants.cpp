@@ -23,12 +23,14 @@ struct TableEntry {
 constexpr TableEntry lambda_table[] = {{2, "0.278464542761073795109358739023"},
                                        {1000, "4.42050160394292749451233393195"},
                                        {1000000, "10.4672575057198279555505882554"}};
-constexpr double table_tolerance = 1e-29;
+/// The decimal 1e-29 (interval: an enclosure of it, not the nearest double).
+constexpr const char* table_tolerance = "1e-29";
 
 class PhiLambert final : public ClaimBase<PhiLambert> {
  public:
   PhiLambert() {
     info_.id = "kim.phi_lambert";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Lambda_n = W0((n-1)/e) satisfies Lambda_n e^(Lambda_n + 1) = n - 1 and is strictly increasing; for "
         "n >= 9, with x = (n-1)/e, ln x - ln ln x <= Lambda_n <= ln x - (1/2) ln ln x; W0(n/e) = "
@@ -49,6 +51,10 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
         equal("W0(n/e) = Lambda_{n+1}"),
         at_most("|Lambda_n - table value| <= 1e-29 (docs/math/bounds.md#kim-lambda, n = 2, 1000, 10^6)")};
     info_.families = {"small", "powers", "table"};
+    info_.evaluated_at =
+        "Lambda_n and W0 are certified enclosures (a sign change of w e^w - x proved at both ends in outward "
+        "rounded interval arithmetic), not Newton iterates lifted as exact numbers; the table tolerance is the "
+        "decimal 1e-29.";
     info_.notes =
         "Λ_n is regatta::lambert_phi_inverse (interval: a certified enclosure); the table values are the "
         "30-digit "
@@ -97,7 +103,7 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
     }
     out[4] = eq<S>(lambert_w0<S>(lift<S>(static_cast<double>(n)) / e), lam_next);
     for (const TableEntry& t : lambda_table)
-      if (t.n == n) out[5] = le<S>(num::sabs<S>(lam - num::parse<S>(t.value)), lift<S>(table_tolerance));
+      if (t.n == n) out[5] = le<S>(num::sabs<S>(lam - num::parse<S>(t.value)), num::parse<S>(table_tolerance));
     return out;
   }
 
@@ -177,6 +183,7 @@ class LemmaPhi final : public ClaimBase<LemmaPhi> {
  public:
   LemmaPhi() {
     info_.id = "kim.lemma_phi";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "For z_1..z_n in R^k and P_ij proportional to exp(-||z_i - z_j||^2): sum_j P_ij ||z_j - z_i||^2 <= "
         "Lambda_n, with equality iff the n-1 other points lie at squared distance 1 + Lambda_n from z_i.";
@@ -187,6 +194,9 @@ class LemmaPhi final : public ClaimBase<LemmaPhi> {
     info_.kind = StatementKind::inequality;
     info_.parts = {at_most("max_i sum_j P_ij ||z_j - z_i||^2 <= Lambda_n")};
     info_.families = {"equality"};
+    info_.evaluated_at =
+        "The left side is a closed form; Lambda_n is a certified enclosure (a sign change of w e^w - x at both "
+        "ends). The equality family's points are placed with a double Lambda_n (inputs, exact as given).";
     info_.notes = "Every row i is evaluated; the family places the other points at squared distance 1 + Λ_n.";
   }
   const ClaimInfo& info() const override { return info_; }
@@ -225,6 +235,7 @@ class KernelRowsum final : public ClaimBase<KernelRowsum> {
  public:
   KernelRowsum() {
     info_.id = "kim.kernel_rowsum";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "sum_j ||K_ij||_2 <= 4 Lambda_n, with K_ii = 2 Cov_i(z), K_ij = 2 P_ij (z_j - nu_i)(z_i - z_j)^T "
         "(docs/math/jacobian.md#l2-tied-derivatives); equality for odd n at z_i = 0 with (n-1)/2 points at "
@@ -238,6 +249,8 @@ class KernelRowsum final : public ClaimBase<KernelRowsum> {
     info_.kind = StatementKind::inequality;
     info_.parts = {at_most("max_i sum_j ||K_ij||_2 <= 4 Lambda_n")};
     info_.families = {"balanced"};
+    info_.evaluated_at = "||K_ii||_2: " + spectral_norm_evaluation +
+                         " Lambda_n is a certified enclosure (a sign change of w e^w - x at both ends).";
     info_.notes =
         "‖K_ij‖₂ (j ≠ i) is rank one: 2P_ij‖z_j − ν_i‖‖z_i − z_j‖; ‖K_ii‖₂ is a spectral norm (interval: "
         "certified enclosure, tight on the rank-one equality family).";

@@ -220,6 +220,7 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
     switch (which) {
       case L2Bound::inf:
         info_.id = "kim.thm32_inf";
+        info_.default_samples = 2048;  // fixed count: about a second of search
         info_.statement = inf_text + ".";
         info_.latex = inf_tex;
         info_.source = "derived (coincides with the quoted form)";
@@ -228,6 +229,7 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         break;
       case L2Bound::two:
         info_.id = "kim.thm32_2";
+        info_.default_samples = 32768;  // fixed count: about a second of search
         info_.statement = two_text + ".";
         info_.latex = two_tex;
         info_.parts = {p_two};
@@ -235,6 +237,7 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         break;
       case L2Bound::two_quoted:
         info_.id = "kim.thm32_2_quoted";
+        info_.default_samples = 32768;  // fixed count: about a second of search
         info_.statement =
             "Commonly quoted form (false): ||J_F(X)||_2 <= sqrt(n/d_h) (4 Lambda_n + 1) (sum_h ||W^Q_h||_2^2 "
             "||W^V_h||_2^2)^(1/2) ||W^O||_2.";
@@ -248,6 +251,7 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         break;
       case L2Bound::both:
         info_.id = "kim.causal_l2";
+        info_.default_samples = 512;  // fixed count: about a second of search
         info_.statement = "With a causal mask keeping the diagonal, " + inf_text + " and " + two_text +
                           " hold with the same n.";
         info_.latex = inf_tex + "; " + two_tex + " (causal mask)";
@@ -261,6 +265,11 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         "interval arithmetic, ‖J‖₂ and the weight norms are certified enclosures. The families are the "
         "d = H = 1 ∞-family of docs/math/bounds.md#kim-tightness" +
         std::string(causal ? ", placed at the end of the sequence" : "") + ".";
+    info_.evaluated_at =
+        which == L2Bound::inf
+            ? "Closed forms (||.||_inf and ||.||_1 are exact in interval arithmetic); Lambda_n is a certified "
+              "enclosure (a sign change of w e^w - x at both ends)."
+            : spectral_norm_evaluation + " Lambda_n is a certified enclosure (a sign change of w e^w - x).";
   }
   const ClaimInfo& info() const override { return info_; }
   Point sample(Rng& rng) const override { return sample_l2_layer(rng, causal_); }
@@ -301,6 +310,7 @@ class LowerFamilyInf final : public ClaimBase<LowerFamilyInf> {
  public:
   LowerFamilyInf() {
     info_.id = "kim.lower_family_inf";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "d = H = 1, unit weights, x = (0, +sqrt(t) (ceil((n-1)/2) times), -sqrt(t) (floor((n-1)/2) times)): "
         "for odd n and t >= 1/2 the first row of J has absolute sum 4(1-p)t + 2p - 1 with p = 1/(1 + "
@@ -384,6 +394,7 @@ class L2Invariances final : public ClaimBase<L2Invariances> {
  public:
   L2Invariances() {
     info_.id = "kim.l2_invariances";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "f_{alpha W}(X) = alpha f_W(alpha X); P(X + 1 b^T) = P(X) and f(X + 1 b^T) = f(X) + 1 b^T A (times "
         "the value-output maps); permutation equivariance; P_ii >= 1/n (tied, unmasked).";

@@ -41,6 +41,7 @@ class DotUnbounded final : public ClaimBase<DotUnbounded> {
  public:
   DotUnbounded() {
     info_.id = "kim.thm31_dp_unbounded";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Dot-product attention with A_h != 0 != W^V_h is not Lipschitz in any l_p: sup_X ||J(X)||_p = inf. "
         "At a "
@@ -160,6 +161,7 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
   explicit L2NecessityScalar(Necessity which) : which_(which) {
     if (which == Necessity::untied) {
       info_.id = "kim.l2_necessity_untied";
+      info_.default_samples = 32768;  // fixed count: about a second of search
       info_.statement =
           "Untied L2 attention (W^K != W^Q) is not Lipschitz. Family: d = 1, q = 1, k = 2, values P X, query "
           "x_0 "
@@ -175,6 +177,7 @@ class L2NecessityScalar final : public ClaimBase<L2NecessityScalar> {
       info_.parts = {growth("max |J_ab|")};
     } else {
       info_.id = "kim.l2_necessity_masked_diag";
+      info_.default_samples = 32768;  // fixed count: about a second of search
       info_.statement =
           "Tied L2 attention with the diagonal masked is not Lipschitz. Family: x = (0, s, -s), row 1 "
           "attends "
@@ -271,6 +274,7 @@ class L2NecessityRankValue final : public ClaimBase<L2NecessityRankValue> {
  public:
   L2NecessityRankValue() {
     info_.id = "kim.l2_necessity_rank_value";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Tied L2 scores with values P X W^V (no A_h) and rank W^Q < d are not Lipschitz. Family: d = 2, W^Q "
         "= "
@@ -286,6 +290,9 @@ class L2NecessityRankValue final : public ClaimBase<L2NecessityRankValue> {
     info_.families = {"offset_rows"};
     info_.growth_family = "offset_rows";
     info_.growth_decades = 3;
+    info_.evaluated_at =
+        "||J||_2: the certified lower end of its enclosure, ||J v||/||v|| in interval arithmetic at the double "
+        "power vector v (lifted exactly; valid for every v), is what must pass the thresholds.";
     info_.notes =
         "Growth family C = 1, 2, …, 4096; ‖J‖₂ certified from below by a witness vector (observed "
         "reference: 1.98, 12.4, 122.6 at C = 1, 10, 100).";

@@ -24,6 +24,7 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
  public:
   SoftmaxHalf() {
     info_.id = "softmax.half";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "For p = softmax(z): ||diag(p) - p p^T||_2 <= ||diag(p) - p p^T||_inf <= 1/2, and softmax is "
         "1/2-Lipschitz in l2 and in l_inf.";
@@ -39,6 +40,7 @@ class SoftmaxHalf final : public ClaimBase<SoftmaxHalf> {
                    at_most("||softmax(z') - softmax(z)||_2 <= ||z' - z||_2 / 2"),
                    at_most("||softmax(z') - softmax(z)||_inf <= ||z' - z||_inf / 2")};
     info_.families = {"half_half", "near_ties"};
+    info_.evaluated_at = "||J(p)||_2: " + spectral_norm_evaluation;
     info_.notes =
         "J(p) is formed entrywise; the Lipschitz parts compare two logit vectors. At p = (1/2, 1/2) "
         "‖J‖∞ = 1/2 exactly (certified by intervals, which compute p = 1/2 exactly), while ‖J‖₂ = ‖J‖∞ "
@@ -270,6 +272,7 @@ class LayerNormLip2 final : public NormClaim<LayerNormLip2> {
  public:
   LayerNormLip2() : NormClaim(16) {
     info_.id = "layernorm.lip2";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "||J_LN(x)||_2 <= max|gamma| / sqrt(eps_LN), with equality at constant x for constant gamma, d >= 2; "
         "the bracket B = I - 11^T/d - uu^T/d has spectrum {1 (d-2 times), 0, eps_LN/s^2}.";
@@ -287,6 +290,7 @@ class LayerNormLip2 final : public NormClaim<LayerNormLip2> {
                    equal("tr B = d - 2 + eps/s^2"),
                    equal("tr B^2 = d - 2 + (eps/s^2)^2")};
     info_.families = {"constant", "tiny_variance"};
+    info_.evaluated_at = "||J_LN||_2: " + spectral_norm_evaluation;
     info_.notes =
         "The Jacobian is assembled from operators::normalize_rows_jvp and compared with diag(γ)B/s. The "
         "four spectral identities (B1 = 0, Bu = (ε/s²)u, the traces of B and B²) pin the spectrum: on the "
@@ -345,6 +349,7 @@ class LayerNormLipInfSqrtD final : public NormClaim<LayerNormLipInfSqrtD> {
  public:
   LayerNormLipInfSqrtD() : NormClaim(32) {
     info_.id = "layernorm.lipinf_sqrt_d";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "2(d-1)/d |gamma|/sqrt(eps_LN) <= sup_x ||J_LN(x)||_inf <= sqrt(d) max|gamma|/sqrt(eps_LN) (lower "
         "end "
@@ -384,6 +389,7 @@ class LayerNormLipInfConstInput final : public NormClaim<LayerNormLipInfConstInp
  public:
   LayerNormLipInfConstInput() : NormClaim(16) {
     info_.id = "layernorm.lipinf_const_input";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "Conjecture (false in general): Lip_inf(LN) = 2(d-1)/d max|gamma|/sqrt(eps_LN), i.e. no input has "
         "||J_LN(x)||_inf above the value at constant inputs.";
@@ -417,6 +423,7 @@ class RmsNormLip2 final : public NormClaim<RmsNormLip2> {
  public:
   RmsNormLip2() : NormClaim(16) {
     info_.id = "rmsnorm.lip2";
+    info_.default_samples = 32768;  // fixed count: about a second of search
     info_.statement =
         "Lip_2(RMS) = max|gamma|/sqrt(eps_LN), attained at x = 0; ||RMS(x)|| < sqrt(d) ||gamma||_inf; and "
         "max|gamma|/sqrt(eps_LN) <= Lip_inf <= sqrt(d) max|gamma|/sqrt(eps_LN).";
@@ -435,6 +442,7 @@ class RmsNormLip2 final : public NormClaim<RmsNormLip2> {
                    equal("x = 0: ||J_RMS(0)||_2 = max|gamma| / sqrt(eps)"),
                    equal("x = 0: ||J_RMS(0)||_inf = max|gamma| / sqrt(eps)")};
     info_.families = {"zero", "constant"};
+    info_.evaluated_at = "||J_RMS||_2: " + spectral_norm_evaluation;
     info_.notes = "RMSNorm and its Jacobian from operators::normalize_rows / normalize_rows_jvp.";
   }
 

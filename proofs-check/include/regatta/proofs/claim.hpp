@@ -85,6 +85,9 @@ struct ClaimInfo {
   std::vector<std::string> families;  ///< names accepted by Claim::family
   std::string growth_family;          ///< unbounded claims: the family whose points grow (in order)
   int growth_decades = 4;             ///< unbounded claims: thresholds 10^1 … 10^growth_decades
+  /// Random points and climb steps of a default run (no --samples, no --budget): fixed, so that every
+  /// machine checks the same points; sized to the cost of one evaluation (about a second of search here).
+  long default_samples = 64;
   std::string notes;                  ///< what is checked and how (one paragraph, for the docs)
   /// What the sides are evaluated at when a solver is involved (a Sinkhorn iterate, a simplex plan, a power
   /// vector, an ODE step, a bisection end) and how the approximation's error enters the certified sides;

@@ -7,8 +7,10 @@
 //     (Gaussian perturbations of the continuous coordinates, adaptive step, seeded). The score of a point is
 //     its largest ratio lhs/rhs over the at_most parts (its largest quantity for growth parts); the best
 //     point of every part is kept besides the overall best ones. The number of random points and of climb
-//     steps is `samples` each when samples > 0 (then the run does not depend on the clock), otherwise as many
-//     as budget/2 seconds allow, at least min_samples.
+//     steps is fixed, so that two machines check the same points: `samples` each when samples > 0, else
+//     the claim's ClaimInfo::default_samples each. Opt-in alternative (samples = 0, budget_seconds > 0): as
+//     many as budget/2 seconds allow (random points, then climb steps until the budget), at least
+//     min_samples; the points checked then depend on the machine's speed.
 //  2. Re-evaluation (mpfr at `precision` bits) of the kept candidates: the reported ratios and errors.
 //  3. Verdict (interval arithmetic):
 //     at_most  a candidate with lhs.lower > rhs.upper is a certified violation: verdict refuted, the point is
@@ -39,9 +41,13 @@
 namespace regatta::proofs {
 
 struct EngineOptions {
-  double budget_seconds = 2.0;  ///< per claim (search phases); certification comes on top
-  long min_samples = 64;        ///< random points and climb steps at least, whatever the budget
-  long samples = 0;             ///< > 0: exactly this many random points and climb steps (no clock)
+  /// > 0: exactly this many random points and climb steps for every claim; 0: the claim's
+  /// ClaimInfo::default_samples (or the budget, when budget_seconds > 0). Never depends on the clock.
+  long samples = 0;
+  /// Opt-in budget mode, used only when samples = 0: search seconds per claim (certification comes on top);
+  /// 0: off (fixed counts).
+  double budget_seconds = 0;
+  long min_samples = 64;  ///< budget mode: random points and climb steps at least, whatever the budget
   std::uint64_t seed = 0;
   unsigned precision = 128;           ///< bits of the mpfr re-evaluation and the interval certification
   std::vector<std::string> families;  ///< non-empty: only these families, no random sampling

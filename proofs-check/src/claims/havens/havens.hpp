@@ -440,4 +440,14 @@ nlohmann::json describe_perturbed(const Point& p);
 
 extern const std::vector<std::string> layer_hypotheses;
 
+/// ClaimInfo::evaluated_at of the family: how the spectral norms (spec) and the PGD directions enter.
+inline const std::string havens_norms_evaluation =
+    "Spectral norms (xi, kappa_h, weight norms) are enclosures: lower end ||M v||/||v|| in interval "
+    "arithmetic at the working-precision top singular vector v of the midpoint matrix (an mpfr eigenvector, "
+    "lifted exactly; any v is valid), upper end an interval Cholesky certificate of theta^2 I - M^T M.";
+inline const std::string havens_pgd_evaluation =
+    " The perturbation E = eps U/||U||_F is a coordinate of the point (U found by projected gradient ascent "
+    "in double): the left side is evaluated exactly at that E and the bound must hold at every E, so the "
+    "ascent's iterate needs no error term.";
+
 }  // namespace regatta::proofs::claims::havens

@@ -15,6 +15,7 @@ class XiExact final : public ClaimBase<XiExact> {
  public:
   XiExact() {
     info_.id = "havens.xi_exact";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "max_{||E||_F <= eps} ||E W^skip + sum_h P_h(X) E W^VO_h||_F = eps xi(X), xi(X) = ||I_n (x) "
         "(W^skip)^T + sum_h P_h(X) (x) (W^VO_h)^T||_2, attained at the top singular vector.";
@@ -31,6 +32,11 @@ class XiExact final : public ClaimBase<XiExact> {
         equal("T_1(E) (matrix-free) = (I_n (x) W^skip^T + sum_h P_h (x) W^VO_h^T) vec(E)"),
         equal("F(X + E) - F(X) = T_1 + T_2, T_2 = sum_h (P_h(X + E) - P_h(X)) (X + E) W^VO_h")};
     info_.families = {"one_hot_rows"};
+    info_.evaluated_at =
+        havens_norms_evaluation +
+        " The first part is evaluated at v, the mpfr approximation of the top singular vector v*: the interval "
+        "enclosures of ||T_1(eps v)||_F and of eps ||K||_2 both hold eps ||K v||/||v||, so their difference "
+        "contains 0 and its certified magnitude bounds the defect at v, approximation error included.";
     info_.notes =
         "The Kronecker matrix is formed from explicit Kronecker products of the kernels P_h computed here "
         "from the scores; its norm is the certified spectral norm of this file (interval: a witness at "
@@ -108,6 +114,7 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
  public:
   ScoreIdentity() {
     info_.id = "havens.score_identity";
+    info_.default_samples = 16384;  // fixed count: about a second of search
     info_.statement =
         "S(X + E) - S(X) = E A X^T + X A E^T + E A E^T exactly; ||S(X') - S(X)||_F <= eps kappa(X) + eps^2 "
         "||A||_2 (holds); the Kronecker form of kappa equals the matrix-free operator.";
@@ -132,6 +139,9 @@ class ScoreIdentity final : public ClaimBase<ScoreIdentity> {
             "max_h ||S_h(X + E) - S_h(X)||_F / (eps kappa_h + eps^2 ||A_h||_2) <= 1 (no key bias, d >= 2)"),
         equal("(I_n (x) X A_h^T + (B_h (x) I_n) K_{n,d}) vec(E) = vec(E A_h X^T + B_h E^T), all heads")};
     info_.families = {"kappa_top"};
+    info_.evaluated_at =
+        havens_norms_evaluation +
+        " Family kappa_top puts a double top singular vector of kappa into U: a coordinate of the point.";
     info_.notes =
         "Scores are formed directly from their definition at X and X + E; the expansion from A_h, B_h; "
         "kappa_h is the spectral norm of the explicit Kronecker matrix built from Kronecker products and "

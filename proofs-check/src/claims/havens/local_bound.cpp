@@ -21,8 +21,10 @@ class LocalBound final : public ClaimBase<LocalBound> {
     info_.kind = StatementKind::inequality;
     info_.hypotheses = layer_hypotheses;
     info_.families = {"pgd"};
+    info_.evaluated_at = havens_norms_evaluation + havens_pgd_evaluation;
     if (which == Comparator::delta) {
       info_.id = "havens.local_delta";
+      info_.default_samples = 4096;  // fixed count: about a second of search
       info_.statement =
           "For all X' in B_F(X, eps): ||F(X') - F(X)||_F <= delta(X, eps) = eps xi(X) + 1/2 sum_h (eps "
           "kappa_h(X) + eps^2 ||A_h||_2)(||X W^VO_h||_2 + eps ||W^VO_h||_2) "
@@ -55,6 +57,7 @@ class LocalBound final : public ClaimBase<LocalBound> {
           "ratio about 1 - 1e-9. Family pgd: PGD, eps in {0.01, 0.1, 0.5}, H in {1, 8}.";
     } else {
       info_.id = "havens.gradnorm_comparator";
+      info_.default_samples = 4096;  // fixed count: about a second of search
       info_.statement =
           "||F(X') - F(X)||_F <= eps L_GN(X, eps), L_GN = ||W^skip||_2 + sum_h ||W^VO_h||_2 (sqrt(n) + "
           "||W^Q_h||_2 ||W^K_h||_2 B^2 / sqrt(d_h)), B = ||X||_F + eps "
@@ -285,6 +288,7 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
  public:
   CertifiedRadius() {
     info_.id = "havens.certified_radius";
+    info_.default_samples = 2048;  // fixed count: about a second of search
     info_.statement =
         "If m(X) > sqrt(2) delta_g(X, eps) with layer-wise composed eps_k, no X' in B(X, eps) changes the "
         "argmax, and every reachable Z'_k satisfies ||Z'_k - Z_k|| <= eps_k.";
@@ -308,6 +312,11 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
         at_most("margin drop m(X) - min_{j != y}(g_y(X') - g_j(X')) <= sqrt(2) ||g(X') - g(X)||_2"),
         at_most("margin drop < m(X) (argmax unchanged; where m(X) > sqrt(2) delta_g)")};
     info_.families = {"margins"};
+    info_.evaluated_at =
+        havens_norms_evaluation + havens_pgd_evaluation +
+        " b_y is set in double so that m = mu sqrt(2) delta_g: a parameter of the classifier, exact as lifted; "
+        "the hypothesis m > sqrt(2) delta_g is re-verified in each scalar type (interval: certified) before "
+        "the argmax part is evaluated.";
     info_.notes =
         "The classifier is built on the layer as docs/math/bounds.md#havens-certified-radius asks: b_y is "
         "shifted so that the margin is mu "

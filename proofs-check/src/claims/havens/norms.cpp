@@ -58,6 +58,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
  public:
   NaiveOrdering() {
     info_.id = "havens.naive_ordering";
+    info_.default_samples = 4096;  // fixed count: about a second of search
     info_.statement =
         "xi <= ||W^skip|| + sum_h ||P_h||_2 ||W^VO_h|| <= ||W^skip|| + sqrt(n) sum_h ||W^VO_h||; kappa_h <= "
         "2 "
@@ -89,6 +90,7 @@ class NaiveOrdering final : public ClaimBase<NaiveOrdering> {
         at_most("delta_naive (kernel level) <= delta_naive (weight level: sqrt(n) ||W^V|| ||W^O||, 2 ||X|| "
                 "||A|| + sqrt(n) ||W^K b_Q||/sqrt(d_h))")};
     info_.families = {"saturated"};
+    info_.evaluated_at = havens_norms_evaluation;
     info_.notes =
         "xi and kappa_h are norms of the explicit Kronecker matrices, every other norm num::norm_2 of the "
         "matrix itself; delta_naive are the variants of docs/math/bounds.md#havens-naive as in lipschitz::"
@@ -225,6 +227,7 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
  public:
   PowerIteration() {
     info_.id = "havens.power_iteration";
+    info_.default_samples = 8192;  // fixed count: about a second of search
     info_.statement =
         "For unit V, ||M V||_F <= sigma_max(M); the matrix-free xi, kappa equal a dense SVD of the explicit "
         "Kronecker matrices (small n, d).";
@@ -246,6 +249,10 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
                 "of one evaluation)"),
         at_most("max_h kappa_h,Lanczos / (sigma_max(K_kappa_h) + r_kappa_h) <= 1 (library, from below)")};
     info_.families = {"power_iterates"};
+    info_.evaluated_at =
+        havens_norms_evaluation +
+        " xi_Lanczos and kappa_h,Lanczos are the library's double results, the subject of the claim (compared "
+        "as the numbers returned); the directions V (power iterates in double) are coordinates of the point.";
     info_.notes =
         "M_xi and L_h are the matrix-free actions of the table of docs/math/bounds.md#havens-matrix-free "
         "(formed here); the "

@@ -64,6 +64,27 @@ S smax(const S& a, const S& b) {
   }
 }
 
+/// A quantity q known through two certified bounds, lower ≤ q ≤ upper (e.g. a spectral norm bounded below by
+/// ‖J w‖/‖w‖ at an approximate top singular vector w and above by ‖J‖_F): for interval the hull [lower end of
+/// `lower`, upper end of `upper`], an enclosure of q itself, so that a relation on q is certified from it in
+/// both directions; for point types `estimate` (the value at the approximate solution). An approximation
+/// evaluated in interval arithmetic encloses the value *at* the approximation, not the exact quantity: lifting
+/// it as the quantity would certify a violation that the exact quantity does not have.
+template <class S>
+S between(const S& lower, const S& upper, const S& estimate) {
+  if constexpr (is_interval_v<S>) {
+    (void)estimate;
+    // The hull of both: [lower end of lower, upper end of upper] whenever the bounds are consistent.
+    const mpfr lo = lower_bound(lower) < lower_bound(upper) ? lower_bound(lower) : lower_bound(upper);
+    const mpfr hi = upper_bound(upper) > upper_bound(lower) ? upper_bound(upper) : upper_bound(lower);
+    return make_interval(lo, hi);
+  } else {
+    (void)lower;
+    (void)upper;
+    return estimate;
+  }
+}
+
 template <class S>
 S smin(const S& a, const S& b) {
   return -smax<S>(-a, -b);
