@@ -1,7 +1,11 @@
 // regatta verify --onnx M.onnx --vnnlib P.vnnlib: a VNNLIB property of an ONNX model decided soundly
 // (unsat / sat with a re-checked counterexample / unknown / timeout), in VNN-COMP's result format or JSON;
 // --instances runs a VNN-COMP instances.csv (docs/verify.md).
+#include <mpfr.h>
+
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -42,21 +46,44 @@ graph::Graph load_model(const std::string& path) {
 #endif
 }
 
-// Shortest decimal that reads back as exactly v (std::to_chars round trip).
-std::string exact_decimal(double v) {
+// Shortest decimal that reads back as v (round trip): for the model outputs, which are information only.
+std::string shortest_decimal(double v) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
 
-// The counterexample as printed, read back: the point that the re-check is run on is the printed one.
+// The exact decimal value of v (every binary64 number is a finite decimal; glibc's printf writes it exactly
+// with enough digits, 767 significant at most), trailing zeros removed: the counterexample's coordinates, so
+// that the real number printed IS the point that was re-checked.
+std::string exact_decimal(double v) {
+  const bool fixed = v == 0 || (std::abs(v) >= 1e-5 && std::abs(v) < 1e15);  // plain digits, as in VNNLIB files
+  std::vector<char> buf(1500);
+  std::snprintf(buf.data(), buf.size(), fixed ? "%.1074f" : "%.767e", v);
+  std::string s(buf.data());
+  const std::size_t e = fixed ? s.size() : s.find('e');
+  std::string mantissa = s.substr(0, e), exponent = s.substr(e);
+  while (!mantissa.empty() && mantissa.back() == '0') mantissa.pop_back();
+  if (!mantissa.empty() && mantissa.back() == '.') mantissa.pop_back();
+  return mantissa + exponent;
+}
+
+// The counterexample as printed, read back by MPFR: each coordinate must be exactly a binary64 number (MPFR's
+// ternary value 0), and that number is what the re-check is run on.
 std::vector<double> read_back(const std::vector<std::string>& text) {
   std::vector<double> x(text.size());
+  mpfr_t v;
+  mpfr_init2(v, 53);
   for (std::size_t k = 0; k < text.size(); ++k) {
-    const auto r = std::from_chars(text[k].data(), text[k].data() + text[k].size(), x[k]);
-    if (r.ec != std::errc() || r.ptr != text[k].data() + text[k].size())
-      throw std::logic_error("verify: a printed counterexample coordinate does not read back");
+    char* end = nullptr;
+    const int ternary = mpfr_strtofr(v, text[k].c_str(), &end, 10, MPFR_RNDN);
+    x[k] = mpfr_get_d(v, MPFR_RNDN);
+    if (ternary != 0 || end != text[k].c_str() + text[k].size() || !std::isfinite(x[k])) {
+      mpfr_clear(v);
+      throw std::logic_error("verify: a printed counterexample coordinate is not exactly a binary64 number");
+    }
   }
+  mpfr_clear(v);
   return x;
 }
 
@@ -73,7 +100,7 @@ Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, doubl
   Outcome o{graph::verify(model, property, options), {}, {}};
   if (o.result.verdict == graph::Verdict::sat) {
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
-    for (double v : o.result.output) o.y_text.push_back(exact_decimal(v));
+    for (double v : o.result.output) o.y_text.push_back(shortest_decimal(v));
     // The re-check on the decimals as printed: a sat is never printed without it.
     if (read_back(o.x_text) != o.result.input || !graph::certainly_satisfies(model, property, read_back(o.x_text)))
       throw std::logic_error("verify: the counterexample failed its re-check at the printed point");
@@ -150,7 +177,7 @@ int run_instances(const Options& o) {
     if (!model) model = std::make_shared<graph::Graph>(load_model(onnx));
     const Outcome out = run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o.seed);
     const std::string row = onnx + "," + vnnlib + "," + graph::verdict_name(out.result.verdict) + "," +
-                            exact_decimal(std::round(out.result.seconds * 1000) / 1000);
+                            shortest_decimal(std::round(out.result.seconds * 1000) / 1000);
     table += row + "\n";
     all.push_back(result_json(out, onnx, vnnlib, timeout));
     if (!o.json) std::cout << row << std::endl;
