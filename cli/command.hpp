@@ -26,6 +26,7 @@ void add_local_command(CLI::App& app, int& result);
 void add_flow_command(CLI::App& app, int& result);
 void add_certify_command(CLI::App& app, int& result);
 void add_lipschitz_command(CLI::App& app, int& result);
+void add_verify_command(CLI::App& app, int& result);
 
 /// --threads N (default: the cores this process may use, see regatta::configure_threads) on a computing
 /// subcommand; N above the cores is reduced to them with a note on stderr.

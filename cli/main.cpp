@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   add_flow_command(app, result);
   add_certify_command(app, result);
   add_lipschitz_command(app, result);
+  add_verify_command(app, result);
   // Threads: the cores this process may use, or OMP_NUM_THREADS within them, until --threads says otherwise
   // (its callback runs while the command line is parsed, before the subcommand's).
   const regatta::ThreadSetting threads = regatta::configure_threads();

@@ -20,7 +20,7 @@ fi
 cmake --build "$build" --target regatta_fuzzers
 status=0
 # fuzz_onnx exists when libonnx-dev was found (fuzz/CMakeLists.txt).
-targets="npy npz safetensors spec"
+targets="npy npz safetensors spec vnnlib"
 if [ -x "$build/fuzz/fuzz_onnx" ]; then targets="$targets onnx"; fi
 for target in $targets; do
   work="$build/fuzz/smoke_$target"

@@ -81,6 +81,31 @@ std::map<std::string, Shape> inferred_shapes(const onnx::GraphProto& g) {
   return shapes;
 }
 
+// Binds a leading symbolic batch dimension to 1 (docs/graph.md, "ONNX import"): exporters write the batch
+// axis of inputs as a parameter ("batch_size"); regatta evaluates one sample. Only the FIRST dimension of a
+// runtime input may be symbolic; the same parameter is replaced by 1 wherever it appears (outputs, value_info)
+// so that shape inference sees one consistent size. Any other symbolic dimension stays and is refused later.
+void bind_batch_dimension(onnx::GraphProto& g) {
+  std::set<std::string> initializers, batch_names;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  for (auto& in : *g.mutable_input()) {
+    if (initializers.count(in.name()) || !in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() < 2) continue;  // a vector's only axis is data, not a batch
+    auto* d = shape->mutable_dim(0);
+    if (d->has_dim_value()) continue;
+    if (d->has_dim_param() && !d->dim_param().empty()) batch_names.insert(d->dim_param());
+    d->set_dim_value(1);
+  }
+  auto bind = [&](onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+      if (d.has_dim_param() && batch_names.count(d.dim_param())) d.set_dim_value(1);
+  };
+  for (auto& v : *g.mutable_output()) bind(v);
+  for (auto& v : *g.mutable_value_info()) bind(v);
+}
+
 }  // namespace
 
 Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source, const OnnxLimits& limits) {
@@ -125,6 +150,7 @@ Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& sou
     for (const auto& in : g0.input()) outside.insert(in.name());
     topological_order(g0, outside, file);
   }
+  bind_batch_dimension(*model.mutable_graph());
   try {
     onnx::checker::check_model(model);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, false));

@@ -127,9 +127,19 @@ TEST(OnnxImport, RefusesBadFiles) {
   expect_refused("unused_input.onnx", "'z' is not used");
   expect_refused("dangling_input.onnx", "ghost");
   expect_refused("opset8.onnx", "opset 8");
-  expect_refused("symbolic_batch.onnx", "symbolic");
+  expect_refused("symbolic_inner.onnx", "symbolic or empty dimension 'n'");
   expect_refused("truncated.onnx", "protobuf");
   expect_refused("garbage.onnx", "protobuf");
+}
+
+// A leading symbolic batch axis is bound to 1, in the input and in the output that shares its parameter.
+TEST(OnnxImport, BindsLeadingBatchDimension) {
+  const Graph g = import_onnx(dir + "symbolic_batch.onnx");
+  ASSERT_EQ(g.inputs.size(), 1u);
+  EXPECT_EQ(g.values[static_cast<std::size_t>(g.inputs[0])].shape, (Shape{1, 4}));
+  EXPECT_EQ(g.values[static_cast<std::size_t>(g.outputs[0])].shape, (Shape{1, 4}));
+  const auto out = evaluate<double>(g, {Tensor<double>{{1, 4}, {-1, 2, -0.5, 3}}});
+  EXPECT_EQ(out[0].data, (std::vector<double>{0, 2, 0, 3}));
 }
 
 TEST(OnnxImport, LimitsAreEnforced) {

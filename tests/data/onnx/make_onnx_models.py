@@ -24,6 +24,7 @@ import sys
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import torch
 from onnx import TensorProto, helper
 from torch import nn
@@ -222,13 +223,31 @@ def fixtures():
     # An opset outside 9..17.
     save_model("opset8", [helper.make_node("Relu", ["x"], ["y"], name="relu")], [vec("x", [1, 4])],
                [vec("y", [1, 4])], opset=8)
-    # A symbolic batch dimension.
+    # A symbolic batch dimension (bound to 1 by the importer).
     save_model("symbolic_batch", [helper.make_node("Relu", ["x"], ["y"], name="relu")], [vec("x", ["batch", 4])],
                [vec("y", ["batch", 4])])
+    # A symbolic dimension that is not the leading batch axis (refused).
+    save_model("symbolic_inner", [helper.make_node("Relu", ["x"], ["y"], name="relu")], [vec("x", [1, "n"])],
+               [vec("y", [1, "n"])])
     # Truncated protobuf and plain garbage.
     good = open(os.path.join(OUT, "encoder_postnorm_gelu.onnx"), "rb").read()
     open(os.path.join(OUT, "truncated.onnx"), "wb").write(good[: len(good) // 3])
     open(os.path.join(OUT, "garbage.onnx"), "wb").write(bytes(range(256)) * 4)
+
+
+def verify_fixtures():
+    """mlp_tiny: 2 inputs -> Gemm(3) -> Relu -> Gemm(2), dyadic weights, symbolic batch axis: the model of the
+    `regatta verify` tests (tests/data/vnnlib), small enough that a grid over its input box decides a property."""
+    vec = lambda n, shape: helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+    w1 = np.array([[1, 1], [1, -1], [-1, 0.5]], dtype=np.float32)
+    b1 = np.array([0, 0.5, 0.25], dtype=np.float32)
+    w2 = np.array([[1, -1, 0.5], [-0.5, 1, 1]], dtype=np.float32)
+    b2 = np.array([0, 0.25], dtype=np.float32)
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))]
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1", transB=1),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], name="fc2", transB=1)]
+    save_model("mlp_tiny", nodes, [vec("x", ["batch", 2])], [vec("y", ["batch", 2])], inits)
 
 
 def main():
@@ -241,6 +260,7 @@ def main():
     randomise_batchnorm(vnn)
     export("vit_vnncomp_like", vnn, torch.rand(1, 3, 8, 8), opset=9, float32=True)
     fixtures()
+    verify_fixtures()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""VNN-COMP 2023 `vit` benchmark, model ibp_3_3_8, with `regatta verify` (docs/verify.md, "VNN-COMP").
+
+    /usr/bin/python3 bench/vnncomp/run_vit.py --repo CHECKOUT --csv INSTANCES.csv --regatta build/cli/regatta \
+        --out OUT_DIR [--timeout 100] [--count 100] [--first 0]
+
+CHECKOUT is a checkout of the public benchmark repository (shizhouxing/ViT_vnncomp2023: models/ibp_3_3_8/
+model.onnx and data.pt). INSTANCES.csv lists the official instances (columns vnnlib, cifar_index, row, label,
+abcrown2023_status, abcrown2023_seconds; `#` lines are comments). For each instance this script writes its
+VNNLIB file with its own generator of the benchmark's formula:
+
+    input box  = (clamp(img -+ 1/255, 0, 1) - mean) / std per pixel (float32, as the benchmark computes it),
+    property   = OR over i != label of (Y_i >= Y_label)   (the misclassification to refute),
+
+runs `regatta verify --json` on it with the timeout, and writes OUT_DIR/results.csv and OUT_DIR/results.md
+(one row per instance beside alpha-beta-CROWN's 2023 verdict). Needs torch (to read data.pt).
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import time
+
+import torch
+
+MEAN = torch.tensor([0.4914, 0.4822, 0.4465]).view(-1, 1, 1)
+STD = torch.tensor([0.2023, 0.1994, 0.2010]).view(-1, 1, 1)
+EPS = 1.0 / 255
+
+
+def write_vnnlib(path, img, label, classes=10):
+    lower = ((torch.clamp(img - EPS, 0, 1) - MEAN) / STD).reshape(-1)
+    upper = ((torch.clamp(img + EPS, 0, 1) - MEAN) / STD).reshape(-1)
+    lines = [f"; ibp_3_3_8, label {label}, l_inf 1/255 (regatta's generator, bench/vnncomp/run_vit.py)"]
+    lines += [f"(declare-const X_{i} Real)" for i in range(lower.numel())]
+    lines += [f"(declare-const Y_{i} Real)" for i in range(classes)]
+    for i in range(lower.numel()):
+        # float32 values printed as the shortest decimal of their binary64 value: exact
+        lines.append(f"(assert (<= X_{i} {float(upper[i])!r}))")
+        lines.append(f"(assert (>= X_{i} {float(lower[i])!r}))")
+    lines.append("(assert (or")
+    lines += [f"    (and (>= Y_{i} Y_{label}))" for i in range(classes) if i != label]
+    lines.append("))")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--regatta", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--timeout", type=float, default=100)
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--first", type=int, default=0)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    model = os.path.join(a.repo, "models", "ibp_3_3_8", "model.onnx")
+    data = torch.load(os.path.join(a.repo, "models", "ibp_3_3_8", "data.pt"))
+    with open(a.csv) as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = rows[a.first:a.first + a.count]
+    results = []
+    for r in rows:
+        row, label = int(r["row"]), int(r["label"])
+        assert int(data[1][row]) == label, f"data.pt row {row} has label {int(data[1][row])}, the csv says {label}"
+        vnnlib = os.path.join(a.out, r["vnnlib"])
+        write_vnnlib(vnnlib, data[0][row], label)
+        t0 = time.time()
+        p = subprocess.run([a.regatta, "verify", "--json", "--onnx", model, "--vnnlib", vnnlib,
+                            "--timeout", str(a.timeout)], capture_output=True, text=True)
+        wall = time.time() - t0
+        if p.returncode != 0:
+            raise SystemExit(f"{r['vnnlib']}: regatta exited {p.returncode}: {p.stderr.strip()}")
+        j = json.loads(p.stdout)
+        results.append({"vnnlib": r["vnnlib"], "label": label, "regatta": j["result"], "regatta_seconds": round(wall, 1),
+                        "root_ibp_margin": j["root_ibp_margin_upper"], "boxes_split": j["statistics"]["boxes_split"],
+                        "point_evaluations": j["statistics"]["point_evaluations"],
+                        "abcrown2023": r["abcrown2023_status"], "abcrown2023_seconds": r["abcrown2023_seconds"]})
+        print(",".join(str(v) for v in results[-1].values()), flush=True)
+        os.remove(vnnlib)  # 250 kB each; regenerated on demand
+    keys = list(results[0].keys())
+    with open(os.path.join(a.out, "results.csv"), "w") as f:
+        w = csv.DictWriter(f, keys)
+        w.writeheader()
+        w.writerows(results)
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n")
+        for res in results:
+            f.write("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) and k == "root_ibp_margin" else str(v)
+                                      for k, v in res.items()) + " |\n")
+        count = {}
+        for res in results:
+            count[res["regatta"]] = count.get(res["regatta"], 0) + 1
+        f.write("\nregatta: " + ", ".join(f"{k} {v}" for k, v in sorted(count.items())) +
+                f" of {len(results)} (timeout {a.timeout:g} s)\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+// regatta verify --onnx M.onnx --vnnlib P.vnnlib: a VNNLIB property of an ONNX model decided soundly
+// (unsat / sat with a re-checked counterexample / unknown / timeout), in VNN-COMP's result format or JSON;
+// --instances runs a VNN-COMP instances.csv (docs/verify.md).
+#include <mpfr.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
+#include <regatta/graph/graph.hpp>
+#include <regatta/graph/verify.hpp>
+#include <regatta/graph/vnnlib.hpp>
+#ifdef REGATTA_HAVE_ONNX
+#include <regatta/graph/onnx_import.hpp>
+#endif
+
+#include "command.hpp"
+
+namespace regatta::cli {
+
+namespace {
+
+struct Options {
+  std::string onnx, vnnlib, out, instances;
+  double timeout = 60;
+  bool json = false;
+  std::uint64_t seed = 1;
+};
+
+graph::Graph load_model(const std::string& path) {
+#ifndef REGATTA_HAVE_ONNX
+  throw InputError(path, "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
+#else
+  return graph::import_onnx(path);
+#endif
+}
+
+// Shortest decimal that reads back as v (round trip): for the model outputs, which are information only.
+std::string shortest_decimal(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// The exact decimal value of v (every binary64 number is a finite decimal; glibc's printf writes it exactly
+// with enough digits, 767 significant at most), trailing zeros removed: the counterexample's coordinates, so
+// that the real number printed IS the point that was re-checked.
+std::string exact_decimal(double v) {
+  const bool fixed = v == 0 || (std::abs(v) >= 1e-5 && std::abs(v) < 1e15);  // plain digits, as in VNNLIB files
+  std::vector<char> buf(1500);
+  std::snprintf(buf.data(), buf.size(), fixed ? "%.1074f" : "%.767e", v);
+  std::string s(buf.data());
+  const std::size_t e = fixed ? s.size() : s.find('e');
+  std::string mantissa = s.substr(0, e), exponent = s.substr(e);
+  while (!mantissa.empty() && mantissa.back() == '0') mantissa.pop_back();
+  if (!mantissa.empty() && mantissa.back() == '.') mantissa.pop_back();
+  return mantissa + exponent;
+}
+
+// The counterexample as printed, read back by MPFR: each coordinate must be exactly a binary64 number (MPFR's
+// ternary value 0), and that number is what the re-check is run on.
+std::vector<double> read_back(const std::vector<std::string>& text) {
+  std::vector<double> x(text.size());
+  mpfr_t v;
+  mpfr_init2(v, 53);
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    char* end = nullptr;
+    const int ternary = mpfr_strtofr(v, text[k].c_str(), &end, 10, MPFR_RNDN);
+    x[k] = mpfr_get_d(v, MPFR_RNDN);
+    if (ternary != 0 || end != text[k].c_str() + text[k].size() || !std::isfinite(x[k])) {
+      mpfr_clear(v);
+      throw std::logic_error("verify: a printed counterexample coordinate is not exactly a binary64 number");
+    }
+  }
+  mpfr_clear(v);
+  return x;
+}
+
+struct Outcome {
+  graph::VerifyResult result;
+  std::vector<std::string> x_text, y_text;
+};
+
+Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, double timeout, std::uint64_t seed) {
+  const graph::Property property = graph::read_vnnlib(vnnlib_path);
+  graph::VerifyOptions options;
+  options.timeout_seconds = timeout;
+  options.seed = seed;
+  Outcome o{graph::verify(model, property, options), {}, {}};
+  if (o.result.verdict == graph::Verdict::sat) {
+    for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
+    for (double v : o.result.output) o.y_text.push_back(shortest_decimal(v));
+    // The re-check on the decimals as printed: a sat is never printed without it.
+    if (read_back(o.x_text) != o.result.input || !graph::certainly_satisfies(model, property, read_back(o.x_text)))
+      throw std::logic_error("verify: the counterexample failed its re-check at the printed point");
+  }
+  return o;
+}
+
+// VNN-COMP's result file: the verdict, then for sat ((X_0 v) ... (Y_0 v) ...).
+std::string result_text(const Outcome& o) {
+  std::string s = graph::verdict_name(o.result.verdict) + "\n";
+  if (o.result.verdict != graph::Verdict::sat) return s;
+  std::vector<std::string> entries;
+  for (std::size_t k = 0; k < o.x_text.size(); ++k) entries.push_back("(X_" + std::to_string(k) + " " + o.x_text[k] + ")");
+  for (std::size_t k = 0; k < o.y_text.size(); ++k) entries.push_back("(Y_" + std::to_string(k) + " " + o.y_text[k] + ")");
+  for (std::size_t k = 0; k < entries.size(); ++k)
+    s += (k == 0 ? "(" : " ") + entries[k] + (k + 1 == entries.size() ? ")\n" : "\n");
+  return s;
+}
+
+nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std::string& vnnlib, double timeout) {
+  const auto& r = o.result;
+  nlohmann::json j{{"onnx", onnx},
+                   {"vnnlib", vnnlib},
+                   {"result", graph::verdict_name(r.verdict)},
+                   {"reason", r.reason},
+                   {"timeout_seconds", timeout},
+                   {"seconds", r.seconds},
+                   {"root_ibp_margin_upper", r.root_bound},
+                   {"statistics",
+                    {{"ibp_evaluations", r.ibp_evaluations},
+                     {"point_evaluations", r.point_evaluations},
+                     {"boxes_split", r.boxes_split},
+                     {"boxes_proved", r.boxes_proved},
+                     {"max_frontier", r.max_frontier},
+                     {"proved_volume_fraction", r.proved_volume_fraction}}}};
+  if (r.verdict == graph::Verdict::sat) j["counterexample"] = {{"X", o.x_text}, {"Y", o.y_text}};
+  return j;
+}
+
+void write_out(const std::string& path, const std::string& text) {
+  const auto* p = reinterpret_cast<const std::byte*>(text.data());
+  io::write_file_atomic(path, std::span<const std::byte>(p, text.size()));
+}
+
+// instances.csv: onnx,vnnlib,timeout per line, paths relative to the file's folder.
+int run_instances(const Options& o) {
+  const std::vector<std::byte> bytes = io::read_file_bytes(o.instances, std::size_t{64} << 20);
+  std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const std::filesystem::path base = std::filesystem::path(o.instances).parent_path();
+  std::map<std::string, std::shared_ptr<graph::Graph>> models;
+  std::string line, table;
+  nlohmann::json all = nlohmann::json::array();
+  std::size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+    auto trim = [](std::string s) {
+      while (!s.empty() && s.front() == ' ') s.erase(0, 1);
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      return s;
+    };
+    if (f.size() != 3) throw InputError(o.instances, "line " + std::to_string(line_no) + ": expected onnx,vnnlib,timeout");
+    const std::string onnx = (base / trim(f[0])).string(), vnnlib = (base / trim(f[1])).string();
+    double timeout = 0;
+    const std::string t = trim(f[2]);
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), timeout);
+    if (r.ec != std::errc() || r.ptr != t.data() + t.size() || !(timeout > 0) || timeout > 1e6)
+      throw InputError(o.instances, "line " + std::to_string(line_no) + ": timeout " + regatta::quoted(t) + " is not a number of seconds in (0, 1e6]");
+    auto& model = models[onnx];
+    if (!model) model = std::make_shared<graph::Graph>(load_model(onnx));
+    const Outcome out = run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o.seed);
+    const std::string row = onnx + "," + vnnlib + "," + graph::verdict_name(out.result.verdict) + "," +
+                            shortest_decimal(std::round(out.result.seconds * 1000) / 1000);
+    table += row + "\n";
+    all.push_back(result_json(out, onnx, vnnlib, timeout));
+    if (!o.json) std::cout << row << std::endl;
+  }
+  if (o.json) std::cout << all.dump(2) << "\n";
+  if (!o.out.empty()) write_out(o.out, table);
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, int& result) {
+  auto* cmd = app.add_subcommand("verify", "Decide a VNNLIB property of an ONNX model: unsat (verified), sat (counterexample), unknown or timeout");
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--onnx", o->onnx, "The model (.onnx; a leading symbolic batch axis is bound to 1)");
+  cmd->add_option("--vnnlib", o->vnnlib, "The property (.vnnlib)");
+  cmd->add_option("--instances", o->instances, "A VNN-COMP instances.csv (onnx,vnnlib,timeout per line): one line per instance")
+      ->excludes("--onnx")->excludes("--vnnlib");
+  cmd->add_option("--timeout", o->timeout, "Seconds per instance (with --instances: at most the file's)")->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--seed", o->seed, "Seed of the attack's random search");
+  cmd->add_option("--out", o->out, "Also write the result (VNN-COMP format; with --instances the table) atomically here");
+  cmd->add_flag("--json", o->json, "JSON on stdout");
+  cmd->callback([o, cmd, &result] {
+    if (!o->out.empty()) io::check_replaceable(o->out);
+    if (!o->instances.empty()) {
+      if (cmd->count("--timeout") == 0) o->timeout = 0;  // the file's
+      result = run_instances(*o);
+      return;
+    }
+    if (o->onnx.empty() || o->vnnlib.empty()) throw InputError("verify", "give --onnx M.onnx and --vnnlib P.vnnlib, or --instances FILE.csv");
+    const graph::Graph model = load_model(o->onnx);
+    const Outcome out = run_one(model, o->vnnlib, o->timeout, o->seed);
+    const std::string text = result_text(out);
+    if (o->json)
+      std::cout << result_json(out, o->onnx, o->vnnlib, o->timeout).dump(2) << "\n";
+    else
+      std::cout << text;
+    if (!o->out.empty()) write_out(o->out, text);
+    result = exit_ok;
+  });
+}
+
+}  // namespace regatta::cli

@@ -1,0 +1,56 @@
+#pragma once
+// Sound verdicts on a VNNLIB property of a Graph (docs/verify.md): interval bound propagation (the interval64
+// forward of evaluate.hpp) on the input box, a gradient-free attack for counterexamples, and branch and bound
+// by input splitting until the time limit.
+//
+//  * unsat  only when, for every box of a partition of the (outward-rounded) input box, the interval bound of
+//           every disjunct of the output condition shows it infeasible;
+//  * sat    only with a concrete input in the box whose outputs, evaluated in MPFI interval arithmetic at
+//           exactly that input, certainly satisfy one disjunct;
+//  * unknown when the search stopped before the time limit without either (frontier limit reached, boxes
+//           that cannot be split further);
+//  * timeout when the time limit came first.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <regatta/graph/graph.hpp>
+#include <regatta/graph/vnnlib.hpp>
+
+namespace regatta::graph {
+
+enum class Verdict { unsat, sat, unknown, timeout };
+/// "unsat", "sat", "unknown", "timeout" (VNN-COMP's words).
+std::string verdict_name(Verdict v);
+
+struct VerifyOptions {
+  double timeout_seconds = 60;
+  std::uint64_t seed = 1;
+  double attack_share = 0.25;                          // of the time spent on the attack before the splitting
+  std::size_t max_frontier_bytes = std::size_t{1} << 30;  // the open boxes of the branch and bound
+  std::size_t split_candidates = 4;                    // dimensions tried per split when there are many
+  const std::atomic<bool>* stop = nullptr;             // checked between evaluations (Ctrl-C)
+};
+
+struct VerifyResult {
+  Verdict verdict = Verdict::unknown;
+  std::string reason;             // one line: how the verdict was reached
+  std::vector<double> input;      // sat: the counterexample (in the box)
+  std::vector<double> output;     // sat: the model's outputs at it (double forward, for the report)
+  double root_bound = 0;          // the IBP margin of the whole box (< 0 proves it alone)
+  std::size_t boxes_proved = 0, boxes_split = 0, ibp_evaluations = 0, point_evaluations = 0;
+  std::size_t max_frontier = 0;
+  double proved_volume_fraction = 0;  // of the box, by the boxes proved (in log-free units: sum of 2^-depth)
+  double seconds = 0;
+};
+
+/// The graph must have one input and one output tensor whose element counts are the property's (checked:
+/// InputError naming the property's file otherwise).
+VerifyResult verify(const Graph& graph, const Property& property, const VerifyOptions& options = {});
+
+/// Whether the outputs of the graph at `input`, evaluated in MPFI intervals, certainly satisfy a disjunct of
+/// the property (the sat re-check). Exposed for tests.
+bool certainly_satisfies(const Graph& graph, const Property& property, const std::vector<double>& input);
+
+}  // namespace regatta::graph
