@@ -14,7 +14,7 @@
 // outward. The margin z_y − z_c is itself such a form, and its lower end over B is a certified lower bound
 // of min_{x′∈B} z_y(x′) − z_c(x′).
 //
-// Compared with region.cpp's Jacobian enclosures (mean-value forms whose interval tangents wrap at every
+// Compared with tangent_region.cpp's Jacobian enclosures (mean-value forms whose interval tangents wrap at every
 // stage), the first-order part here is exact and only the second-order remainders are overestimated, so the
 // certified radius is limited by the curvature of the network instead of by the product of the stages'
 // entrywise magnitudes.
@@ -26,7 +26,7 @@
 // last pooling, the final norm, BERT's tanh pooler, the linear head. The remainders use interval
 // enclosures of f″ over each entry's range (intersected with the global bounds |GELU″| ≤ 2φ(0),
 // |tanh″| ≤ 4/(3√3) and |SiLU″| ≤ 1/2 where proved). Not supported (affine_unsupported says why; callers
-// fall back to region.cpp): L2 attention.
+// fall back to tangent_region.cpp): L2 attention.
 #include <functional>
 #include <string>
 

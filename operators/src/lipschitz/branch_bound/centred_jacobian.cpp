@@ -1,7 +1,7 @@
 // The centred enclosure of the Jacobian over a box (see centred_jacobian.hpp).
 #include "centred_jacobian.hpp"
 
-#include "closed_form_jacobian.hpp"
+#include "../jacobian/closed_form_jacobian.hpp"
 
 #include <algorithm>
 #include <array>

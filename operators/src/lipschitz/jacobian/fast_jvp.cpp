@@ -10,7 +10,7 @@
 #include <regatta/core/interval64_product.hpp>
 #include <regatta/operators/normalization.hpp>
 
-#include "local_support.hpp"
+#include "../local/local_support.hpp"
 
 namespace regatta::lip {
 

@@ -8,7 +8,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/scalar_traits.hpp>
 
-#include "local_support.hpp"
+#include "../local/local_support.hpp"
 
 namespace regatta::lip {
 

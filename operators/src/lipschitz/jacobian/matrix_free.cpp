@@ -9,7 +9,7 @@
 
 #include <regatta/core/error.hpp>
 
-#include "local_support.hpp"
+#include "../local/local_support.hpp"
 
 namespace regatta::lip {
 

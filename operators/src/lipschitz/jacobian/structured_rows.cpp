@@ -14,8 +14,8 @@
 #include <regatta/operators/lipschitz/fast_jvp.hpp>
 #include <regatta/operators/normalization.hpp>
 
-#include "../rotary.hpp"
-#include "local_support.hpp"
+#include "../../rotary.hpp"
+#include "../local/local_support.hpp"
 
 namespace regatta::lip {
 

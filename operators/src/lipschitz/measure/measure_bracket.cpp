@@ -10,7 +10,7 @@
 #include <regatta/measures/wasserstein.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
-#include "search_support.hpp"
+#include "../search/search_support.hpp"
 
 namespace regatta::lip {
 

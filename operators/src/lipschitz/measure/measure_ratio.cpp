@@ -10,7 +10,7 @@
 #include <regatta/measures/discrete_measure.hpp>
 #include <regatta/measures/wasserstein.hpp>
 #include <regatta/operators/differentiable.hpp>
-#include "search_support.hpp"
+#include "../search/search_support.hpp"
 
 namespace regatta::lip {
 

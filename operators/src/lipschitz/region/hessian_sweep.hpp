@@ -29,7 +29,7 @@
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/progress.hpp>
 
-#include "closed_form_jacobian.hpp"
+#include "../jacobian/closed_form_jacobian.hpp"
 #include "hyper_dual.hpp"
 #include "parallel_passes.hpp"
 

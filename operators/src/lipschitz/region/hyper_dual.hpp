@@ -18,7 +18,7 @@
 
 #include <regatta/core/interval64.hpp>
 
-#include "closed_form_jacobian.hpp"
+#include "../jacobian/closed_form_jacobian.hpp"
 
 namespace regatta::lip::detail {
 

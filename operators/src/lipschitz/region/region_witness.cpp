@@ -13,8 +13,8 @@
 #include <regatta/operators/lipschitz/bracket.hpp>
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
-#include "jacobian_probe.hpp"
-#include "search_support.hpp"
+#include "../search/jacobian_probe.hpp"
+#include "../search/search_support.hpp"
 
 namespace regatta::lip {
 

@@ -12,7 +12,7 @@
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
-#include "closed_form_jacobian.hpp"
+#include "../jacobian/closed_form_jacobian.hpp"
 #include "hessian_sweep.hpp"
 #include "parallel_passes.hpp"
 

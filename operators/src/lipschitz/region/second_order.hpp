@@ -1,7 +1,7 @@
 #pragma once
 // The second-order (mean-value on the Jacobian) bound on the sup of ‖J‖ over a region: the certified norm at
 // the centre plus the radius times a certified bound on the second derivative over the region, so that the
-// enclosure widths enter only at second order. Internal header (region.cpp). Derivation: docs/local.md,
+// enclosure widths enter only at second order. Internal header (region/region.cpp). Derivation: docs/local.md,
 // "Second-order form".
 //
 // For X' = X + δ in a convex region R ∋ X with ‖δ‖_F ≤ ρ, contained in the box B:

@@ -11,7 +11,7 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/operators/differentiable.hpp>
 
-#include "local_support.hpp"
+#include "../local/local_support.hpp"
 
 namespace regatta::lip {
 

@@ -24,7 +24,7 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
-#include "../../support/tolerance.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

@@ -17,7 +17,7 @@
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
 #include <regatta/operators/normalization.hpp>
-#include "../../support/tolerance.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

@@ -23,7 +23,7 @@
 #include <regatta/core/scalar_traits.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/bounds.hpp>
-#include "../../support/tolerance.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

@@ -28,8 +28,8 @@
 #include <regatta/operators/lipschitz/bracket.hpp>
 #include <regatta/operators/lipschitz/branch_bound.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
-#include "../../../operators/src/lipschitz/centred_jacobian.hpp"
-#include "../../support/tolerance.hpp"
+#include "../../../../operators/src/lipschitz/branch_bound/centred_jacobian.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

@@ -28,8 +28,8 @@
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/fast_jvp.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
-#include "../../support/random_layers.hpp"
-#include "../../support/tolerance.hpp"
+#include "support/random_layers.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

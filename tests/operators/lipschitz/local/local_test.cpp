@@ -40,8 +40,8 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
-#include "../../support/random_layers.hpp"
-#include "../../support/tolerance.hpp"
+#include "support/random_layers.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

@@ -36,9 +36,9 @@
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/region.hpp>
-#include "../../../operators/src/lipschitz/second_order.hpp"
-#include "../../support/random_layers.hpp"
-#include "../../support/tolerance.hpp"
+#include "../../../../operators/src/lipschitz/region/second_order.hpp"
+#include "support/random_layers.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

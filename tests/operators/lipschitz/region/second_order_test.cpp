@@ -1,4 +1,4 @@
-// The spectral-gap form of the region bound (operators/src/lipschitz/second_order.hpp), on the torch
+// The spectral-gap form of the region bound (operators/src/lipschitz/region/second_order.hpp), on the torch
 // reference layers of tests/data/torch, each number against an independent computation in double:
 //   gap_two (certified sup of ‖J‖₂ over B(X, ε))  σ_max of the closed-form Jacobian (JacobiSVD) at random
 //                                                  points of the sphere and along projected gradient ascent
@@ -32,9 +32,9 @@
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/layer.hpp>
 #include <regatta/operators/lipschitz/region.hpp>
-#include "../../../operators/src/lipschitz/hessian_sweep.hpp"
-#include "../../../operators/src/lipschitz/second_order.hpp"
-#include "../../support/tolerance.hpp"
+#include "../../../../operators/src/lipschitz/region/hessian_sweep.hpp"
+#include "../../../../operators/src/lipschitz/region/second_order.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

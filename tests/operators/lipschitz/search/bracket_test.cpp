@@ -23,7 +23,7 @@
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/operators/differentiable.hpp>
 #include <regatta/operators/lipschitz/bracket.hpp>
-#include "../../support/tolerance.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {

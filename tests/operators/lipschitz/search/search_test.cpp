@@ -23,7 +23,7 @@
 #include <regatta/operators/lipschitz/bracket.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 #include <regatta/operators/lipschitz/search.hpp>
-#include "../../support/tolerance.hpp"
+#include "support/tolerance.hpp"
 
 namespace regatta::lip {
 namespace {
