@@ -205,7 +205,8 @@ TEST(LlamaModel, SiluEnclosuresHoldThePointValues) {
 }
 
 TEST(LlamaModel, SiluCurvatureBoundOfTheAffineRemainderHolds) {
-  // affine.cpp encloses SiLU″ = s(1 − s)(2 + x(1 − 2s)) and intersects it with |SiLU″| ≤ 1/2 (argued there):
+  // model/affine/nonlinear.cpp encloses SiLU″ = s(1 − s)(2 + x(1 − 2s)) and intersects it with |SiLU″| ≤ 1/2
+  // (argued there):
   // recomputed here as central differences of SiLU′ (an independent evaluation of the derivative the
   // formula differentiates) on a grid over [−40, 40]. Their error is at most h²/6·max|SiLU⁗| + 8 eps/h
   // (max|SiLU⁗| = 1/2 by mpmath on a grid; 1 is taken). The bound is also attained at 0 within that error,

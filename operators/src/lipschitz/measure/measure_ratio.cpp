@@ -19,8 +19,8 @@ namespace {
 using operators::AttentionLayer;
 using operators::AttentionOptions;
 
-constexpr int scan_points = 9;
-constexpr int golden_iterations = 10;
+constexpr int measure_scan_points = 9;
+constexpr int measure_golden_iterations = 10;
 constexpr int max_measure_seed_heads = 4;
 constexpr double min_relative_denominator = 1e-6;  // W_p(μ, ν) below this times the length scale: rejected
 
@@ -79,7 +79,7 @@ struct Family {
   std::function<Vars(double)> vars;
 };
 
-std::string format(double v) {
+std::string format_ratio(double v) {
   std::ostringstream os;
   os.precision(8);
   os << v;
@@ -113,7 +113,7 @@ class MeasureSearcher {
         }
         return val.ratio;
       };
-      detail::maximize_log_scale(value, 1e-3 * R_, R_, scan_points, golden_iterations,
+      detail::maximize_log_scale(value, 1e-3 * R_, R_, measure_scan_points, measure_golden_iterations,
                                  [this] { return exhausted(); });
       if (best.X.size() == 0) continue;
       report(f.name + " (scale scan)", best_value);
@@ -153,8 +153,8 @@ class MeasureSearcher {
 
   void report(const std::string& origin, double value) const {
     if (s_.progress)
-      s_.progress("search: " + origin + ": " + format(value) + " (estimate, " + std::to_string(evaluations_) +
-                  " evaluations)");
+      s_.progress("search: " + origin + ": " + format_ratio(value) + " (estimate, " +
+                  std::to_string(evaluations_) + " evaluations)");
   }
 
   bool varied_in_ball() const { return s_.argument != MeasureArgument::query && s_.radius.has_value(); }
