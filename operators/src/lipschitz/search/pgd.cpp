@@ -78,6 +78,7 @@ PgdResult pgd_lower_bound(const operators::AttentionLayer& layer, const operator
   r.estimate = best;
   r.certified_lower = std::numeric_limits<double>::quiet_NaN();
   const Matrix<double> Y = X + best_E * (1.0 - ball_margin);  // a margin inside the ball
+  r.witness = Y;
   PrecisionGuard guard(128);
   const auto to_interval = [](const Matrix<double>& M) {
     return Matrix<interval>(M.unaryExpr([](double v) { return scalar_cast<interval>(v); }));
