@@ -1,4 +1,5 @@
-// The region-enclosure certified radius (operators::certified_radius, region.cpp) of the first N images of an
+// The region-enclosure certified radius (operators::certified_radius, model/tangent_region.cpp) of the first
+// N images of an
 // image test set, timed per image: the cost `regatta certify` pays for a model the affine forms do not
 // support, and the figure of bench/RESULTS.md's "Certified robustness of the digits ViT" section.
 //

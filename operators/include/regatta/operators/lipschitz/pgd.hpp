@@ -20,6 +20,9 @@ namespace regatta::lip {
 struct PgdResult {
   double estimate = 0;         ///< ‖F(X + E) − F(X)‖_F at the best E found (double): ESTIMATE
   double certified_lower = 0;  ///< the interval re-evaluation, lower end (NaN when not certified)
+  /// The witness Y (doubles) at which certified_lower was evaluated: ‖F(Y) − F(X)‖_F ≥ certified_lower and
+  /// ‖Y − X‖_F ≤ ε, both checked in interval arithmetic when certified_lower is not NaN.
+  Matrix<double> witness;
 };
 
 /// `direction` (n×d, any norm; zero: none) seeds two restarts (±); `random_restarts` more from `seed`.
