@@ -85,8 +85,6 @@ inline std::string fraction_text(long k, long n, int places = 10) {
   return text + " (" + std::to_string(k) + "/" + std::to_string(n) + (terminates ? ")" : ", rounded down)");
 }
 
-/// Throws InputError naming `option` when `file` is empty or its folder does not exist (checked before a
-/// long computation, so that nothing is computed for a file that cannot be written).
 /// Throws InputError naming `option` when the last component of `file` is longer than the file system of
 /// its folder allows (NAME_MAX, 255 bytes on Linux): said before any work rather than when the file is
 /// written. For the names a command derives from an option (PREFIX_mu.npy, W_direction.npy).
@@ -102,6 +100,8 @@ inline void check_name_length(const std::string& option, const std::string& file
                                  std::to_string(limit) + " its file system allows");
 }
 
+/// Throws InputError naming `option` when `file` is empty or its folder does not exist (checked before a
+/// long computation, so that nothing is computed for a file that cannot be written).
 inline void check_output_folder(const std::string& option, const std::string& file) {
   if (file.empty()) throw InputError(option, "needs a file name");
   const std::filesystem::path folder = std::filesystem::path(file).parent_path();

@@ -4,17 +4,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
+#include <sstream>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/proofs/engine.hpp>
 #include <regatta/proofs/registry.hpp>
 #include "command.hpp"
 #include "json_output.hpp"
+#include "numbers.hpp"
 #include "validate.hpp"
 
 namespace regatta::cli {
@@ -122,6 +125,18 @@ void run(const ProofsCheckArgs& args, int& result) {
   options.families = args.families;
   options.out_dir = args.out;
   options.validate();
+  // Where the results go is checked before the claims run (minutes), not when they are written.
+  if (!args.docs.empty()) {
+    check_output_folder("--docs", args.docs);
+    io::check_replaceable(args.docs);
+  }
+  if (!args.out.empty()) {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(args.out, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+      throw InputError("--out", regatta::quoted(args.out) + " exists and is not a folder");
+    check_name_length("--out", args.out);
+  }
   const std::vector<const proofs::Claim*> chosen = select(args);
 
   std::vector<proofs::ClaimResult> results;
@@ -160,9 +175,10 @@ void run(const ProofsCheckArgs& args, int& result) {
         matching, results.size(), proofs::missing_claims().size());
   }
   if (!args.docs.empty()) {
-    std::ofstream docs(args.docs);
-    if (!docs) throw InputError(args.docs, "cannot be written (--docs)");
+    std::ostringstream docs;
     proofs::write_claims_markdown(docs, results, args.command_line);
+    const std::string text = docs.str();
+    io::write_file_atomic(args.docs, std::as_bytes(std::span<const char>(text.data(), text.size())));
   }
   result = all_match ? exit_ok : exit_check_failed;
 }

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
+#include <system_error>
 #include <limits>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/io/json_file.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/proofs/detail/numeric.hpp>
 
@@ -254,7 +255,9 @@ Counterexample make_counterexample(const Claim& claim, const Point& p, const Par
 
 void write_counterexample(const ClaimResult& r, Counterexample& c, const EngineOptions& options) {
   if (options.out_dir.empty()) return;
-  std::filesystem::create_directories(options.out_dir);
+  std::error_code ec;  // the non-throwing overload: a folder that cannot be made is bad input, not exit 3
+  std::filesystem::create_directories(options.out_dir, ec);
+  if (ec) throw InputError(options.out_dir.string(), "cannot be created as a folder (--out): " + ec.message());
   const std::filesystem::path file = options.out_dir / (r.id + ".json");
   nlohmann::json j{{"id", r.id},
                    {"part", c.part},
@@ -264,9 +267,7 @@ void write_counterexample(const ClaimResult& r, Counterexample& c, const EngineO
                    {"ratio_estimate", c.ratio},
                    {"certified", c.certified},
                    {"precision_bits", options.precision}};
-  std::ofstream out(file);
-  if (!out) throw InputError(file.string(), "cannot be written (--out)");
-  out << j.dump(2) << "\n";
+  io::write_json(file, j);  // atomically: an interrupted run leaves no half-written counterexample
   c.file = file.string();
 }
 

@@ -100,9 +100,13 @@ def test_bracket_is_the_command_lines(tmp_path, cli):
     witness = tmp_path / "w.npy"
     t = cli("bracket", "--random", SPEC, "--n", 5, "--radius", 1.5, "--certify", "--budget", 0,
             "--evaluations", 300, "--seed", 1, "--witness", witness, "--json")
-    assert float(r.lower) == t["lower"] and float(r.upper) == t["upper"] and r.certified == t["certified"]
+    # The same search, compiled into two programs: with -march=native the compiler may fuse a multiply and an
+    # add differently in each (a change of the CLI's unity batches did), so the search's witness and the
+    # certified lower end at it agree to rounding, not bit for bit. Each end is certified on its own.
+    assert float(r.lower) == pytest.approx(t["lower"], rel=1e-12) and r.certified == t["certified"]
+    assert float(r.upper) == pytest.approx(t["upper"], rel=1e-12)
     assert r.bound == t["bound_name"] and r.evaluations == t["evaluations"]
-    assert np.array_equal(np.load(witness), r.witness)
+    assert np.allclose(np.load(witness), r.witness, rtol=1e-6, atol=1e-5)  # an ascent end in a flat direction
     assert r.certified and isinstance(r.lower, regatta.Lower) and isinstance(r.upper, regatta.Upper)
     assert r.interval.lower <= r.interval.upper
     # The witness attains the lower end: ||J(X) v|| at the returned (X, v), by the layer's JVP.

@@ -40,7 +40,7 @@ for length in 250 255; do
   [ -s "$dir/flow.json" ] || fail "flow --out: no folder of $length bytes written"
 
   docs="$work/$(name $length .md)"
-  expect 0 proofs-check --claim havens.xi_exact --budget 0.1 --samples 1 --docs "$docs"
+  expect 0 proofs-check --claim havens.xi_exact --samples 1 --docs "$docs"
   [ -s "$docs" ] || fail "proofs-check --docs: no file of $length bytes written"
 
   # --plot is a report-style output folder (staged, then swapped in): report --out uses the same code.
