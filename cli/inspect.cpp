@@ -44,7 +44,9 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
 }  // namespace
 
 void add_inspect_command(CLI::App& app, int& result) {
-  auto* cmd = app.add_subcommand("inspect", "List the arrays of .npy/.npz/.safetensors files, or the graph of an .onnx model (validated)");
+  auto* cmd = app.add_subcommand(
+      "inspect",
+      "List the arrays of .npy/.npz/.safetensors files, or the graph of an .onnx model (validated)");
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("files", *files, "Files to inspect")->required();

@@ -13,7 +13,9 @@
 
 namespace regatta::cli {
 
-bool is_onnx_path(const std::string& path) { return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
+bool is_onnx_path(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
 
 nlohmann::json inspect_onnx(const std::string& path, bool json) {
 #ifndef REGATTA_HAVE_ONNX
@@ -22,21 +24,31 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
 #else
   const graph::Graph g = graph::import_onnx(path);
   using graph::shape_text;
-  nlohmann::json out{{"file", path}, {"opset", g.opset}, {"inputs", nlohmann::json::array()},
-                     {"outputs", nlohmann::json::array()}, {"nodes", nlohmann::json::array()}};
+  nlohmann::json out{{"file", path},
+                     {"opset", g.opset},
+                     {"inputs", nlohmann::json::array()},
+                     {"outputs", nlohmann::json::array()},
+                     {"nodes", nlohmann::json::array()}};
   std::map<std::string, int> by_kind;
   std::int64_t constants = 0, weights = 0;
   for (const auto& v : g.values)
     if (v.constant) ++constants, weights += graph::element_count(v.shape);
-  for (int id : g.inputs) out["inputs"].push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}});
-  for (int id : g.outputs) out["outputs"].push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}});
+  for (int id : g.inputs)
+    out["inputs"].push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}});
+  for (int id : g.outputs)
+    out["outputs"].push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}});
   for (const auto& n : g.nodes) {
     ++by_kind[std::string(graph::op_name(n.op))];
     nlohmann::json ins = nlohmann::json::array();
     for (int id : n.inputs)
-      ins.push_back({{"name", g.values[id].name}, {"shape", g.values[id].shape}, {"constant", g.values[id].constant}});
-    out["nodes"].push_back({{"name", n.name}, {"source_op", n.source_op}, {"kind", graph::op_name(n.op)},
-                            {"inputs", ins}, {"output", {{"name", g.values[n.output].name}, {"shape", g.values[n.output].shape}}}});
+      ins.push_back(
+          {{"name", g.values[id].name}, {"shape", g.values[id].shape}, {"constant", g.values[id].constant}});
+    out["nodes"].push_back(
+        {{"name", n.name},
+         {"source_op", n.source_op},
+         {"kind", graph::op_name(n.op)},
+         {"inputs", ins},
+         {"output", {{"name", g.values[n.output].name}, {"shape", g.values[n.output].shape}}}});
   }
   out["nodes_by_kind"] = by_kind;
   out["folded"] = nlohmann::json::object();
@@ -45,10 +57,14 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
   out["constant_elements"] = weights;
   out["unsupported"] = nlohmann::json::array();  // an unsupported operator refuses the file (exit 2)
   if (!json) {
-    std::cout << path << "  ONNX opset " << g.opset << "  " << g.nodes.size() << " nodes after folding, " << constants
-              << " constants (" << weights << " values)\n";
-    for (int id : g.inputs) std::cout << "  input   " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape) << "\n";
-    for (int id : g.outputs) std::cout << "  output  " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape) << "\n";
+    std::cout << path << "  ONNX opset " << g.opset << "  " << g.nodes.size() << " nodes after folding, "
+              << constants << " constants (" << weights << " values)\n";
+    for (int id : g.inputs)
+      std::cout << "  input   " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape)
+                << "\n";
+    for (int id : g.outputs)
+      std::cout << "  output  " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape)
+                << "\n";
     std::cout << "  nodes by kind:";
     for (const auto& [kind, count] : by_kind) std::cout << " " << kind << " " << count << ";";
     std::cout << "\n  folded into constants:";
@@ -57,7 +73,8 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
     for (const auto& n : g.nodes) {
       std::cout << "  " << graph::op_name(n.op) << "  " << printable(n.name) << " (" << n.source_op << ")  ";
       for (std::size_t k = 0; k < n.inputs.size(); ++k)
-        std::cout << (k ? ", " : "") << shape_text(g.values[n.inputs[k]].shape) << (g.values[n.inputs[k]].constant ? "c" : "");
+        std::cout << (k ? ", " : "") << shape_text(g.values[n.inputs[k]].shape)
+                  << (g.values[n.inputs[k]].constant ? "c" : "");
       std::cout << " -> " << shape_text(g.values[n.output].shape) << "\n";
     }
   }

@@ -200,10 +200,9 @@ void add_proofs_check_command(CLI::App& app, int& result) {
                   "depend on the machine's speed; default 0: off)")
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--seed", args->seed, "Seed of the random and adversarial search")->check(seed_value());
-  cmd->add_option(
-         "--samples", args->samples,
-         "Exactly N random points and N climb steps per claim (default 0: each claim's fixed count, "
-         "listed by --list)")
+  cmd->add_option("--samples", args->samples,
+                  "Exactly N random points and N climb steps per claim (default 0: each claim's fixed count, "
+                  "listed by --list)")
       ->check(CLI::Range(0l, 100000000l));
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_option("--out", args->out, "Directory for counterexample files (default proofs-check-out)");

@@ -4,9 +4,9 @@
 #include <mpfr.h>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -57,7 +57,8 @@ std::string shortest_decimal(double v) {
 // with enough digits, 767 significant at most), trailing zeros removed: the counterexample's coordinates, so
 // that the real number printed IS the point that was re-checked.
 std::string exact_decimal(double v) {
-  const bool fixed = v == 0 || (std::abs(v) >= 1e-5 && std::abs(v) < 1e15);  // plain digits, as in VNNLIB files
+  const bool fixed =
+      v == 0 || (std::abs(v) >= 1e-5 && std::abs(v) < 1e15);  // plain digits, as in VNNLIB files
   std::vector<char> buf(1500);
   std::snprintf(buf.data(), buf.size(), fixed ? "%.1074f" : "%.767e", v);
   std::string s(buf.data());
@@ -92,7 +93,8 @@ struct Outcome {
   std::vector<std::string> x_text, y_text;
 };
 
-Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, double timeout, std::uint64_t seed) {
+Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, double timeout,
+                std::uint64_t seed) {
   const graph::Property property = graph::read_vnnlib(vnnlib_path);
   graph::VerifyOptions options;
   options.timeout_seconds = timeout;
@@ -102,7 +104,8 @@ Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, doubl
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
     for (double v : o.result.output) o.y_text.push_back(shortest_decimal(v));
     // The re-check on the decimals as printed: a sat is never printed without it.
-    if (read_back(o.x_text) != o.result.input || !graph::certainly_satisfies(model, property, read_back(o.x_text)))
+    if (read_back(o.x_text) != o.result.input ||
+        !graph::certainly_satisfies(model, property, read_back(o.x_text)))
       throw std::logic_error("verify: the counterexample failed its re-check at the printed point");
   }
   return o;
@@ -113,14 +116,17 @@ std::string result_text(const Outcome& o) {
   std::string s = graph::verdict_name(o.result.verdict) + "\n";
   if (o.result.verdict != graph::Verdict::sat) return s;
   std::vector<std::string> entries;
-  for (std::size_t k = 0; k < o.x_text.size(); ++k) entries.push_back("(X_" + std::to_string(k) + " " + o.x_text[k] + ")");
-  for (std::size_t k = 0; k < o.y_text.size(); ++k) entries.push_back("(Y_" + std::to_string(k) + " " + o.y_text[k] + ")");
+  for (std::size_t k = 0; k < o.x_text.size(); ++k)
+    entries.push_back("(X_" + std::to_string(k) + " " + o.x_text[k] + ")");
+  for (std::size_t k = 0; k < o.y_text.size(); ++k)
+    entries.push_back("(Y_" + std::to_string(k) + " " + o.y_text[k] + ")");
   for (std::size_t k = 0; k < entries.size(); ++k)
     s += (k == 0 ? "(" : " ") + entries[k] + (k + 1 == entries.size() ? ")\n" : "\n");
   return s;
 }
 
-nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std::string& vnnlib, double timeout) {
+nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std::string& vnnlib,
+                           double timeout) {
   const auto& r = o.result;
   nlohmann::json j{{"onnx", onnx},
                    {"vnnlib", vnnlib},
@@ -166,16 +172,19 @@ int run_instances(const Options& o) {
       while (!s.empty() && s.back() == ' ') s.pop_back();
       return s;
     };
-    if (f.size() != 3) throw InputError(o.instances, "line " + std::to_string(line_no) + ": expected onnx,vnnlib,timeout");
+    if (f.size() != 3)
+      throw InputError(o.instances, "line " + std::to_string(line_no) + ": expected onnx,vnnlib,timeout");
     const std::string onnx = (base / trim(f[0])).string(), vnnlib = (base / trim(f[1])).string();
     double timeout = 0;
     const std::string t = trim(f[2]);
     const auto r = std::from_chars(t.data(), t.data() + t.size(), timeout);
     if (r.ec != std::errc() || r.ptr != t.data() + t.size() || !(timeout > 0) || timeout > 1e6)
-      throw InputError(o.instances, "line " + std::to_string(line_no) + ": timeout " + regatta::quoted(t) + " is not a number of seconds in (0, 1e6]");
+      throw InputError(o.instances, "line " + std::to_string(line_no) + ": timeout " + regatta::quoted(t) +
+                                        " is not a number of seconds in (0, 1e6]");
     auto& model = models[onnx];
     if (!model) model = std::make_shared<graph::Graph>(load_model(onnx));
-    const Outcome out = run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o.seed);
+    const Outcome out =
+        run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o.seed);
     const std::string row = onnx + "," + vnnlib + "," + graph::verdict_name(out.result.verdict) + "," +
                             shortest_decimal(std::round(out.result.seconds * 1000) / 1000);
     table += row + "\n";
@@ -190,15 +199,21 @@ int run_instances(const Options& o) {
 }  // namespace
 
 void add_verify_command(CLI::App& app, int& result) {
-  auto* cmd = app.add_subcommand("verify", "Decide a VNNLIB property of an ONNX model: unsat (verified), sat (counterexample), unknown or timeout");
+  auto* cmd = app.add_subcommand("verify",
+                                 "Decide a VNNLIB property of an ONNX model: unsat (verified), sat "
+                                 "(counterexample), unknown or timeout");
   auto o = std::make_shared<Options>();
   cmd->add_option("--onnx", o->onnx, "The model (.onnx; a leading symbolic batch axis is bound to 1)");
   cmd->add_option("--vnnlib", o->vnnlib, "The property (.vnnlib)");
-  cmd->add_option("--instances", o->instances, "A VNN-COMP instances.csv (onnx,vnnlib,timeout per line): one line per instance")
-      ->excludes("--onnx")->excludes("--vnnlib");
-  cmd->add_option("--timeout", o->timeout, "Seconds per instance (with --instances: at most the file's)")->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--instances", o->instances,
+                  "A VNN-COMP instances.csv (onnx,vnnlib,timeout per line): one line per instance")
+      ->excludes("--onnx")
+      ->excludes("--vnnlib");
+  cmd->add_option("--timeout", o->timeout, "Seconds per instance (with --instances: at most the file's)")
+      ->check(CLI::Range(0.001, 1e6));
   cmd->add_option("--seed", o->seed, "Seed of the attack's random search");
-  cmd->add_option("--out", o->out, "Also write the result (VNN-COMP format; with --instances the table) atomically here");
+  cmd->add_option("--out", o->out,
+                  "Also write the result (VNN-COMP format; with --instances the table) atomically here");
   cmd->add_flag("--json", o->json, "JSON on stdout");
   cmd->callback([o, cmd, &result] {
     if (!o->out.empty()) io::check_replaceable(o->out);
@@ -207,7 +222,8 @@ void add_verify_command(CLI::App& app, int& result) {
       result = run_instances(*o);
       return;
     }
-    if (o->onnx.empty() || o->vnnlib.empty()) throw InputError("verify", "give --onnx M.onnx and --vnnlib P.vnnlib, or --instances FILE.csv");
+    if (o->onnx.empty() || o->vnnlib.empty())
+      throw InputError("verify", "give --onnx M.onnx and --vnnlib P.vnnlib, or --instances FILE.csv");
     const graph::Graph model = load_model(o->onnx);
     const Outcome out = run_one(model, o->vnnlib, o->timeout, o->seed);
     const std::string text = result_text(out);

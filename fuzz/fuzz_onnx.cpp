@@ -16,12 +16,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<graph::Tensor<double>> inputs;
     for (int id : g.inputs) {
       const auto& shape = g.values[static_cast<std::size_t>(id)].shape;
-      inputs.push_back({shape, std::vector<double>(static_cast<std::size_t>(graph::element_count(shape)), 0.0)});
+      inputs.push_back(
+          {shape, std::vector<double>(static_cast<std::size_t>(graph::element_count(shape)), 0.0)});
     }
     const auto outputs = graph::evaluate(g, inputs);
     if (outputs.size() != g.outputs.size()) std::abort();
     for (std::size_t k = 0; k < outputs.size(); ++k)
-      if (static_cast<std::int64_t>(outputs[k].data.size()) != graph::element_count(outputs[k].shape)) std::abort();
+      if (static_cast<std::int64_t>(outputs[k].data.size()) != graph::element_count(outputs[k].shape))
+        std::abort();
   } catch (const InputError& e) {
     fuzz::check_message(e);
   }

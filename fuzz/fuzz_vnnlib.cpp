@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_disjuncts = 1 << 10;
   limits.max_atoms = 1 << 14;
   try {
-    const graph::Property p =
-        graph::parse_vnnlib(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.vnnlib", limits);
+    const graph::Property p = graph::parse_vnnlib(std::string_view(reinterpret_cast<const char*>(data), size),
+                                                  "fuzz.vnnlib", limits);
     for (std::size_t k = 0; k < p.input_count; ++k) {
       const bool ok = std::isfinite(p.outer_lower[k]) && std::isfinite(p.outer_upper[k]) &&
                       p.outer_lower[k] <= p.outer_upper[k] && p.outer_lower[k] <= p.inner_lower[k] &&
@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const auto& a : d)
         for (const graph::Term* t : {&a.greater, &a.smaller})
           if (t->output >= static_cast<int>(p.output_count) ||
-              (t->output < 0 && !(std::isfinite(t->constant.lower) && t->constant.lower <= t->constant.upper)))
+              (t->output < 0 &&
+               !(std::isfinite(t->constant.lower) && t->constant.lower <= t->constant.upper)))
             std::abort();
     try {
       graph::check_property_size(p, p.input_count + 1, p.output_count);

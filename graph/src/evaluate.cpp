@@ -34,7 +34,8 @@ Data<S> binary(const Tensor<S>& a, const Tensor<S>& b, const Shape& out, F&& f) 
   const auto ma = broadcast_map(a.shape, out), mb = broadcast_map(b.shape, out);
   Data<S> y;
   y.reserve(ma.size());
-  for (size_t e = 0; e < ma.size(); ++e) y.push_back(f(a.data[static_cast<size_t>(ma[e])], b.data[static_cast<size_t>(mb[e])]));
+  for (size_t e = 0; e < ma.size(); ++e)
+    y.push_back(f(a.data[static_cast<size_t>(ma[e])], b.data[static_cast<size_t>(mb[e])]));
   return y;
 }
 
@@ -47,7 +48,8 @@ Data<S> gathered(const Data<S>& x, const std::vector<int64_t>& map) {
 }
 
 template <class S>
-Data<S> conv(const Tensor<S>& x, const Tensor<S>& w, const Tensor<S>* b, const ConvAttrs& a, const Shape& out) {
+Data<S> conv(const Tensor<S>& x, const Tensor<S>& w, const Tensor<S>* b, const ConvAttrs& a,
+             const Shape& out) {
   const int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const int64_t M = w.shape[0], kh = w.shape[2], kw = w.shape[3], OH = out[2], OW = out[3];
   Data<S> y(static_cast<size_t>(M * OH * OW), S(0.0));
@@ -62,7 +64,8 @@ Data<S> conv(const Tensor<S>& x, const Tensor<S>& w, const Tensor<S>* b, const C
             for (int64_t j = 0; j < kw; ++j) {
               const int64_t v = ow * a.strides[1] - a.pads[1] + j * a.dilations[1];
               if (v < 0 || v >= W) continue;
-              acc += x.data[static_cast<size_t>((c * H + h) * W + v)] * w.data[static_cast<size_t>(((m * C + c) * kh + i) * kw + j)];
+              acc += x.data[static_cast<size_t>((c * H + h) * W + v)] *
+                     w.data[static_cast<size_t>(((m * C + c) * kh + i) * kw + j)];
             }
           }
         y[static_cast<size_t>((m * OH + oh) * OW + ow)] = acc;
@@ -95,10 +98,15 @@ Data<S> matmul(const Tensor<S>& x, const Tensor<S>& y, const Shape& out) {
 }
 
 template <class S>
-Data<S> gemm(const Tensor<S>& A, const Tensor<S>& B, const Tensor<S>* C, const GemmAttrs& g, const Shape& out) {
+Data<S> gemm(const Tensor<S>& A, const Tensor<S>& B, const Tensor<S>* C, const GemmAttrs& g,
+             const Shape& out) {
   const int64_t m = out[0], n = out[1], k = g.trans_a ? A.shape[0] : A.shape[1];
-  const auto at = [&](int64_t i, int64_t l) { return A.data[static_cast<size_t>(g.trans_a ? l * m + i : i * k + l)]; };
-  const auto bt = [&](int64_t l, int64_t j) { return B.data[static_cast<size_t>(g.trans_b ? j * k + l : l * n + j)]; };
+  const auto at = [&](int64_t i, int64_t l) {
+    return A.data[static_cast<size_t>(g.trans_a ? l * m + i : i * k + l)];
+  };
+  const auto bt = [&](int64_t l, int64_t j) {
+    return B.data[static_cast<size_t>(g.trans_b ? j * k + l : l * n + j)];
+  };
   std::vector<int64_t> mc;
   if (C) mc = broadcast_map(C->shape, out);
   Data<S> r(static_cast<size_t>(m * n));
@@ -107,8 +115,9 @@ Data<S> gemm(const Tensor<S>& A, const Tensor<S>& B, const Tensor<S>* C, const G
       S acc(0.0);
       for (int64_t l = 0; l < k; ++l) acc += at(i, l) * bt(l, j);
       if (g.alpha != 1) acc = S(g.alpha) * acc;
-      if (C) acc += g.beta == 1 ? C->data[static_cast<size_t>(mc[static_cast<size_t>(i * n + j)])]
-                                : S(g.beta) * C->data[static_cast<size_t>(mc[static_cast<size_t>(i * n + j)])];
+      if (C)
+        acc += g.beta == 1 ? C->data[static_cast<size_t>(mc[static_cast<size_t>(i * n + j)])]
+                           : S(g.beta) * C->data[static_cast<size_t>(mc[static_cast<size_t>(i * n + j)])];
       r[static_cast<size_t>(i * n + j)] = acc;
     }
   return r;
@@ -150,7 +159,8 @@ Data<S> softmax(const Tensor<S>& x, const SoftmaxAttrs& a) {
 }
 
 template <class S>
-Data<S> layer_norm(const Tensor<S>& x, const Tensor<S>& scale, const Tensor<S>* bias, const LayerNormAttrs& a) {
+Data<S> layer_norm(const Tensor<S>& x, const Tensor<S>& scale, const Tensor<S>* bias,
+                   const LayerNormAttrs& a) {
   const Blocks b = blocks(x.shape, a.axis, static_cast<int64_t>(x.shape.size()));
   const Shape tail(x.shape.begin() + a.axis, x.shape.end());
   const auto ms = broadcast_map(scale.shape, tail);
@@ -235,13 +245,20 @@ Data<S> run(const Graph& g, const Node& node, const std::vector<const Tensor<S>*
   const Tensor<S>& x = *in[0];
   const auto opt = [&](size_t i) { return in.size() > i ? in[i] : nullptr; };
   switch (node.op) {
-    case Op::conv: return conv(x, *in[1], opt(2), std::get<ConvAttrs>(node.attributes), out);
-    case Op::matmul: return matmul(x, *in[1], out);
-    case Op::gemm: return gemm(x, *in[1], opt(2), std::get<GemmAttrs>(node.attributes), out);
-    case Op::add: return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a + b); });
-    case Op::sub: return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a - b); });
-    case Op::mul: return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a * b); });
-    case Op::div: return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a / b); });
+    case Op::conv:
+      return conv(x, *in[1], opt(2), std::get<ConvAttrs>(node.attributes), out);
+    case Op::matmul:
+      return matmul(x, *in[1], out);
+    case Op::gemm:
+      return gemm(x, *in[1], opt(2), std::get<GemmAttrs>(node.attributes), out);
+    case Op::add:
+      return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a + b); });
+    case Op::sub:
+      return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a - b); });
+    case Op::mul:
+      return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a * b); });
+    case Op::div:
+      return binary(x, *in[1], out, [](const S& a, const S& b) { return S(a / b); });
     case Op::pow: {
       const Value& e = g.values[static_cast<size_t>(node.inputs[1])];  // a constant (validate)
       const auto me = broadcast_map(e.shape, out), mx = broadcast_map(x.shape, out);
@@ -262,27 +279,45 @@ Data<S> run(const Graph& g, const Node& node, const std::vector<const Tensor<S>*
                                                             : in[2]->data[static_cast<size_t>(mb[k])]);
       return y;
     }
-    case Op::neg: return unary(x.data, [](const S& v) { return S(-v); });
-    case Op::sqrt: return unary(x.data, [](const S& v) { return detail::sqrt_of(v); });
-    case Op::reciprocal: return unary(x.data, [](const S& v) { return S(S(1.0) / v); });
-    case Op::relu: return unary(x.data, [](const S& v) { return detail::relu_of(v); });
-    case Op::erf: return unary(x.data, [](const S& v) { return detail::erf_of(v); });
-    case Op::tanh: return unary(x.data, [](const S& v) { return detail::tanh_of(v); });
-    case Op::sigmoid: return unary(x.data, [](const S& v) { return detail::sigmoid_of(v); });
+    case Op::neg:
+      return unary(x.data, [](const S& v) { return S(-v); });
+    case Op::sqrt:
+      return unary(x.data, [](const S& v) { return detail::sqrt_of(v); });
+    case Op::reciprocal:
+      return unary(x.data, [](const S& v) { return S(S(1.0) / v); });
+    case Op::relu:
+      return unary(x.data, [](const S& v) { return detail::relu_of(v); });
+    case Op::erf:
+      return unary(x.data, [](const S& v) { return detail::erf_of(v); });
+    case Op::tanh:
+      return unary(x.data, [](const S& v) { return detail::tanh_of(v); });
+    case Op::sigmoid:
+      return unary(x.data, [](const S& v) { return detail::sigmoid_of(v); });
     case Op::gelu: {
       const bool t = std::get<GeluAttrs>(node.attributes).tanh_approximation;
       return unary(x.data, [t](const S& v) { return detail::gelu_of(v, t); });
     }
-    case Op::identity: case Op::reshape: return x.data;
-    case Op::transpose: return gathered(x.data, detail::transpose_map(x.shape, std::get<TransposeAttrs>(node.attributes).perm));
-    case Op::slice: return gathered(x.data, detail::slice_map(x.shape, out, std::get<SliceAttrs>(node.attributes)));
-    case Op::gather: return gathered(x.data, detail::gather_map(x.shape, std::get<GatherAttrs>(node.attributes)));
-    case Op::expand: return gathered(x.data, broadcast_map(x.shape, out));
-    case Op::concat: return concat(in, std::get<ConcatAttrs>(node.attributes).axis);
-    case Op::softmax: return softmax(x, std::get<SoftmaxAttrs>(node.attributes));
-    case Op::layer_norm: return layer_norm(x, *in[1], opt(2), std::get<LayerNormAttrs>(node.attributes));
-    case Op::reduce_mean: return reduce_mean(x, std::get<ReduceMeanAttrs>(node.attributes), out);
-    case Op::batch_norm: return batch_norm(in, std::get<BatchNormAttrs>(node.attributes));
+    case Op::identity:
+    case Op::reshape:
+      return x.data;
+    case Op::transpose:
+      return gathered(x.data, detail::transpose_map(x.shape, std::get<TransposeAttrs>(node.attributes).perm));
+    case Op::slice:
+      return gathered(x.data, detail::slice_map(x.shape, out, std::get<SliceAttrs>(node.attributes)));
+    case Op::gather:
+      return gathered(x.data, detail::gather_map(x.shape, std::get<GatherAttrs>(node.attributes)));
+    case Op::expand:
+      return gathered(x.data, broadcast_map(x.shape, out));
+    case Op::concat:
+      return concat(in, std::get<ConcatAttrs>(node.attributes).axis);
+    case Op::softmax:
+      return softmax(x, std::get<SoftmaxAttrs>(node.attributes));
+    case Op::layer_norm:
+      return layer_norm(x, *in[1], opt(2), std::get<LayerNormAttrs>(node.attributes));
+    case Op::reduce_mean:
+      return reduce_mean(x, std::get<ReduceMeanAttrs>(node.attributes), out);
+    case Op::batch_norm:
+      return batch_norm(in, std::get<BatchNormAttrs>(node.attributes));
   }
   throw std::logic_error("evaluate: unknown node kind");
 }
@@ -325,7 +360,7 @@ std::vector<Tensor<S>> evaluate(const Graph& g, const std::vector<Tensor<S>>& in
   return out;
 }
 
-#define REGATTA_GRAPH_EVALUATE(S)                                                            \
+#define REGATTA_GRAPH_EVALUATE(S)                                                           \
   template std::vector<Tensor<S>> evaluate<S>(const Graph&, const std::vector<Tensor<S>>&); \
   template std::vector<Tensor<S>> evaluate_all<S>(const Graph&, const std::vector<Tensor<S>>&);
 REGATTA_GRAPH_EVALUATE(double)

@@ -16,7 +16,8 @@ void Graph::validate() const {
   auto fail = [this](const std::string& what) { throw InputError(source, what); };
   auto define = [&](int id, const std::string& by) {
     if (id < 0 || id >= n) fail(by + " refers to value " + std::to_string(id) + ", out of range");
-    if (defined[static_cast<std::size_t>(id)]) fail("value " + regatta::quoted(values[static_cast<std::size_t>(id)].name) + " is defined twice");
+    if (defined[static_cast<std::size_t>(id)])
+      fail("value " + regatta::quoted(values[static_cast<std::size_t>(id)].name) + " is defined twice");
     defined[static_cast<std::size_t>(id)] = true;
   };
   for (int id = 0; id < n; ++id) {

@@ -47,11 +47,15 @@ Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& inputs,
 
 /// Attribute accessors that refuse the wrong type.
 const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const std::string& name);
-std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback, const Where& where);
-double float_attribute(const onnx::NodeProto& node, const std::string& name, double fallback, const Where& where);
-std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name, const Where& where);
+std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback,
+                           const Where& where);
+double float_attribute(const onnx::NodeProto& node, const std::string& name, double fallback,
+                       const Where& where);
+std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name,
+                                         const Where& where);
 /// Refuses attributes outside `known`.
-void only_attributes(const onnx::NodeProto& node, std::initializer_list<const char*> known, const Where& where);
+void only_attributes(const onnx::NodeProto& node, std::initializer_list<const char*> known,
+                     const Where& where);
 
 /// Normalises an axis against a rank (negative counts from the end); refuses out-of-range axes.
 std::int64_t normal_axis(std::int64_t axis, std::int64_t rank, const Where& where);
@@ -73,8 +77,8 @@ struct Movement {
   Shape out;
 };
 bool is_movement(const std::string& op);
-Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes, const std::vector<const Const*>& consts,
-                  std::int64_t opset, const Where& where);
+Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
+                  const std::vector<const Const*>& consts, std::int64_t opset, const Where& where);
 /// Applies a movement to constant data (any element type).
 Const apply(const Movement& m, const std::vector<const Const*>& inputs);
 

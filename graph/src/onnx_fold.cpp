@@ -18,7 +18,8 @@ bool is_float_type(int t) { return t == T::FLOAT || t == T::DOUBLE; }
 // Elementwise with numpy broadcasting over the integer or the floating-point field of the operands.
 Const broadcast_apply(const std::vector<const Const*>& in, int out_dtype, const Where& where,
                       const std::function<double(const std::vector<double>&)>& ff,
-                      const std::function<std::int64_t(const std::vector<std::int64_t>&)>& fi, bool float_args) {
+                      const std::function<std::int64_t(const std::vector<std::int64_t>&)>& fi,
+                      bool float_args) {
   Shape out = in[0]->shape;
   try {
     for (std::size_t k = 1; k < in.size(); ++k) out = detail::broadcast_shapes(out, in[k]->shape);
@@ -36,11 +37,15 @@ Const broadcast_apply(const std::vector<const Const*>& in, int out_dtype, const 
   for (std::size_t e = 0; e < n; ++e) {
     for (std::size_t k = 0; k < in.size(); ++k) {
       const auto j = static_cast<std::size_t>(maps[k][e]);
-      if (in[k]->is_float()) af[k] = in[k]->f[j], ai[k] = 0;
-      else ai[k] = in[k]->i[j], af[k] = static_cast<double>(in[k]->i[j]);
+      if (in[k]->is_float())
+        af[k] = in[k]->f[j], ai[k] = 0;
+      else
+        ai[k] = in[k]->i[j], af[k] = static_cast<double>(in[k]->i[j]);
     }
-    if (is_float_type(out_dtype)) r.f.push_back(ff(af));
-    else r.i.push_back(float_args ? static_cast<std::int64_t>(ff(af)) : fi(ai));
+    if (is_float_type(out_dtype))
+      r.f.push_back(ff(af));
+    else
+      r.i.push_back(float_args ? static_cast<std::int64_t>(ff(af)) : fi(ai));
   }
   return r;
 }
@@ -53,12 +58,13 @@ std::int64_t checked(__int128 v, const Where& where) {
 }  // namespace
 
 bool fold_only(const std::string& op) {
-  static const char* ops[] = {"Shape", "Constant", "ConstantOfShape", "Equal", "Less", "Greater", "Not", "Range"};
+  static const char* ops[] = {"Shape", "Constant", "ConstantOfShape", "Equal", "Less", "Greater",
+                              "Not",   "Range"};
   return std::any_of(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; });
 }
 
-Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& in, std::int64_t opset, const Where& where,
-           const OnnxLimits& limits) {
+Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& in, std::int64_t opset,
+           const Where& where, const OnnxLimits& limits) {
   const std::string& op = node.op_type();
   if (is_movement(op)) {
     std::vector<Shape> shapes;
@@ -74,7 +80,8 @@ Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& in, std
     r.shape = in[0]->shape;
     r.dtype = to;
     if (to == T::FLOAT || to == T::DOUBLE) {
-      if (in[0]->is_float()) r.f = in[0]->f;
+      if (in[0]->is_float())
+        r.f = in[0]->f;
       else
         for (std::int64_t v : in[0]->i) r.f.push_back(static_cast<double>(v));
       if (to == T::FLOAT)  // the rounding to binary32 the cast specifies
@@ -88,7 +95,8 @@ Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& in, std
           r.i.push_back(to == T::BOOL ? v != 0 : static_cast<std::int64_t>(std::trunc(v)));
         }
       } else {
-        for (std::int64_t v : in[0]->i) r.i.push_back(to == T::BOOL ? v != 0 : to == T::INT32 ? static_cast<std::int32_t>(v) : v);
+        for (std::int64_t v : in[0]->i)
+          r.i.push_back(to == T::BOOL ? v != 0 : to == T::INT32 ? static_cast<std::int32_t>(v) : v);
       }
     } else {
       where.fail("Cast to element type " + std::to_string(to) + " is not supported");
@@ -110,8 +118,10 @@ Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& in, std
     }
     r.dtype = value.dtype;
     const auto n = static_cast<std::size_t>(element_count(r.shape));
-    if (r.is_float()) r.f.assign(n, value.f[0]);
-    else r.i.assign(n, value.i[0]);
+    if (r.is_float())
+      r.f.assign(n, value.f[0]);
+    else
+      r.i.assign(n, value.i[0]);
     return r;
   }
   if (op == "Range") {
@@ -133,27 +143,33 @@ Const fold(const onnx::NodeProto& node, const std::vector<const Const*>& in, std
   if (op == "Equal" || op == "Less" || op == "Greater") {
     const int cmp = op == "Equal" ? 0 : op == "Less" ? -1 : 1;
     auto test = [cmp](auto a, auto b) { return cmp == 0 ? a == b : cmp < 0 ? a < b : a > b; };
-    return broadcast_apply(in, T::BOOL, where, [&](const std::vector<double>& v) { return test(v[0], v[1]) ? 1.0 : 0.0; },
-                           [&](const std::vector<std::int64_t>& v) -> std::int64_t { return test(v[0], v[1]); }, floats);
+    return broadcast_apply(
+        in, T::BOOL, where, [&](const std::vector<double>& v) { return test(v[0], v[1]) ? 1.0 : 0.0; },
+        [&](const std::vector<std::int64_t>& v) -> std::int64_t { return test(v[0], v[1]); }, floats);
   }
   if (op == "Not")
-    return broadcast_apply(in, T::BOOL, where, nullptr, [](const std::vector<std::int64_t>& v) -> std::int64_t { return !v[0]; }, false);
+    return broadcast_apply(
+        in, T::BOOL, where, nullptr, [](const std::vector<std::int64_t>& v) -> std::int64_t { return !v[0]; },
+        false);
   if (op == "Where") {
-    Const r = broadcast_apply(in, in[1]->dtype, where,
-                              [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; },
-                              [](const std::vector<std::int64_t>& v) { return v[0] != 0 ? v[1] : v[2]; }, false);
+    Const r = broadcast_apply(
+        in, in[1]->dtype, where, [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; },
+        [](const std::vector<std::int64_t>& v) { return v[0] != 0 ? v[1] : v[2]; }, false);
     return r;
   }
   if (!floats && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Neg")) {
-    return broadcast_apply(in, in[0]->dtype, where, nullptr, [&](const std::vector<std::int64_t>& v) -> std::int64_t {
-      const __int128 a = v[0], b = v.size() > 1 ? v[1] : 0;
-      if (op == "Add") return checked(a + b, where);
-      if (op == "Sub") return checked(a - b, where);
-      if (op == "Mul") return checked(a * b, where);
-      if (op == "Neg") return checked(-a, where);
-      if (b == 0) where.fail("integer division by zero in folded shape arithmetic");
-      return checked(a / b, where);  // truncation, as integer Div of ONNX (C semantics)
-    }, false);
+    return broadcast_apply(
+        in, in[0]->dtype, where, nullptr,
+        [&](const std::vector<std::int64_t>& v) -> std::int64_t {
+          const __int128 a = v[0], b = v.size() > 1 ? v[1] : 0;
+          if (op == "Add") return checked(a + b, where);
+          if (op == "Sub") return checked(a - b, where);
+          if (op == "Mul") return checked(a * b, where);
+          if (op == "Neg") return checked(-a, where);
+          if (b == 0) where.fail("integer division by zero in folded shape arithmetic");
+          return checked(a / b, where);  // truncation, as integer Div of ONNX (C semantics)
+        },
+        false);
   }
   where.fail("cannot fold this operator");
 }

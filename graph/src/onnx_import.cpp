@@ -30,7 +30,8 @@ std::string first_line(std::string text) {
 }
 
 // Sorts the nodes topologically (Kahn); refuses cycles and inputs that nothing defines.
-std::vector<int> topological_order(const onnx::GraphProto& g, const std::set<std::string>& defined_outside, const Where& file) {
+std::vector<int> topological_order(const onnx::GraphProto& g, const std::set<std::string>& defined_outside,
+                                   const Where& file) {
   std::unordered_map<std::string, int> producer;
   for (int k = 0; k < g.node_size(); ++k)
     for (const auto& out : g.node(k).output())
@@ -45,8 +46,8 @@ std::vector<int> topological_order(const onnx::GraphProto& g, const std::set<std
       if (in.empty() || defined_outside.count(in)) continue;
       const auto p = producer.find(in);
       if (p == producer.end())
-        file.fail("node " + regatta::quoted(g.node(k).name()) + " (" + g.node(k).op_type() + ") reads " + regatta::quoted(in) +
-                  ", which nothing defines");
+        file.fail("node " + regatta::quoted(g.node(k).name()) + " (" + g.node(k).op_type() + ") reads " +
+                  regatta::quoted(in) + ", which nothing defines");
       ++pending[static_cast<std::size_t>(k)];
       users[static_cast<std::size_t>(p->second)].push_back(k);
     }
@@ -83,13 +84,15 @@ std::map<std::string, Shape> inferred_shapes(const onnx::GraphProto& g) {
 
 // Binds a leading symbolic batch dimension to 1 (docs/graph.md, "ONNX import"): exporters write the batch
 // axis of inputs as a parameter ("batch_size"); regatta evaluates one sample. Only the FIRST dimension of a
-// runtime input may be symbolic; the same parameter is replaced by 1 wherever it appears (outputs, value_info)
-// so that shape inference sees one consistent size. Any other symbolic dimension stays and is refused later.
+// runtime input may be symbolic; the same parameter is replaced by 1 wherever it appears (outputs,
+// value_info) so that shape inference sees one consistent size. Any other symbolic dimension stays and is
+// refused later.
 void bind_batch_dimension(onnx::GraphProto& g) {
   std::set<std::string> initializers, batch_names;
   for (const auto& t : g.initializer()) initializers.insert(t.name());
   for (auto& in : *g.mutable_input()) {
-    if (initializers.count(in.name()) || !in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    if (initializers.count(in.name()) || !in.type().has_tensor_type() || !in.type().tensor_type().has_shape())
+      continue;
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     if (shape->dim_size() < 2) continue;  // a vector's only axis is data, not a batch
     auto* d = shape->mutable_dim(0);
@@ -108,10 +111,12 @@ void bind_batch_dimension(onnx::GraphProto& g) {
 
 }  // namespace
 
-Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source, const OnnxLimits& limits) {
+Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
+                        const OnnxLimits& limits) {
   const Where file{source, "", ""};
   if (bytes.size() > limits.max_file_bytes)
-    file.fail("the model has " + std::to_string(bytes.size()) + " bytes, over the limit of " + std::to_string(limits.max_file_bytes));
+    file.fail("the model has " + std::to_string(bytes.size()) + " bytes, over the limit of " +
+              std::to_string(limits.max_file_bytes));
   onnx::ModelProto model;
   {
     google::protobuf::LogSilencer quiet;  // protobuf would print its own diagnostics on stderr
@@ -120,7 +125,8 @@ Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& sou
   }
   const onnx::GraphProto& g0 = model.graph();
   if (static_cast<std::size_t>(g0.node_size()) > limits.max_nodes)
-    file.fail("the graph has " + std::to_string(g0.node_size()) + " nodes, over the limit of " + std::to_string(limits.max_nodes));
+    file.fail("the graph has " + std::to_string(g0.node_size()) + " nodes, over the limit of " +
+              std::to_string(limits.max_nodes));
   std::int64_t opset = -1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
@@ -129,13 +135,16 @@ Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& sou
               std::to_string(min_onnx_opset) + " to " + std::to_string(max_onnx_opset) + ")");
   for (const auto& t : g0.initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
-      file.fail("initializer " + regatta::quoted(t.name()) + " uses external data (not supported: save the model as one file)");
+      file.fail("initializer " + regatta::quoted(t.name()) +
+                " uses external data (not supported: save the model as one file)");
   // Every operator outside the supported set, in one message.
   std::vector<std::string> unsupported;
   for (const auto& n : g0.node())
     if (!supported_operator(n)) {
-      const std::string what = (n.domain().empty() ? "" : n.domain() + ".") + n.op_type() + " (node " + regatta::quoted(n.name()) + ")";
-      if (std::find(unsupported.begin(), unsupported.end(), what) == unsupported.end()) unsupported.push_back(what);
+      const std::string what = (n.domain().empty() ? "" : n.domain() + ".") + n.op_type() + " (node " +
+                               regatta::quoted(n.name()) + ")";
+      if (std::find(unsupported.begin(), unsupported.end(), what) == unsupported.end())
+        unsupported.push_back(what);
     }
   if (!unsupported.empty()) {
     std::string list;
@@ -153,7 +162,8 @@ Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& sou
   bind_batch_dimension(*model.mutable_graph());
   try {
     onnx::checker::check_model(model);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, false));
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception& e) {
     file.fail("ONNX checker: " + first_line(e.what()));
   }

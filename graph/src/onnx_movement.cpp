@@ -10,15 +10,18 @@ namespace regatta::graph::onnx_detail {
 
 namespace {
 
-const Const& constant_operand(const std::vector<const Const*>& consts, std::size_t k, const char* what, const Where& where) {
-  if (consts.size() <= k || !consts[k]) where.fail(std::string("the ") + what + " must be a constant (it is computed at run time)");
+const Const& constant_operand(const std::vector<const Const*>& consts, std::size_t k, const char* what,
+                              const Where& where) {
+  if (consts.size() <= k || !consts[k])
+    where.fail(std::string("the ") + what + " must be a constant (it is computed at run time)");
   return *consts[k];
 }
 bool present(const std::vector<Shape>& shapes, const std::vector<const Const*>& consts, std::size_t k) {
   return shapes.size() > k && (consts[k] == nullptr || consts[k]->dtype != 0);
 }
 
-Shape reshape_target(const Shape& in, const std::vector<std::int64_t>& spec, bool allowzero, const Where& where) {
+Shape reshape_target(const Shape& in, const std::vector<std::int64_t>& spec, bool allowzero,
+                     const Where& where) {
   Shape out;
   std::int64_t known = 1, infer = -1;
   for (std::size_t k = 0; k < spec.size(); ++k) {
@@ -39,16 +42,18 @@ Shape reshape_target(const Shape& in, const std::vector<std::int64_t>& spec, boo
   }
   const std::int64_t n = element_count(in);
   if (infer >= 0) {
-    if (known == 0 || n % known != 0) where.fail("Reshape cannot infer the -1 dimension of " + shape_text(spec));
+    if (known == 0 || n % known != 0)
+      where.fail("Reshape cannot infer the -1 dimension of " + shape_text(spec));
     out[static_cast<std::size_t>(infer)] = n / known;
   }
-  if (element_count(out) != n) where.fail("Reshape of " + shape_text(in) + " to " + shape_text(out) + " changes the number of elements");
+  if (element_count(out) != n)
+    where.fail("Reshape of " + shape_text(in) + " to " + shape_text(out) + " changes the number of elements");
   return out;
 }
 
 // Slice bounds of one axis, clamped as the ONNX specification says.
-void slice_axis(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step, std::int64_t& first,
-                std::int64_t& count, const Where& where) {
+void slice_axis(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step,
+                std::int64_t& first, std::int64_t& count, const Where& where) {
   if (step == 0) where.fail("Slice step 0");
   if (start < 0) start = start < -dim ? 0 : start + dim;
   if (end < 0) end = end < -dim ? -1 : end + dim;
@@ -67,13 +72,13 @@ void slice_axis(std::int64_t dim, std::int64_t start, std::int64_t end, std::int
 }  // namespace
 
 bool is_movement(const std::string& op) {
-  static const char* ops[] = {"Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-                              "Slice", "Gather", "Expand", "Concat"};
+  static const char* ops[] = {"Identity",  "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                              "Transpose", "Slice",   "Gather",  "Expand",  "Concat"};
   return std::any_of(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; });
 }
 
-Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes, const std::vector<const Const*>& consts,
-                  std::int64_t opset, const Where& where) {
+Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
+                  const std::vector<const Const*>& consts, std::int64_t opset, const Where& where) {
   const std::string& op = node.op_type();
   const Shape& x = shapes.at(0);
   const auto rank = static_cast<std::int64_t>(x.size());
@@ -92,7 +97,10 @@ Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
   if (op == "Reshape") {
     only_attributes(node, {"allowzero"}, where);
     const bool allowzero = int_attribute(node, "allowzero", 0, where) != 0;
-    return {Op::reshape, {}, reshape_target(x, integers(constant_operand(consts, 1, "shape", where), where), allowzero, where)};
+    return {
+        Op::reshape,
+        {},
+        reshape_target(x, integers(constant_operand(consts, 1, "shape", where), where), allowzero, where)};
   }
   if (op == "Flatten") {
     only_attributes(node, {"axis"}, where);
@@ -189,7 +197,8 @@ Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
     a.indices_shape = idx.shape;
     const std::int64_t dim = x[static_cast<std::size_t>(a.axis)];
     for (std::int64_t& i : a.indices) {
-      if (i < -dim || i >= dim) where.fail("Gather index " + std::to_string(i) + " out of range for length " + std::to_string(dim));
+      if (i < -dim || i >= dim)
+        where.fail("Gather index " + std::to_string(i) + " out of range for length " + std::to_string(dim));
       if (i < 0) i += dim;
     }
     std::vector<Shape> in{x};
@@ -218,22 +227,35 @@ Movement movement(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
 
 namespace {
 template <class T>
-std::vector<T> move_data(const Movement& m, const std::vector<const Const*>& in, std::vector<T> Const::*field) {
+std::vector<T> move_data(const Movement& m, const std::vector<const Const*>& in,
+                         std::vector<T> Const::*field) {
   const Const& x = *in[0];
   const std::vector<T>& d = x.*field;
   std::vector<std::int64_t> map;
   switch (m.op) {
-    case Op::identity: case Op::reshape: return d;
-    case Op::transpose: map = detail::transpose_map(x.shape, std::get<TransposeAttrs>(m.attributes).perm); break;
-    case Op::slice: map = detail::slice_map(x.shape, m.out, std::get<SliceAttrs>(m.attributes)); break;
-    case Op::gather: map = detail::gather_map(x.shape, std::get<GatherAttrs>(m.attributes)); break;
-    case Op::expand: map = detail::broadcast_map(x.shape, m.out); break;
+    case Op::identity:
+    case Op::reshape:
+      return d;
+    case Op::transpose:
+      map = detail::transpose_map(x.shape, std::get<TransposeAttrs>(m.attributes).perm);
+      break;
+    case Op::slice:
+      map = detail::slice_map(x.shape, m.out, std::get<SliceAttrs>(m.attributes));
+      break;
+    case Op::gather:
+      map = detail::gather_map(x.shape, std::get<GatherAttrs>(m.attributes));
+      break;
+    case Op::expand:
+      map = detail::broadcast_map(x.shape, m.out);
+      break;
     case Op::concat: {
       const std::int64_t axis = std::get<ConcatAttrs>(m.attributes).axis;
       std::int64_t outer = 1, inner = 1;
       for (std::int64_t k = 0; k < static_cast<std::int64_t>(x.shape.size()); ++k)
-        if (k < axis) outer *= x.shape[static_cast<std::size_t>(k)];
-        else if (k > axis) inner *= x.shape[static_cast<std::size_t>(k)];
+        if (k < axis)
+          outer *= x.shape[static_cast<std::size_t>(k)];
+        else if (k > axis)
+          inner *= x.shape[static_cast<std::size_t>(k)];
       std::vector<T> out;
       for (std::int64_t o = 0; o < outer; ++o)
         for (const Const* c : in) {
@@ -242,7 +264,8 @@ std::vector<T> move_data(const Movement& m, const std::vector<const Const*>& in,
         }
       return out;
     }
-    default: return d;
+    default:
+      return d;
   }
   std::vector<T> out;
   out.reserve(map.size());
@@ -257,8 +280,10 @@ Const apply(const Movement& m, const std::vector<const Const*>& inputs) {
   c.dtype = inputs[0]->dtype;
   std::vector<const Const*> data{inputs[0]};
   if (m.op == Op::concat) data = inputs;
-  if (c.is_float()) c.f = move_data(m, data, &Const::f);
-  else c.i = move_data(m, data, &Const::i);
+  if (c.is_float())
+    c.f = move_data(m, data, &Const::f);
+  else
+    c.i = move_data(m, data, &Const::i);
   return c;
 }
 

@@ -13,9 +13,28 @@ namespace regatta::graph::onnx_detail {
 
 namespace {
 
-const char* const runtime_ops[] = {"Conv", "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Neg", "Pow", "Sqrt",
-                                   "Reciprocal", "Softmax", "LayerNormalization", "ReduceMean",
-                                   "BatchNormalization", "Relu", "Gelu", "Erf", "Tanh", "Sigmoid", "Where", "Cast"};
+const char* const runtime_ops[] = {"Conv",
+                                   "MatMul",
+                                   "Gemm",
+                                   "Add",
+                                   "Sub",
+                                   "Mul",
+                                   "Div",
+                                   "Neg",
+                                   "Pow",
+                                   "Sqrt",
+                                   "Reciprocal",
+                                   "Softmax",
+                                   "LayerNormalization",
+                                   "ReduceMean",
+                                   "BatchNormalization",
+                                   "Relu",
+                                   "Gelu",
+                                   "Erf",
+                                   "Tanh",
+                                   "Sigmoid",
+                                   "Where",
+                                   "Cast"};
 
 bool one_of(const std::string& op, std::initializer_list<const char*> ops) {
   return std::any_of(ops.begin(), ops.end(), [&](const char* o) { return op == o; });
@@ -32,9 +51,13 @@ bool supported_operator(const onnx::NodeProto& node) {
          std::any_of(std::begin(runtime_ops), std::end(runtime_ops), [&](const char* o) { return op == o; });
 }
 
-Builder::Builder(std::string source, std::int64_t opset, const OnnxLimits& limits, std::map<std::string, Shape> inferred,
-                 std::set<std::string> used)
-    : source_(std::move(source)), opset_(opset), limits_(limits), inferred_(std::move(inferred)), used_(std::move(used)) {
+Builder::Builder(std::string source, std::int64_t opset, const OnnxLimits& limits,
+                 std::map<std::string, Shape> inferred, std::set<std::string> used)
+    : source_(std::move(source)),
+      opset_(opset),
+      limits_(limits),
+      inferred_(std::move(inferred)),
+      used_(std::move(used)) {
   g_.source = source_;
   g_.opset = opset;
 }
@@ -42,12 +65,14 @@ Builder::Builder(std::string source, std::int64_t opset, const OnnxLimits& limit
 void Builder::define(const std::string& name, Entry e, const Where& where) {
   total_elements_ += element_count(e.shape);
   if (total_elements_ > limits_.max_total_elements)
-    where.fail("the model's tensors exceed the limit of " + std::to_string(limits_.max_total_elements) + " elements");
+    where.fail("the model's tensors exceed the limit of " + std::to_string(limits_.max_total_elements) +
+               " elements");
   const auto it = inferred_.find(name);
   if (it != inferred_.end() && it->second != e.shape)
     where.fail("tensor " + regatta::quoted(name) + ": ONNX shape inference gives " + shape_text(it->second) +
                ", the importer computes " + shape_text(e.shape));
-  if (!entries_.emplace(name, std::move(e)).second) where.fail("tensor " + regatta::quoted(name) + " is defined twice");
+  if (!entries_.emplace(name, std::move(e)).second)
+    where.fail("tensor " + regatta::quoted(name) + " is defined twice");
 }
 
 void Builder::add_constant(const std::string& name, Const c) {
@@ -69,7 +94,8 @@ void Builder::add_input(const onnx::ValueInfoProto& input) {
   for (const auto& d : type.tensor_type().shape().dim()) {
     if (!d.has_dim_value() || d.dim_value() <= 0)
       where.fail("input " + regatta::quoted(input.name()) + " has a symbolic or empty dimension" +
-                 (d.has_dim_param() ? " " + regatta::quoted(d.dim_param()) : std::string()) + " (export with static shapes)");
+                 (d.has_dim_param() ? " " + regatta::quoted(d.dim_param()) : std::string()) +
+                 " (export with static shapes)");
     shape.push_back(d.dim_value());
   }
   checked_count(shape, where, limits_);
@@ -90,7 +116,8 @@ int Builder::materialise(const std::string& name, const Where& where) {
   Value v{name, c.shape, true, c.f};
   if (!c.is_float())
     for (std::int64_t x : c.i) {
-      if (x > (std::int64_t{1} << 53) || x < -(std::int64_t{1} << 53)) where.fail("integer constant " + regatta::quoted(name) + " is not exact in binary64");
+      if (x > (std::int64_t{1} << 53) || x < -(std::int64_t{1} << 53))
+        where.fail("integer constant " + regatta::quoted(name) + " is not exact in binary64");
       v.data.push_back(static_cast<double>(x));
     }
   g_.values.push_back(std::move(v));
@@ -101,7 +128,8 @@ int Builder::materialise(const std::string& name, const Where& where) {
 void Builder::unused_outputs(const onnx::NodeProto& node, const Where& where) const {
   for (int k = 1; k < node.output_size(); ++k)
     if (!node.output(k).empty() && used_.count(node.output(k)))
-      where.fail("output " + std::to_string(k) + " (" + regatta::quoted(node.output(k)) + ") is used; only the first output is supported");
+      where.fail("output " + std::to_string(k) + " (" + regatta::quoted(node.output(k)) +
+                 ") is used; only the first output is supported");
 }
 
 void Builder::add_node(const onnx::NodeProto& node) {
@@ -114,11 +142,16 @@ void Builder::add_node(const onnx::NodeProto& node) {
     if (node.attribute_size() != 1) where.fail("Constant needs exactly one value attribute");
     const auto& a = node.attribute(0);
     Const c;
-    if (a.name() == "value") c = read_tensor(a.t(), where, limits_);
-    else if (a.name() == "value_float") c = Const{{}, onnx::TensorProto::FLOAT, {a.f()}, {}};
-    else if (a.name() == "value_floats") c = Const{{a.floats_size()}, onnx::TensorProto::FLOAT, {a.floats().begin(), a.floats().end()}, {}};
-    else if (a.name() == "value_int") c = Const{{}, onnx::TensorProto::INT64, {}, {a.i()}};
-    else c = Const{{a.ints_size()}, onnx::TensorProto::INT64, {}, {a.ints().begin(), a.ints().end()}};
+    if (a.name() == "value")
+      c = read_tensor(a.t(), where, limits_);
+    else if (a.name() == "value_float")
+      c = Const{{}, onnx::TensorProto::FLOAT, {a.f()}, {}};
+    else if (a.name() == "value_floats")
+      c = Const{{a.floats_size()}, onnx::TensorProto::FLOAT, {a.floats().begin(), a.floats().end()}, {}};
+    else if (a.name() == "value_int")
+      c = Const{{}, onnx::TensorProto::INT64, {}, {a.i()}};
+    else
+      c = Const{{a.ints_size()}, onnx::TensorProto::INT64, {}, {a.ints().begin(), a.ints().end()}};
     for (double v : c.f)
       if (!std::isfinite(v)) where.fail("the constant holds NaN or Inf (refused)");
     ++folded_[op];
@@ -132,7 +165,8 @@ void Builder::add_node(const onnx::NodeProto& node) {
     only_attributes(node, {"start", "end"}, where);
     const auto rank = static_cast<std::int64_t>(in[0]->shape.size());
     auto clampit = [rank](std::int64_t a) { return std::clamp<std::int64_t>(a < 0 ? a + rank : a, 0, rank); };
-    const std::int64_t start = clampit(int_attribute(node, "start", 0, where)), end = clampit(int_attribute(node, "end", rank, where));
+    const std::int64_t start = clampit(int_attribute(node, "start", 0, where)),
+                       end = clampit(int_attribute(node, "end", rank, where));
     Const c{{std::max<std::int64_t>(0, end - start)}, onnx::TensorProto::INT64, {}, {}};
     for (std::int64_t k = start; k < end; ++k) c.i.push_back(in[0]->shape[static_cast<std::size_t>(k)]);
     ++folded_[op];
@@ -140,7 +174,8 @@ void Builder::add_node(const onnx::NodeProto& node) {
     return;
   }
   if (op == "Split") return split_node(node, in, where);
-  const bool all_constant = std::all_of(in.begin(), in.end(), [](const Entry* e) { return !e || e->constant; });
+  const bool all_constant =
+      std::all_of(in.begin(), in.end(), [](const Entry* e) { return !e || e->constant; });
   const bool integer = in[0]->constant && !in[0]->constant->is_float();
   const bool foldable = is_movement(op) || fold_only(op) || op == "Cast" || op == "Where" ||
                         (integer && one_of(op, {"Add", "Sub", "Mul", "Div", "Neg"}));
@@ -149,11 +184,13 @@ void Builder::add_node(const onnx::NodeProto& node) {
   runtime_node(node, in, where);
 }
 
-void Builder::split_node(const onnx::NodeProto& node, const std::vector<const Entry*>& in, const Where& where) {
+void Builder::split_node(const onnx::NodeProto& node, const std::vector<const Entry*>& in,
+                         const Where& where) {
   // Split is one Slice per output along the axis (folded when the input is a constant).
   only_attributes(node, {"axis", "split"}, where);
   const Shape& x = in[0]->shape;
-  const std::int64_t axis = normal_axis(int_attribute(node, "axis", 0, where), static_cast<std::int64_t>(x.size()), where);
+  const std::int64_t axis =
+      normal_axis(int_attribute(node, "axis", 0, where), static_cast<std::int64_t>(x.size()), where);
   std::vector<std::int64_t> sizes = ints_attribute(node, "split", where);
   if (opset_ >= 13 && in.size() > 1 && in[1]) {
     if (!in[1]->constant) where.fail("the split sizes must be a constant");
@@ -170,7 +207,8 @@ void Builder::split_node(const onnx::NodeProto& node, const std::vector<const En
     if (s < 0) where.fail("negative split size");
     total += s;
   }
-  if (static_cast<std::int64_t>(sizes.size()) != parts || total != dim) where.fail("split sizes do not add up to the axis length");
+  if (static_cast<std::int64_t>(sizes.size()) != parts || total != dim)
+    where.fail("split sizes do not add up to the axis length");
   std::int64_t offset = 0;
   for (int k = 0; k < node.output_size(); ++k) {
     const std::int64_t size = sizes[static_cast<std::size_t>(k)];
@@ -195,7 +233,8 @@ void Builder::split_node(const onnx::NodeProto& node, const std::vector<const En
   if (in[0]->constant) ++folded_["Split"];
 }
 
-void Builder::fold_node(const onnx::NodeProto& node, const std::vector<const Entry*>& in, const Where& where) {
+void Builder::fold_node(const onnx::NodeProto& node, const std::vector<const Entry*>& in,
+                        const Where& where) {
   std::vector<const Const*> consts;
   for (const Entry* e : in) consts.push_back(e ? &*e->constant : &absent_input);
   Const c = fold(node, consts, opset_, where, limits_);
@@ -203,7 +242,8 @@ void Builder::fold_node(const onnx::NodeProto& node, const std::vector<const Ent
   define(node.output(0), Entry{c.shape, std::move(c), -1}, where);
 }
 
-void Builder::runtime_node(const onnx::NodeProto& node, const std::vector<const Entry*>& in, const Where& where) {
+void Builder::runtime_node(const onnx::NodeProto& node, const std::vector<const Entry*>& in,
+                           const Where& where) {
   const std::string& op = node.op_type();
   Node n{Op::identity, node.name(), op, {}, -1, {}};
   std::vector<std::size_t> data;  // the inputs that become node inputs, in order
@@ -223,8 +263,10 @@ void Builder::runtime_node(const onnx::NodeProto& node, const std::vector<const 
     n.op = m.op;
     n.attributes = m.attributes;
     target = m.out;
-    if (m.op == Op::concat) all_inputs();
-    else data.push_back(0);
+    if (m.op == Op::concat)
+      all_inputs();
+    else
+      data.push_back(0);
   } else if (op == "Cast") {
     only_attributes(node, {"to"}, where);
     const auto to = int_attribute(node, "to", 0, where);
@@ -240,7 +282,8 @@ void Builder::runtime_node(const onnx::NodeProto& node, const std::vector<const 
     auto two = [&](const char* name, std::array<std::int64_t, 2>& dst) {
       const auto v = ints_attribute(node, name, where);
       if (v.empty()) return;
-      if (v.size() != 2) where.fail(std::string("attribute '") + name + "' must have 2 entries (2-D convolution)");
+      if (v.size() != 2)
+        where.fail(std::string("attribute '") + name + "' must have 2 entries (2-D convolution)");
       dst = {v[0], v[1]};
     };
     two("strides", a.strides);
@@ -258,13 +301,15 @@ void Builder::runtime_node(const onnx::NodeProto& node, const std::vector<const 
   } else if (op == "Gemm") {
     only_attributes(node, {"alpha", "beta", "transA", "transB"}, where);
     n.op = Op::gemm;
-    n.attributes = GemmAttrs{float_attribute(node, "alpha", 1, where), float_attribute(node, "beta", 1, where),
-                             int_attribute(node, "transA", 0, where) != 0, int_attribute(node, "transB", 0, where) != 0};
+    n.attributes =
+        GemmAttrs{float_attribute(node, "alpha", 1, where), float_attribute(node, "beta", 1, where),
+                  int_attribute(node, "transA", 0, where) != 0, int_attribute(node, "transB", 0, where) != 0};
     all_inputs();
   } else if (op == "Softmax") {
     only_attributes(node, {"axis"}, where);
     const auto rank = static_cast<std::int64_t>(shapes[0].size());
-    const std::int64_t axis = normal_axis(int_attribute(node, "axis", opset_ < 13 ? 1 : -1, where), rank, where);
+    const std::int64_t axis =
+        normal_axis(int_attribute(node, "axis", opset_ < 13 ? 1 : -1, where), rank, where);
     n.op = Op::softmax;
     n.attributes = SoftmaxAttrs{axis, opset_ < 13 ? rank : axis + 1};
     data.push_back(0);
@@ -279,37 +324,46 @@ void Builder::runtime_node(const onnx::NodeProto& node, const std::vector<const 
     only_attributes(node, {"axes", "keepdims"}, where);
     const auto rank = static_cast<std::int64_t>(shapes[0].size());
     ReduceMeanAttrs a;
-    for (std::int64_t ax : ints_attribute(node, "axes", where)) a.axes.push_back(normal_axis(ax, rank, where));
+    for (std::int64_t ax : ints_attribute(node, "axes", where))
+      a.axes.push_back(normal_axis(ax, rank, where));
     if (a.axes.empty())
       for (std::int64_t k = 0; k < rank; ++k) a.axes.push_back(k);
     std::sort(a.axes.begin(), a.axes.end());
-    if (std::adjacent_find(a.axes.begin(), a.axes.end()) != a.axes.end()) where.fail("ReduceMean axes repeat");
+    if (std::adjacent_find(a.axes.begin(), a.axes.end()) != a.axes.end())
+      where.fail("ReduceMean axes repeat");
     a.keepdims = int_attribute(node, "keepdims", 1, where) != 0;
     n.op = Op::reduce_mean;
     n.attributes = a;
     data.push_back(0);
   } else if (op == "BatchNormalization") {
     only_attributes(node, {"epsilon", "momentum", "spatial", "training_mode"}, where);
-    if (int_attribute(node, "spatial", 1, where) != 1) where.fail("BatchNormalization with spatial = 0 is not supported");
-    if (int_attribute(node, "training_mode", 0, where) != 0) where.fail("BatchNormalization in training mode is not supported");
+    if (int_attribute(node, "spatial", 1, where) != 1)
+      where.fail("BatchNormalization with spatial = 0 is not supported");
+    if (int_attribute(node, "training_mode", 0, where) != 0)
+      where.fail("BatchNormalization in training mode is not supported");
     n.op = Op::batch_norm;
     n.attributes = BatchNormAttrs{float_attribute(node, "epsilon", 1e-5, where)};
     all_inputs();
   } else if (op == "Gelu") {
     only_attributes(node, {"approximate"}, where);
     const auto* a = attribute(node, "approximate");
-    if (a && a->s() != "none" && a->s() != "tanh") where.fail("Gelu approximate " + regatta::quoted(a->s()) + " is not supported");
+    if (a && a->s() != "none" && a->s() != "tanh")
+      where.fail("Gelu approximate " + regatta::quoted(a->s()) + " is not supported");
     n.op = Op::gelu;
     n.attributes = GeluAttrs{a && a->s() == "tanh"};
     data.push_back(0);
   } else {
     only_attributes(node, {}, where);
     static const std::pair<const char*, Op> simple[] = {
-        {"MatMul", Op::matmul}, {"Add", Op::add},   {"Sub", Op::sub},   {"Mul", Op::mul},
-        {"Div", Op::div},       {"Pow", Op::pow},   {"Where", Op::where}, {"Neg", Op::neg},
-        {"Sqrt", Op::sqrt},     {"Reciprocal", Op::reciprocal}, {"Relu", Op::relu}, {"Erf", Op::erf},
+        {"MatMul", Op::matmul}, {"Add", Op::add},
+        {"Sub", Op::sub},       {"Mul", Op::mul},
+        {"Div", Op::div},       {"Pow", Op::pow},
+        {"Where", Op::where},   {"Neg", Op::neg},
+        {"Sqrt", Op::sqrt},     {"Reciprocal", Op::reciprocal},
+        {"Relu", Op::relu},     {"Erf", Op::erf},
         {"Tanh", Op::tanh},     {"Sigmoid", Op::sigmoid}};
-    const auto it = std::find_if(std::begin(simple), std::end(simple), [&](const auto& s) { return op == s.first; });
+    const auto it =
+        std::find_if(std::begin(simple), std::end(simple), [&](const auto& s) { return op == s.first; });
     if (it == std::end(simple)) where.fail("operator not supported");
     n.op = it->second;
     if (n.op == Op::pow && !in[1]->constant) where.fail("the exponent must be a constant");
@@ -337,7 +391,8 @@ void Builder::add_output(const std::string& name) {
   const Where where{source_, "", ""};
   const auto it = entries_.find(name);
   if (it == entries_.end()) where.fail("output " + regatta::quoted(name) + " is not defined");
-  if (it->second.constant) where.fail("output " + regatta::quoted(name) + " is a constant (it does not depend on the inputs)");
+  if (it->second.constant)
+    where.fail("output " + regatta::quoted(name) + " is a constant (it does not depend on the inputs)");
   g_.outputs.push_back(it->second.value);
 }
 
@@ -354,7 +409,8 @@ Graph Builder::finish() {
     }
   for (int id : g_.inputs)
     if (!live[static_cast<std::size_t>(id)])
-      where.fail("input " + regatta::quoted(g_.values[static_cast<std::size_t>(id)].name) + " is not used by any output");
+      where.fail("input " + regatta::quoted(g_.values[static_cast<std::size_t>(id)].name) +
+                 " is not used by any output");
   // Compaction: live values renumbered in order.
   std::vector<int> renumber(g_.values.size(), -1);
   Graph out;

@@ -17,8 +17,8 @@ class Builder {
  public:
   /// `inferred`: static shapes from ONNX shape inference, checked against the importer's own; `used`: the
   /// names read by some node or listed as graph outputs.
-  Builder(std::string source, std::int64_t opset, const OnnxLimits& limits, std::map<std::string, Shape> inferred,
-          std::set<std::string> used);
+  Builder(std::string source, std::int64_t opset, const OnnxLimits& limits,
+          std::map<std::string, Shape> inferred, std::set<std::string> used);
   void add_constant(const std::string& name, Const c);
   void add_input(const onnx::ValueInfoProto& input);
   void add_node(const onnx::NodeProto& node);

@@ -28,15 +28,18 @@ std::int64_t checked_count(const Shape& shape, const Where& where, const OnnxLim
     n *= d;
   }
   if (n > limits.max_tensor_elements)
-    where.fail("tensor of shape " + shape_text(shape) + " exceeds the limit of " + std::to_string(limits.max_tensor_elements) + " elements");
+    where.fail("tensor of shape " + shape_text(shape) + " exceeds the limit of " +
+               std::to_string(limits.max_tensor_elements) + " elements");
   return n;
 }
 
 namespace {
 template <class T>
-std::vector<T> raw_values(const std::string& raw, std::int64_t n, const std::string& name, const Where& where) {
+std::vector<T> raw_values(const std::string& raw, std::int64_t n, const std::string& name,
+                          const Where& where) {
   if (raw.size() != static_cast<std::size_t>(n) * sizeof(T))
-    where.fail("tensor " + regatta::quoted(name) + " holds " + std::to_string(raw.size()) + " bytes of raw data, its shape needs " +
+    where.fail("tensor " + regatta::quoted(name) + " holds " + std::to_string(raw.size()) +
+               " bytes of raw data, its shape needs " +
                std::to_string(static_cast<std::size_t>(n) * sizeof(T)));
   std::vector<T> v(static_cast<std::size_t>(n));
   if (n > 0) std::memcpy(v.data(), raw.data(), raw.size());
@@ -45,14 +48,16 @@ std::vector<T> raw_values(const std::string& raw, std::int64_t n, const std::str
 template <class Field>
 void need_count(const Field& field, std::int64_t n, const std::string& name, const Where& where) {
   if (field.size() != n)
-    where.fail("tensor " + regatta::quoted(name) + " holds " + std::to_string(field.size()) + " values, its shape needs " + std::to_string(n));
+    where.fail("tensor " + regatta::quoted(name) + " holds " + std::to_string(field.size()) +
+               " values, its shape needs " + std::to_string(n));
 }
 }  // namespace
 
 Const read_tensor(const onnx::TensorProto& t, const Where& where, const OnnxLimits& limits) {
   const std::string& name = t.name();
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
-    where.fail("tensor " + regatta::quoted(name) + " uses external data (not supported: save the model as one file)");
+    where.fail("tensor " + regatta::quoted(name) +
+               " uses external data (not supported: save the model as one file)");
   if (t.has_segment()) where.fail("tensor " + regatta::quoted(name) + " is segmented (not supported)");
   Const c;
   c.dtype = t.data_type();
@@ -69,14 +74,16 @@ Const read_tensor(const onnx::TensorProto& t, const Where& where, const OnnxLimi
       }
       break;
     case onnx::TensorProto::DOUBLE:
-      if (raw) c.f = raw_values<double>(t.raw_data(), n, name, where);
+      if (raw)
+        c.f = raw_values<double>(t.raw_data(), n, name, where);
       else {
         need_count(t.double_data(), n, name, where);
         c.f.assign(t.double_data().begin(), t.double_data().end());
       }
       break;
     case onnx::TensorProto::INT64:
-      if (raw) c.i = raw_values<std::int64_t>(t.raw_data(), n, name, where);
+      if (raw)
+        c.i = raw_values<std::int64_t>(t.raw_data(), n, name, where);
       else {
         need_count(t.int64_data(), n, name, where);
         c.i.assign(t.int64_data().begin(), t.int64_data().end());
@@ -114,29 +121,36 @@ const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const std::st
   return nullptr;
 }
 
-std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback, const Where& where) {
+std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback,
+                           const Where& where) {
   const auto* a = attribute(node, name);
   if (!a) return fallback;
-  if (a->type() != onnx::AttributeProto::INT) where.fail("attribute " + regatta::quoted(name) + " is not an integer");
+  if (a->type() != onnx::AttributeProto::INT)
+    where.fail("attribute " + regatta::quoted(name) + " is not an integer");
   return a->i();
 }
 
-double float_attribute(const onnx::NodeProto& node, const std::string& name, double fallback, const Where& where) {
+double float_attribute(const onnx::NodeProto& node, const std::string& name, double fallback,
+                       const Where& where) {
   const auto* a = attribute(node, name);
   if (!a) return fallback;
-  if (a->type() != onnx::AttributeProto::FLOAT) where.fail("attribute " + regatta::quoted(name) + " is not a float");
+  if (a->type() != onnx::AttributeProto::FLOAT)
+    where.fail("attribute " + regatta::quoted(name) + " is not a float");
   if (!std::isfinite(a->f())) where.fail("attribute " + regatta::quoted(name) + " is not finite");
   return a->f();  // binary32 → binary64, exact
 }
 
-std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name, const Where& where) {
+std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name,
+                                         const Where& where) {
   const auto* a = attribute(node, name);
   if (!a) return {};
-  if (a->type() != onnx::AttributeProto::INTS) where.fail("attribute " + regatta::quoted(name) + " is not a list of integers");
+  if (a->type() != onnx::AttributeProto::INTS)
+    where.fail("attribute " + regatta::quoted(name) + " is not a list of integers");
   return {a->ints().begin(), a->ints().end()};
 }
 
-void only_attributes(const onnx::NodeProto& node, std::initializer_list<const char*> known, const Where& where) {
+void only_attributes(const onnx::NodeProto& node, std::initializer_list<const char*> known,
+                     const Where& where) {
   for (const auto& a : node.attribute()) {
     bool ok = false;
     for (const char* k : known) ok = ok || a.name() == k;
@@ -154,7 +168,8 @@ std::vector<std::int64_t> integers(const Const& c, const Where& where) {
   if (!c.is_float()) return c.i;
   std::vector<std::int64_t> v;
   for (double x : c.f) {
-    if (x != std::floor(x) || std::fabs(x) > 0x1p62) where.fail("expected integers, found " + std::to_string(x));
+    if (x != std::floor(x) || std::fabs(x) > 0x1p62)
+      where.fail("expected integers, found " + std::to_string(x));
     v.push_back(static_cast<std::int64_t>(x));
   }
   return v;

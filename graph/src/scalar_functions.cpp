@@ -48,7 +48,8 @@ interval inv_sqrt2(const interval&) { return interval(1) / sqrt(interval(2)); }
 double sqrt_2_over_pi(double) { return std::sqrt(2.0 / std::numbers::pi); }
 interval64 sqrt_2_over_pi(const interval64&) {
   // π enclosed by the binary64 neighbours of its nearest double.
-  const interval64 pi = interval64::hull(std::nextafter(std::numbers::pi, 0.0), std::nextafter(std::numbers::pi, 4.0));
+  const interval64 pi =
+      interval64::hull(std::nextafter(std::numbers::pi, 0.0), std::nextafter(std::numbers::pi, 4.0));
   return sqrt(interval64(2.0) / pi);
 }
 interval sqrt_2_over_pi(const interval&) {

@@ -80,8 +80,10 @@ S pow_of(const S& x, double e) {
     return e < 0 ? S(1.0) / r : r;
   }
   if (e == 0.5) return sqrt_of(x);
-  if constexpr (std::is_same_v<S, double>) return std::pow(x, e);
-  else return exp_of(S(e) * log_of(x));
+  if constexpr (std::is_same_v<S, double>)
+    return std::pow(x, e);
+  else
+    return exp_of(S(e) * log_of(x));
 }
 
 }  // namespace regatta::graph::detail

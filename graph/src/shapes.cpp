@@ -20,34 +20,62 @@ std::string shape_text(const Shape& shape) {
 
 std::string_view op_name(Op op) {
   switch (op) {
-    case Op::conv: return "conv";
-    case Op::matmul: return "matmul";
-    case Op::gemm: return "gemm";
-    case Op::add: return "add";
-    case Op::sub: return "sub";
-    case Op::mul: return "mul";
-    case Op::div: return "div";
-    case Op::pow: return "pow";
-    case Op::where: return "where";
-    case Op::neg: return "neg";
-    case Op::sqrt: return "sqrt";
-    case Op::reciprocal: return "reciprocal";
-    case Op::relu: return "relu";
-    case Op::gelu: return "gelu";
-    case Op::erf: return "erf";
-    case Op::tanh: return "tanh";
-    case Op::sigmoid: return "sigmoid";
-    case Op::identity: return "identity";
-    case Op::transpose: return "transpose";
-    case Op::reshape: return "reshape";
-    case Op::slice: return "slice";
-    case Op::gather: return "gather";
-    case Op::expand: return "expand";
-    case Op::concat: return "concat";
-    case Op::softmax: return "softmax";
-    case Op::layer_norm: return "layer_norm";
-    case Op::reduce_mean: return "reduce_mean";
-    case Op::batch_norm: return "batch_norm";
+    case Op::conv:
+      return "conv";
+    case Op::matmul:
+      return "matmul";
+    case Op::gemm:
+      return "gemm";
+    case Op::add:
+      return "add";
+    case Op::sub:
+      return "sub";
+    case Op::mul:
+      return "mul";
+    case Op::div:
+      return "div";
+    case Op::pow:
+      return "pow";
+    case Op::where:
+      return "where";
+    case Op::neg:
+      return "neg";
+    case Op::sqrt:
+      return "sqrt";
+    case Op::reciprocal:
+      return "reciprocal";
+    case Op::relu:
+      return "relu";
+    case Op::gelu:
+      return "gelu";
+    case Op::erf:
+      return "erf";
+    case Op::tanh:
+      return "tanh";
+    case Op::sigmoid:
+      return "sigmoid";
+    case Op::identity:
+      return "identity";
+    case Op::transpose:
+      return "transpose";
+    case Op::reshape:
+      return "reshape";
+    case Op::slice:
+      return "slice";
+    case Op::gather:
+      return "gather";
+    case Op::expand:
+      return "expand";
+    case Op::concat:
+      return "concat";
+    case Op::softmax:
+      return "softmax";
+    case Op::layer_norm:
+      return "layer_norm";
+    case Op::reduce_mean:
+      return "reduce_mean";
+    case Op::batch_norm:
+      return "batch_norm";
   }
   return "?";
 }
@@ -73,7 +101,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   for (std::size_t k = 0; k < r; ++k) {
     const std::int64_t da = k + a.size() >= r ? a[k + a.size() - r] : 1;
     const std::int64_t db = k + b.size() >= r ? b[k + b.size() - r] : 1;
-    need(da == db || da == 1 || db == 1, "shapes " + shape_text(a) + " and " + shape_text(b) + " do not broadcast");
+    need(da == db || da == 1 || db == 1,
+         "shapes " + shape_text(a) + " and " + shape_text(b) + " do not broadcast");
     out[k] = da == 1 ? db : da;
   }
   return out;
@@ -149,14 +178,27 @@ std::vector<std::int64_t> gather_map(const Shape& in, const GatherAttrs& a) {
 
 std::pair<int, int> arity(Op op) {
   switch (op) {
-    case Op::conv: return {2, 3};
-    case Op::gemm: return {2, 3};
-    case Op::matmul: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::pow: return {2, 2};
-    case Op::where: return {3, 3};
-    case Op::layer_norm: return {2, 3};
-    case Op::batch_norm: return {5, 5};
-    case Op::concat: return {1, 1 << 20};
-    default: return {1, 1};
+    case Op::conv:
+      return {2, 3};
+    case Op::gemm:
+      return {2, 3};
+    case Op::matmul:
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+    case Op::pow:
+      return {2, 2};
+    case Op::where:
+      return {3, 3};
+    case Op::layer_norm:
+      return {2, 3};
+    case Op::batch_norm:
+      return {5, 5};
+    case Op::concat:
+      return {1, 1 << 20};
+    default:
+      return {1, 1};
   }
 }
 
@@ -170,12 +212,14 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
     case Op::conv: {
       const auto& a = std::get<ConvAttrs>(attributes);
       const Shape& w = in[1];
-      need(x.size() == 4 && w.size() == 4 && x[0] == 1, "Conv takes a [1, C, H, W] input and [M, C, kh, kw] weights");
+      need(x.size() == 4 && w.size() == 4 && x[0] == 1,
+           "Conv takes a [1, C, H, W] input and [M, C, kh, kw] weights");
       need(w[1] == x[1], "Conv weights do not match the input channels (groups must be 1)");
       need(in.size() == 2 || in[2] == Shape{w[0]}, "Conv bias length is not the number of output channels");
       Shape out{1, w[0], 0, 0};
       for (int k = 0; k < 2; ++k) {
-        need(a.strides[k] >= 1 && a.dilations[k] >= 1 && a.pads[k] >= 0 && a.pads[k + 2] >= 0, "bad Conv attributes");
+        need(a.strides[k] >= 1 && a.dilations[k] >= 1 && a.pads[k] >= 0 && a.pads[k + 2] >= 0,
+             "bad Conv attributes");
         const std::int64_t span = a.dilations[k] * (w[2 + k] - 1) + 1;
         const std::int64_t padded = x[2 + k] + a.pads[k] + a.pads[k + 2];
         need(padded >= span, "Conv kernel larger than the padded input");
@@ -189,7 +233,8 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
       Shape a = x, b = y;
       if (a.size() == 1) a.insert(a.begin(), 1);
       if (b.size() == 1) b.push_back(1);
-      need(a.back() == b[b.size() - 2], "MatMul inner dimensions differ: " + shape_text(x) + " × " + shape_text(y));
+      need(a.back() == b[b.size() - 2],
+           "MatMul inner dimensions differ: " + shape_text(x) + " × " + shape_text(y));
       Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
       if (x.size() > 1) batch.push_back(a[a.size() - 2]);
       if (y.size() > 1) batch.push_back(b.back());
@@ -204,7 +249,11 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
       if (in.size() == 3) need(broadcast_shapes(in[2], {m, n}) == Shape{m, n}, "Gemm C does not broadcast");
       return {m, n};
     }
-    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::pow:
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+    case Op::pow:
       return broadcast_shapes(x, in[1]);
     case Op::where:
       return broadcast_shapes(broadcast_shapes(x, in[1]), in[2]);
@@ -225,11 +274,13 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
       need(element_count(target) == element_count(x), "Reshape changes the number of elements");
       return target;
     case Op::expand:
-      need(broadcast_shapes(x, target) == target, "Expand target " + shape_text(target) + " is not a broadcast of " + shape_text(x));
+      need(broadcast_shapes(x, target) == target,
+           "Expand target " + shape_text(target) + " is not a broadcast of " + shape_text(x));
       return target;
     case Op::slice: {
       const auto& a = std::get<SliceAttrs>(attributes);
-      need(a.starts.size() == x.size() && a.steps.size() == x.size() && target.size() == x.size(), "Slice rank");
+      need(a.starts.size() == x.size() && a.steps.size() == x.size() && target.size() == x.size(),
+           "Slice rank");
       for (std::size_t k = 0; k < x.size(); ++k) {
         need(a.steps[k] != 0 && target[k] >= 0, "Slice step 0");
         if (target[k] == 0) continue;
@@ -241,8 +292,10 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
     case Op::gather: {
       const auto& a = std::get<GatherAttrs>(attributes);
       axis_ok(a.axis, rank);
-      need(element_count(a.indices_shape) == static_cast<std::int64_t>(a.indices.size()), "Gather indices shape");
-      for (std::int64_t i : a.indices) need(i >= 0 && i < x[static_cast<std::size_t>(a.axis)], "Gather index out of range");
+      need(element_count(a.indices_shape) == static_cast<std::int64_t>(a.indices.size()),
+           "Gather indices shape");
+      for (std::int64_t i : a.indices)
+        need(i >= 0 && i < x[static_cast<std::size_t>(a.axis)], "Gather index out of range");
       Shape out(x.begin(), x.begin() + a.axis);
       out.insert(out.end(), a.indices_shape.begin(), a.indices_shape.end());
       out.insert(out.end(), x.begin() + a.axis + 1, x.end());
@@ -255,7 +308,8 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
       for (std::size_t i = 1; i < in.size(); ++i) {
         need(in[i].size() == x.size(), "Concat of different ranks");
         for (std::size_t k = 0; k < x.size(); ++k)
-          if (static_cast<std::int64_t>(k) != axis) need(in[i][k] == x[k], "Concat shapes differ off the axis");
+          if (static_cast<std::int64_t>(k) != axis)
+            need(in[i][k] == x[k], "Concat shapes differ off the axis");
         out[static_cast<std::size_t>(axis)] += in[i][static_cast<std::size_t>(axis)];
       }
       return out;
@@ -270,13 +324,15 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
       axis_ok(a.axis, rank);
       const Shape tail(x.begin() + a.axis, x.end());
       for (std::size_t i = 1; i < in.size(); ++i)
-        need(broadcast_shapes(in[i], tail) == tail, "LayerNormalization scale/bias do not fit the normalised axes");
+        need(broadcast_shapes(in[i], tail) == tail,
+             "LayerNormalization scale/bias do not fit the normalised axes");
       need(a.epsilon >= 0, "negative epsilon");
       return x;
     }
     case Op::batch_norm: {
       need(x.size() >= 2, "BatchNormalization input of rank < 2");
-      for (std::size_t i = 1; i < 5; ++i) need(in[i] == Shape{x[1]}, "BatchNormalization parameter is not per channel");
+      for (std::size_t i = 1; i < 5; ++i)
+        need(in[i] == Shape{x[1]}, "BatchNormalization parameter is not per channel");
       need(std::get<BatchNormAttrs>(attributes).epsilon >= 0, "negative epsilon");
       return x;
     }
@@ -285,8 +341,10 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
       Shape out;
       for (std::int64_t k = 0; k < rank; ++k) {
         const bool reduced = std::binary_search(a.axes.begin(), a.axes.end(), k);
-        if (!reduced) out.push_back(x[static_cast<std::size_t>(k)]);
-        else if (a.keepdims) out.push_back(1);
+        if (!reduced)
+          out.push_back(x[static_cast<std::size_t>(k)]);
+        else if (a.keepdims)
+          out.push_back(1);
       }
       for (std::int64_t k : a.axes) axis_ok(k, rank);
       return out;

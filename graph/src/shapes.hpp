@@ -23,7 +23,8 @@ std::vector<std::int64_t> strides_of(const Shape& shape);
 /// The output shape of a node of kind `op` with these attributes and input shapes. Reshape and Expand take
 /// their output shape as `target` (a folded constant) and check it. Throws std::invalid_argument with a
 /// short reason when the inputs do not fit the kind.
-Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>& inputs, const Shape& target);
+Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>& inputs,
+                   const Shape& target);
 
 /// Number of inputs a kind takes: [min, max].
 std::pair<int, int> arity(Op op);

@@ -17,10 +17,14 @@ namespace regatta::graph {
 
 std::string verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::unsat: return "unsat";
-    case Verdict::sat: return "sat";
-    case Verdict::unknown: return "unknown";
-    case Verdict::timeout: return "timeout";
+    case Verdict::unsat:
+      return "unsat";
+    case Verdict::sat:
+      return "sat";
+    case Verdict::unknown:
+      return "unknown";
+    case Verdict::timeout:
+      return "timeout";
   }
   return "unknown";
 }
@@ -31,10 +35,12 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 using Clock = std::chrono::steady_clock;
 
 interval64 term_interval(const Term& t, const std::vector<interval64>& y) {
-  return t.output >= 0 ? y[static_cast<std::size_t>(t.output)] : interval64::hull(t.constant.lower, t.constant.upper);
+  return t.output >= 0 ? y[static_cast<std::size_t>(t.output)]
+                       : interval64::hull(t.constant.lower, t.constant.upper);
 }
 double term_value(const Term& t, const std::vector<double>& y) {
-  return t.output >= 0 ? y[static_cast<std::size_t>(t.output)] : 0.5 * t.constant.lower + 0.5 * t.constant.upper;
+  return t.output >= 0 ? y[static_cast<std::size_t>(t.output)]
+                       : 0.5 * t.constant.lower + 0.5 * t.constant.upper;
 }
 
 // Over an output enclosure: whether every disjunct is certainly false, and a score (the largest, over the
@@ -99,14 +105,19 @@ class Search {
     Box root{p_.outer_lower, p_.outer_upper, 0, 0};
     const BoxBound rb = ibp(root.lo, root.hi);
     r_.root_bound = rb.score;
-    if (rb.proved) return done(Verdict::unsat, "interval bound propagation on the whole box refutes every disjunct");
+    if (rb.proved)
+      return done(Verdict::unsat, "interval bound propagation on the whole box refutes every disjunct");
     root.score = rb.score;
     // 2. The attack, for its share of the time.
     if (inner_empty_) {
-      r_.reason = "no binary64 point lies in the box (a bound is not a double and the box is that thin): no counterexample can be checked";
+      r_.reason =
+          "no binary64 point lies in the box (a bound is not a double and the box is that thin): no "
+          "counterexample can be checked";
     } else {
-      const auto attack_end = start_ + std::chrono::duration_cast<Clock::duration>((deadline_ - start_) * o_.attack_share);
-      if (attack(attack_end)) return done(Verdict::sat, "the attack found an input whose outputs certainly satisfy a disjunct");
+      const auto attack_end =
+          start_ + std::chrono::duration_cast<Clock::duration>((deadline_ - start_) * o_.attack_share);
+      if (attack(attack_end))
+        return done(Verdict::sat, "the attack found an input whose outputs certainly satisfy a disjunct");
     }
     if (out_of_time()) return done(Verdict::timeout, "time limit reached during the attack");
     // 3. Branch and bound by input splitting.
@@ -182,12 +193,15 @@ class Search {
     while (r_.verdict != Verdict::sat && Clock::now() < end && !out_of_time() && stalled < 1000) {
       std::vector<double> x = best;
       if (n_ <= 16 && step % 2 == 1) {
-        for (std::size_t k = 0; k < n_; ++k) x[k] = p_.inner_lower[k] + unit(rng_) * (p_.inner_upper[k] - p_.inner_lower[k]);
+        for (std::size_t k = 0; k < n_; ++k)
+          x[k] = p_.inner_lower[k] + unit(rng_) * (p_.inner_upper[k] - p_.inner_lower[k]);
         x = clamp_inner(x);
       } else {
         // Flip a random block of coordinates to the opposite end; the block shrinks as the search goes on.
-        const double fraction = std::max(1.0 / static_cast<double>(n_), 0.1 / (1.0 + static_cast<double>(step) / 50.0));
-        const std::size_t m = std::max<std::size_t>(1, static_cast<std::size_t>(fraction * static_cast<double>(n_)));
+        const double fraction =
+            std::max(1.0 / static_cast<double>(n_), 0.1 / (1.0 + static_cast<double>(step) / 50.0));
+        const std::size_t m =
+            std::max<std::size_t>(1, static_cast<std::size_t>(fraction * static_cast<double>(n_)));
         for (std::size_t j = 0; j < m; ++j) {
           const std::size_t k = rng_() % n_;
           x[k] = x[k] == p_.inner_upper[k] ? p_.inner_lower[k] : p_.inner_upper[k];
@@ -235,7 +249,9 @@ class Search {
         std::vector<double> c(n_);
         for (std::size_t k = 0; k < n_; ++k) c[k] = 0.5 * b.lo[k] + 0.5 * b.hi[k];
         point(clamp_inner(c));
-        if (r_.verdict == Verdict::sat) return done(Verdict::sat, "the centre of a box in the branch and bound is a certified counterexample");
+        if (r_.verdict == Verdict::sat)
+          return done(Verdict::sat,
+                      "the centre of a box in the branch and bound is a certified counterexample");
       }
       // Candidate dimensions: all (low dimension) or the largest sensitivity × width.
       std::vector<std::size_t> dims;
@@ -245,12 +261,15 @@ class Search {
       }
       if (dims.empty()) {
         r_.proved_volume_fraction = proved;
-        return done(Verdict::unknown, "a box too thin to split (one binary64 step wide) is not refuted by its interval bound");
+        return done(Verdict::unknown,
+                    "a box too thin to split (one binary64 step wide) is not refuted by its interval bound");
       }
-      const std::size_t keep = n_ <= 16 ? dims.size() : std::min(dims.size(), std::max<std::size_t>(1, o_.split_candidates));
-      std::partial_sort(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(keep), dims.end(), [&](std::size_t a, std::size_t c) {
-        return weight_[a] * (b.hi[a] - b.lo[a]) > weight_[c] * (b.hi[c] - b.lo[c]);
-      });
+      const std::size_t keep =
+          n_ <= 16 ? dims.size() : std::min(dims.size(), std::max<std::size_t>(1, o_.split_candidates));
+      std::partial_sort(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(keep), dims.end(),
+                        [&](std::size_t a, std::size_t c) {
+                          return weight_[a] * (b.hi[a] - b.lo[a]) > weight_[c] * (b.hi[c] - b.lo[c]);
+                        });
       dims.resize(keep);
       // Try each: the split whose halves have the lowest bounds.
       double best = inf;
@@ -293,7 +312,8 @@ class Search {
       }
     }
     r_.proved_volume_fraction = proved;
-    if (open.empty()) return done(Verdict::unsat, "every box of the input splitting is refuted by its interval bound");
+    if (open.empty())
+      return done(Verdict::unsat, "every box of the input splitting is refuted by its interval bound");
     return done(Verdict::timeout, "time limit reached during the branch and bound");
   }
 
@@ -313,8 +333,9 @@ void check_model(const Graph& g, const Property& p) {
   if (g.inputs.size() != 1 || g.outputs.size() != 1)
     throw InputError(g.source, "the model has " + std::to_string(g.inputs.size()) + " inputs and " +
                                    std::to_string(g.outputs.size()) + " outputs; verify needs one of each");
-  check_property_size(p, static_cast<std::size_t>(element_count(g.values[static_cast<std::size_t>(g.inputs[0])].shape)),
-                      static_cast<std::size_t>(element_count(g.values[static_cast<std::size_t>(g.outputs[0])].shape)));
+  check_property_size(
+      p, static_cast<std::size_t>(element_count(g.values[static_cast<std::size_t>(g.inputs[0])].shape)),
+      static_cast<std::size_t>(element_count(g.values[static_cast<std::size_t>(g.outputs[0])].shape)));
 }
 
 }  // namespace

@@ -61,7 +61,9 @@ class Reader {
   }
   std::string word() {
     const std::size_t begin = pos_;
-    while (pos_ < text_.size() && std::string_view(" \t\r\n\f\v();").find(text_[pos_]) == std::string_view::npos) ++pos_;
+    while (pos_ < text_.size() &&
+           std::string_view(" \t\r\n\f\v();").find(text_[pos_]) == std::string_view::npos)
+      ++pos_;
     if (pos_ == begin) ++pos_;  // a lone character that cannot start a word
     std::string w(text_.substr(begin, pos_ - begin));
     if (w.size() > 200) w = w.substr(0, 200) + "...";
@@ -75,7 +77,8 @@ class Reader {
       e.atom = word();
       return e;
     }
-    if (depth >= limits_.max_depth) fail(line_, "parentheses nested deeper than " + std::to_string(limits_.max_depth));
+    if (depth >= limits_.max_depth)
+      fail(line_, "parentheses nested deeper than " + std::to_string(limits_.max_depth));
     ++pos_;
     e.list = true;
     for (;;) {
@@ -158,9 +161,10 @@ class Builder {
   Property finish() {
     auto check_declared = [&](const std::vector<bool>& seen, const char* prefix) {
       for (std::size_t k = 0; k < seen.size(); ++k)
-        if (!seen[k]) r_.fail(std::max(p_.input_declaration_line, p_.output_declaration_line),
-                              std::string(prefix) + std::to_string(k) + " is never declared (the " + prefix +
-                                  " variables must be numbered from 0 without gaps)");
+        if (!seen[k])
+          r_.fail(std::max(p_.input_declaration_line, p_.output_declaration_line),
+                  std::string(prefix) + std::to_string(k) + " is never declared (the " + prefix +
+                      " variables must be numbered from 0 without gaps)");
     };
     check_declared(seen_x_, "X_");
     check_declared(seen_y_, "Y_");
@@ -173,8 +177,10 @@ class Builder {
     p_.inner_lower.assign(p_.input_count, 0);
     p_.inner_upper.assign(p_.input_count, 0);
     for (std::size_t k = 0; k < p_.input_count; ++k) {
-      if (!lower_[k]) r_.fail(x_line_[k], "X_" + std::to_string(k) + " has no lower bound (assert (>= X_i c))");
-      if (!upper_[k]) r_.fail(x_line_[k], "X_" + std::to_string(k) + " has no upper bound (assert (<= X_i c))");
+      if (!lower_[k])
+        r_.fail(x_line_[k], "X_" + std::to_string(k) + " has no lower bound (assert (>= X_i c))");
+      if (!upper_[k])
+        r_.fail(x_line_[k], "X_" + std::to_string(k) + " has no upper bound (assert (<= X_i c))");
       const RealConstant lo = lower_[k]->first, hi = upper_[k]->first;
       if (lo.lower > hi.upper)
         r_.fail(std::max(lower_[k]->second, upper_[k]->second),
@@ -191,13 +197,17 @@ class Builder {
   void declare(const Sexp& e) {
     if (e.items.size() != 3 || e.items[1].list || e.items[2].list)
       r_.fail(e.line, "expected (declare-const NAME Real)");
-    if (e.items[2].atom != "Real") r_.fail(e.line, "variable " + regatta::quoted(e.items[1].atom) + " must have sort Real");
+    if (e.items[2].atom != "Real")
+      r_.fail(e.line, "variable " + regatta::quoted(e.items[1].atom) + " must have sort Real");
     const std::string& name = e.items[1].atom;
     const auto v = variable_name(name);
-    if (!v) r_.fail(e.line, "variable " + regatta::quoted(name) + " is not named X_<index> (input) or Y_<index> (output)");
+    if (!v)
+      r_.fail(e.line,
+              "variable " + regatta::quoted(name) + " is not named X_<index> (input) or Y_<index> (output)");
     if (vars_.size() >= limits_.max_variables)
       r_.fail(e.line, "more than " + std::to_string(limits_.max_variables) + " variables");
-    if (v->index >= limits_.max_variables) r_.fail(e.line, "variable index of " + regatta::quoted(name) + " is over the limit");
+    if (v->index >= limits_.max_variables)
+      r_.fail(e.line, "variable index of " + regatta::quoted(name) + " is over the limit");
     auto& seen = v->output ? seen_y_ : seen_x_;
     if (v->index >= seen.size()) seen.resize(v->index + 1, false);
     if (seen[v->index]) r_.fail(e.line, "variable " + regatta::quoted(name) + " is declared twice");
@@ -234,18 +244,21 @@ class Builder {
   Operand operand(const Sexp& e) {
     if (e.list) {
       if (e.items.size() == 2 && !e.items[0].list && e.items[0].atom == "-" && !e.items[1].list) {
-        if (const auto c = parse_number(e.items[1].atom)) return Operand{std::nullopt, finite(RealConstant{-c->upper, -c->lower}, e)};
+        if (const auto c = parse_number(e.items[1].atom))
+          return Operand{std::nullopt, finite(RealConstant{-c->upper, -c->lower}, e)};
       }
       r_.fail(e.line, "expected a variable or a number, found an expression (only (- c) is supported)");
     }
     if (const auto c = parse_number(e.atom)) return Operand{std::nullopt, finite(*c, e)};
     const auto it = vars_.find(e.atom);
-    if (it == vars_.end()) r_.fail(e.line, "unknown variable " + regatta::quoted(e.atom) + " (not declared before use)");
+    if (it == vars_.end())
+      r_.fail(e.line, "unknown variable " + regatta::quoted(e.atom) + " (not declared before use)");
     return Operand{it->second, {}};
   }
   RealConstant finite(RealConstant c, const Sexp& e) {
     if (!std::isfinite(c.lower) || !std::isfinite(c.upper))
-      r_.fail(e.line, "the constant " + regatta::quoted(e.list ? "-" + e.items[1].atom : e.atom) + " is not a finite double");
+      r_.fail(e.line, "the constant " + regatta::quoted(e.list ? "-" + e.items[1].atom : e.atom) +
+                          " is not a finite double");
     return c;
   }
 
@@ -276,7 +289,8 @@ class Builder {
     std::vector<std::vector<Atom>> dnf = output_dnf(e);
     // Conjunction with what earlier asserts said: distribute, within the limits.
     if (p_.disjuncts.size() * dnf.size() > limits_.max_disjuncts)
-      r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_disjuncts) + " disjuncts");
+      r_.fail(e.line,
+              "the output condition has more than " + std::to_string(limits_.max_disjuncts) + " disjuncts");
     std::vector<std::vector<Atom>> product;
     for (const auto& a : p_.disjuncts)
       for (const auto& b : dnf) {
@@ -284,7 +298,8 @@ class Builder {
         product.back().insert(product.back().end(), b.begin(), b.end());
         atoms_ += product.back().size();
         if (atoms_ > limits_.max_atoms)
-          r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_atoms) + " inequalities");
+          r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_atoms) +
+                              " inequalities");
       }
     p_.disjuncts = std::move(product);
   }
@@ -297,9 +312,11 @@ class Builder {
     Operand g, s;
     bool strict = false;
     if (!comparison(e, g, s, strict))
-      r_.fail(e.line, "an input constraint must be a bound (<= X_i c) or (>= X_i c), or an (and ...) of bounds "
-                      "(disjunctions over inputs are not supported)");
-    if (g.var && s.var) r_.fail(e.line, "an input constraint compares two variables (only constant bounds are supported)");
+      r_.fail(e.line,
+              "an input constraint must be a bound (<= X_i c) or (>= X_i c), or an (and ...) of bounds "
+              "(disjunctions over inputs are not supported)");
+    if (g.var && s.var)
+      r_.fail(e.line, "an input constraint compares two variables (only constant bounds are supported)");
     const bool x_is_greater = g.var.has_value();
     const Operand& x = x_is_greater ? g : s;
     const Operand& c = x_is_greater ? s : g;
@@ -312,8 +329,9 @@ class Builder {
     if (strict && !x_is_greater) b.lower = std::nextafter(b.lower, -std::numeric_limits<double>::infinity());
     auto& slot = x_is_greater ? lower_[k] : upper_[k];
     if (!slot || (x_is_greater ? b.upper > slot->first.upper : b.lower < slot->first.lower)) {
-      if (slot) b = x_is_greater ? RealConstant{std::max(b.lower, slot->first.lower), b.upper}
-                                 : RealConstant{b.lower, std::min(b.upper, slot->first.upper)};
+      if (slot)
+        b = x_is_greater ? RealConstant{std::max(b.lower, slot->first.lower), b.upper}
+                         : RealConstant{b.lower, std::min(b.upper, slot->first.upper)};
       slot = std::make_pair(b, e.line);  // the tighter of two bounds
     }
   }
@@ -337,7 +355,8 @@ class Builder {
       for (std::size_t k = 1; k < e.items.size(); ++k) {
         auto part = output_dnf(e.items[k]);
         if (out.size() + part.size() > limits_.max_disjuncts)
-          r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_disjuncts) + " disjuncts");
+          r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_disjuncts) +
+                              " disjuncts");
         out.insert(out.end(), part.begin(), part.end());
       }
       if (out.empty()) r_.fail(e.line, "an empty (or) is false: the property could never hold");
@@ -348,7 +367,8 @@ class Builder {
       for (std::size_t k = 1; k < e.items.size(); ++k) {
         const auto part = output_dnf(e.items[k]);
         if (out.size() * part.size() > limits_.max_disjuncts)
-          r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_disjuncts) + " disjuncts");
+          r_.fail(e.line, "the output condition has more than " + std::to_string(limits_.max_disjuncts) +
+                              " disjuncts");
         std::vector<std::vector<Atom>> product;
         for (const auto& a : out)
           for (const auto& b : part) {
@@ -376,8 +396,8 @@ class Builder {
 
 Property parse_vnnlib(std::string_view text, const std::string& source, const VnnlibLimits& limits) {
   if (text.size() > limits.max_file_bytes)
-    throw InputError(source, "the property has " + std::to_string(text.size()) + " bytes, over the limit of " +
-                                 std::to_string(limits.max_file_bytes));
+    throw InputError(source, "the property has " + std::to_string(text.size()) +
+                                 " bytes, over the limit of " + std::to_string(limits.max_file_bytes));
   Reader reader(text, source, limits);
   Builder builder(reader, source, limits);
   while (const auto e = reader.next()) builder.command(*e);
@@ -392,7 +412,8 @@ Property parse_vnnlib(std::string_view text, const std::string& source, const Vn
 
 Property read_vnnlib(const std::filesystem::path& file, const VnnlibLimits& limits) {
   const std::vector<std::byte> bytes = io::read_file_bytes(file, limits.max_file_bytes);
-  return parse_vnnlib(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), file.string(), limits);
+  return parse_vnnlib(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                      file.string(), limits);
 }
 
 void check_property_size(const Property& p, std::size_t model_inputs, std::size_t model_outputs) {

@@ -1,10 +1,10 @@
 #pragma once
 // Internal: linear steps applied to many tangents at once (Linearization<S>::jvp_all, the region pass of
-// model/tangent_region.cpp). Tangents of equal shape n×d are stacked row-wise (rows [p·n, (p+1)·n) hold tangent p),
-// so that a product by a matrix that is the same for every tangent is ONE product of the stacked matrix:
-// for interval64 a midpoint–radius product (core/interval64_product.hpp: an enclosure of every member's
-// product), for double Eigen's GEMM, for the multiprecision types the scalar triple loop. Elementwise and
-// row-wise steps run the same operations per entry as the per-tangent code they replace.
+// model/tangent_region.cpp). Tangents of equal shape n×d are stacked row-wise (rows [p·n, (p+1)·n) hold
+// tangent p), so that a product by a matrix that is the same for every tangent is ONE product of the stacked
+// matrix: for interval64 a midpoint–radius product (core/interval64_product.hpp: an enclosure of every
+// member's product), for double Eigen's GEMM, for the multiprecision types the scalar triple loop.
+// Elementwise and row-wise steps run the same operations per entry as the per-tangent code they replace.
 #include <cstddef>
 #include <type_traits>
 #include <vector>

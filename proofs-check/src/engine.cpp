@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <system_error>
 #include <limits>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include <regatta/core/error.hpp>
@@ -212,7 +212,7 @@ class Search {
   ClaimResult& result_;
   Clock::time_point start_;
   /// Random points and climb steps: --samples, else the claim's default; −1 in budget mode.
-  long fixed_count_ = options_.samples > 0         ? options_.samples
+  long fixed_count_ = options_.samples > 0          ? options_.samples
                       : options_.budget_seconds > 0 ? -1
                                                     : std::max(1L, info_.default_samples);
   bool has_at_most_ = false;
@@ -257,7 +257,8 @@ void write_counterexample(const ClaimResult& r, Counterexample& c, const EngineO
   if (options.out_dir.empty()) return;
   std::error_code ec;  // the non-throwing overload: a folder that cannot be made is bad input, not exit 3
   std::filesystem::create_directories(options.out_dir, ec);
-  if (ec) throw InputError(options.out_dir.string(), "cannot be created as a folder (--out): " + ec.message());
+  if (ec)
+    throw InputError(options.out_dir.string(), "cannot be created as a folder (--out): " + ec.message());
   const std::filesystem::path file = options.out_dir / (r.id + ".json");
   nlohmann::json j{{"id", r.id},
                    {"part", c.part},

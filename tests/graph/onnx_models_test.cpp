@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <iostream>
 #include <cmath>
+#include <iostream>
 #include <string>
 
 #include <regatta/core/error.hpp>
@@ -79,8 +79,8 @@ TEST_P(OnnxModel, Interval64EnclosesTheForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, OnnxModel,
-                         ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "vit_conv_mha", "gpt_causal",
-                                           "vit_vnncomp_like"));
+                         ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "vit_conv_mha",
+                                           "gpt_causal", "vit_vnncomp_like"));
 
 TEST(OnnxImport, MpfiIntervalEnclosesTheLogits) {
   const Case c = load("vit_vnncomp_like");

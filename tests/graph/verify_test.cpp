@@ -34,13 +34,17 @@ std::string refusal(std::string_view text) {
   return "accepted";
 }
 
-const std::string decl2 = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n";
-const std::string box2 = "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 0.1))\n";  // lines 5-8
+const std::string decl2 =
+    "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 "
+    "Real)\n";
+const std::string box2 =
+    "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 0.1))\n";  // lines 5-8
 
 TEST(Vnnlib, ReadsBoxesAndDisjunctions) {
-  const Property p = parse_vnnlib("; comment\n" + decl2 + box2 +
-                                      "(assert (or (and (>= Y_0 Y_1) (<= Y_0 2.5)) (and (> Y_1 (- 3)))))\n(assert (<= 0 Y_1))\n",
-                                  "p.vnnlib");
+  const Property p = parse_vnnlib(
+      "; comment\n" + decl2 + box2 +
+          "(assert (or (and (>= Y_0 Y_1) (<= Y_0 2.5)) (and (> Y_1 (- 3)))))\n(assert (<= 0 Y_1))\n",
+      "p.vnnlib");
   EXPECT_EQ(p.input_count, 2u);
   EXPECT_EQ(p.output_count, 2u);
   EXPECT_EQ(p.outer_lower[0], -1);
@@ -70,11 +74,14 @@ TEST(Vnnlib, RefusesMalformedWithTheLine) {
   has(refusal(decl2 + "(assert (>= X_0 nan))\n"), "line 5: unknown variable 'nan'");
   has(refusal(decl2 + "(assert (>= X_0 2))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"),
       "line 6: the box is empty");
-  has(refusal(decl2 + "(assert (>= X_0 0))\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"), "line 1: X_0 has no upper bound");
+  has(refusal(decl2 + "(assert (>= X_0 0))\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"),
+      "line 1: X_0 has no upper bound");
   has(refusal(decl2 + box2 + "(assert (<= X_0 Y_0))\n"), "line 9:");
   has(refusal(decl2 + box2 + "(check-sat)\n"), "line 9: unsupported command 'check-sat'");
-  has(refusal("(declare-const X_0 Real)\n(declare-const X_0 Real)\n"), "line 2: variable 'X_0' is declared twice");
-  has(refusal("(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"),
+  has(refusal("(declare-const X_0 Real)\n(declare-const X_0 Real)\n"),
+      "line 2: variable 'X_0' is declared twice");
+  has(refusal(
+          "(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"),
       "X_0 is never declared");
   has(refusal(decl2 + box2 + "(assert (or))\n"), "line 9: an empty (or)");
   std::string deep = decl2 + box2 + "(assert ";
@@ -82,7 +89,8 @@ TEST(Vnnlib, RefusesMalformedWithTheLine) {
   has(refusal(deep), "nested deeper than 64");
   VnnlibLimits small;
   small.max_disjuncts = 3;
-  EXPECT_THROW(parse_vnnlib(decl2 + box2 + "(assert (or (<= Y_0 1) (<= Y_0 2)))\n(assert (or (<= Y_1 1) (<= Y_1 2)))\n",
+  EXPECT_THROW(parse_vnnlib(decl2 + box2 +
+                                "(assert (or (<= Y_0 1) (<= Y_0 2)))\n(assert (or (<= Y_1 1) (<= Y_1 2)))\n",
                             "p.vnnlib", small),
                InputError);
   const Property p = parse_vnnlib(decl2 + box2, "p.vnnlib");
@@ -106,7 +114,9 @@ double grid_max_score(const Graph& g, const Property& p, int steps) {
       for (const auto& d : p.disjuncts) {
         double s = 1e300;
         for (const Atom& a : d) {
-          auto v = [&](const Term& t) { return t.output >= 0 ? y[static_cast<std::size_t>(t.output)] : t.constant.lower; };
+          auto v = [&](const Term& t) {
+            return t.output >= 0 ? y[static_cast<std::size_t>(t.output)] : t.constant.lower;
+          };
           s = std::min(s, v(a.greater) - v(a.smaller));
         }
         best = std::max(best, s);
@@ -206,14 +216,16 @@ TEST(Verify, TimeoutIsHonoured) {
   EXPECT_LT(r.seconds, 3.0);  // a bound on the stopping, not a timing measurement
 }
 
-// The real VNN-COMP 2023 ViT (not in the repository): with REGATTA_VNNCOMP_VIT_ONNX (models/ibp_3_3_8/model.onnx
-// of the benchmark) and REGATTA_VNNCOMP_VIT_REF (the npz of bench/vnncomp/onnx_numpy.py: normalised images,
-// an independent numpy float64 evaluation of the ONNX graph, the labels), regatta's double forward matches the
-// numpy logits, its interval forward at each image encloses them, and it predicts the same classes.
+// The real VNN-COMP 2023 ViT (not in the repository): with REGATTA_VNNCOMP_VIT_ONNX
+// (models/ibp_3_3_8/model.onnx of the benchmark) and REGATTA_VNNCOMP_VIT_REF (the npz of
+// bench/vnncomp/onnx_numpy.py: normalised images, an independent numpy float64 evaluation of the ONNX graph,
+// the labels), regatta's double forward matches the numpy logits, its interval forward at each image encloses
+// them, and it predicts the same classes.
 TEST(VnncompVit, MatchesNumpyReference) {
   const char* model = std::getenv("REGATTA_VNNCOMP_VIT_ONNX");
   const char* ref = std::getenv("REGATTA_VNNCOMP_VIT_REF");
-  if (model == nullptr || ref == nullptr) GTEST_SKIP() << "REGATTA_VNNCOMP_VIT_ONNX / REGATTA_VNNCOMP_VIT_REF not set";
+  if (model == nullptr || ref == nullptr)
+    GTEST_SKIP() << "REGATTA_VNNCOMP_VIT_ONNX / REGATTA_VNNCOMP_VIT_REF not set";
   const Graph g = import_onnx(model);
   const auto arrays = io::read_npz(ref);
   const io::Array& x = arrays.at("inputs");
@@ -223,10 +235,14 @@ TEST(VnncompVit, MatchesNumpyReference) {
   double worst = 0;
   std::size_t agree = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    Tensor<double> in{{1, 3, 32, 32}, std::vector<double>(x.data.begin() + static_cast<std::ptrdiff_t>(i * per),
-                                                          x.data.begin() + static_cast<std::ptrdiff_t>((i + 1) * per))};
+    Tensor<double> in{{1, 3, 32, 32},
+                      std::vector<double>(x.data.begin() + static_cast<std::ptrdiff_t>(i * per),
+                                          x.data.begin() + static_cast<std::ptrdiff_t>((i + 1) * per))};
     const auto y = evaluate<double>(g, {in})[0].data;
-    const auto yi = evaluate<interval64>(g, {Tensor<interval64>{in.shape, std::vector<interval64>(in.data.begin(), in.data.end())}})[0].data;
+    const auto yi =
+        evaluate<interval64>(
+            g, {Tensor<interval64>{in.shape, std::vector<interval64>(in.data.begin(), in.data.end())}})[0]
+            .data;
     ASSERT_EQ(y.size(), classes);
     for (std::size_t c = 0; c < classes; ++c) {
       const double r = logits.data[i * classes + c];
@@ -237,7 +253,8 @@ TEST(VnncompVit, MatchesNumpyReference) {
     }
     agree += static_cast<double>(std::max_element(y.begin(), y.end()) - y.begin()) == labels.data[i];
   }
-  std::cout << "ibp_3_3_8: " << n << " images, max |regatta - numpy| = " << worst << ", predicted = label for " << agree << "\n";
+  std::cout << "ibp_3_3_8: " << n << " images, max |regatta - numpy| = " << worst
+            << ", predicted = label for " << agree << "\n";
   EXPECT_LT(worst, 1e-9);
   EXPECT_EQ(agree, n);
 }

@@ -87,7 +87,8 @@ Reference reference_sinkhorn(const std::vector<std::vector<double>>& X, const st
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < m; ++j) {
       mpfr c(0);
-      for (std::size_t k = 0; k < X[i].size(); ++k) c += (mpfr(X[i][k]) - mpfr(Y[j][k])) * (mpfr(X[i][k]) - mpfr(Y[j][k]));
+      for (std::size_t k = 0; k < X[i].size(); ++k)
+        c += (mpfr(X[i][k]) - mpfr(Y[j][k])) * (mpfr(X[i][k]) - mpfr(Y[j][k]));
       C[i][j] = c;
     }
   std::vector<mpfr> f(n, mpfr(0)), g(m, mpfr(0));
@@ -205,7 +206,8 @@ TEST(EntropicBracket, SampledPointsAreNeverRefutedAndMostlyCertified) {
     }
   }
   for (std::size_t k = 0; k < 4; ++k) {
-    std::cout << "part " << k << ": certified at " << certified[k] << " of " << strict[k] << " strict points\n";
+    std::cout << "part " << k << ": certified at " << certified[k] << " of " << strict[k]
+              << " strict points\n";
     EXPECT_GE(2 * certified[k], strict[k]) << "part " << k;
   }
 }

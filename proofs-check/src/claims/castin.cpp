@@ -227,8 +227,10 @@ class LargeRadius final : public ClaimBase<LargeRadius> {
     info_.parts = {limit};
     info_.families = {"gapped"};
     info_.evaluated_at =
-        "Spectral norms as enclosures (lower end ||M v||/||v|| at a double power vector v, upper end an interval "
-        "Cholesky certificate); the hardmax P_inf comes from the double scores, exact for score gaps >= 0.01. "
+        "Spectral norms as enclosures (lower end ||M v||/||v|| at a double power vector v, upper end an "
+        "interval "
+        "Cholesky certificate); the hardmax P_inf comes from the double scores, exact for score gaps >= "
+        "0.01. "
         "Not certified: the identity holds only in the limit (checked through the precision).";
     info_.notes =
         "A limit checked through the precision: at p bits the radius is chosen so that e^(−gap R²) = "

@@ -213,7 +213,8 @@ class AdversarialRegime final : public ClaimBase<AdversarialRegime> {
         "castin_regime.cpp and checked against the dense Jacobian in the tests) has two distinct token "
         "values, so J v and Jᵀ u cost O(n). Unmasked ‖J‖₂ is enclosed exactly through the permutation "
         "symmetry of tokens 2..n (a 2×2 block and one eigenvalue); the causal ‖J‖₂ is enclosed in "
-        "[‖J w‖/‖w‖ at a power-iteration witness w, ‖J‖_F]. The strict '>' is certified by upper(‖J_unmasked‖) "
+        "[‖J w‖/‖w‖ at a power-iteration witness w, ‖J‖_F]. The strict '>' is certified by "
+        "upper(‖J_unmasked‖) "
         "<= lower(‖J_causal‖) with the enclosures disjoint. Observed references "
         "(docs/math/bounds.md#castin-adversarial): 151.9 "
         "at n = 4096, A = -1; 21.1 masked vs 10.4 unmasked at n = 512.";

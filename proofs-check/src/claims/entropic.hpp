@@ -8,7 +8,8 @@
 //   D_ε(f, g) = ⟨f, a⟩ + ⟨g, b⟩ − ε (Σ_ij a_i b_j e^{(f_i + g_j − C_ij)/ε} − 1).
 // Exact facts, for every pair of vectors (f, g) and every Q ∈ Π(a, b):
 //   (1) weak duality: D_ε(f, g) ≤ OT_ε ≤ primal(Q);
-//   (2) primal(Q) − OT_ε = ε KL(Q ‖ P_ε) (expand log P_ε = log(a_i b_j) + (f*_i + g*_j − C_ij)/ε at the optimal
+//   (2) primal(Q) − OT_ε = ε KL(Q ‖ P_ε) (expand log P_ε = log(a_i b_j) + (f*_i + g*_j − C_ij)/ε at the
+//   optimal
 //       potentials, whose plan has mass 1). With gap = primal(Q) − D_ε(f, g) ≥ 0, Pinsker gives
 //       ‖Q − P_ε‖₁ ≤ √(2 gap/ε), and since Q − P_ε has total mass 0 and C ∈ [0, max C],
 //       |⟨Q, C⟩ − ⟨P_ε, C⟩| ≤ (max C / 2) √(2 gap/ε).
@@ -77,7 +78,8 @@ struct Bracket {
 /// the atoms; weights may be 0 (their rows and columns of Q are 0).
 template <class S>
 Bracket<S> bracket(const Matrix<double>& X, const Vector<double>& a, const Matrix<double>& Y,
-                   const Vector<double>& b, double epsilon, const Vector<double>& f, const Vector<double>& g) {
+                   const Vector<double>& b, double epsilon, const Vector<double>& f,
+                   const Vector<double>& g) {
   using std::exp;
   using std::log;
   using std::sqrt;
@@ -131,7 +133,7 @@ Bracket<S> bracket(const Matrix<double>& X, const Vector<double>& a, const Matri
     for (long j = 0; j < m; ++j) {
       if constexpr (num::is_interval_v<S>) {
         const mpfr cap = upper_bound(err_a(i)) < upper_bound(err_b(j)) ? mpfr(upper_bound(err_a(i)))
-                                                                     : mpfr(upper_bound(err_b(j)));
+                                                                       : mpfr(upper_bound(err_b(j)));
         const interval hull = make_interval(mpfr(0), cap);
         Q(i, j) += divisible ? intersect(interval(err_a(i) * err_b(j) / missing), hull) : hull;
         Q(i, j) = nonnegative<S>(Q(i, j));

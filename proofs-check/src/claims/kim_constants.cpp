@@ -53,7 +53,8 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
     info_.families = {"small", "powers", "table"};
     info_.evaluated_at =
         "Lambda_n and W0 are certified enclosures (a sign change of w e^w - x proved at both ends in outward "
-        "rounded interval arithmetic), not Newton iterates lifted as exact numbers; the table tolerance is the "
+        "rounded interval arithmetic), not Newton iterates lifted as exact numbers; the table tolerance is "
+        "the "
         "decimal 1e-29.";
     info_.notes =
         "Λ_n is regatta::lambert_phi_inverse (interval: a certified enclosure); the table values are the "
@@ -103,7 +104,8 @@ class PhiLambert final : public ClaimBase<PhiLambert> {
     }
     out[4] = eq<S>(lambert_w0<S>(lift<S>(static_cast<double>(n)) / e), lam_next);
     for (const TableEntry& t : lambda_table)
-      if (t.n == n) out[5] = le<S>(num::sabs<S>(lam - num::parse<S>(t.value)), num::parse<S>(table_tolerance));
+      if (t.n == n)
+        out[5] = le<S>(num::sabs<S>(lam - num::parse<S>(t.value)), num::parse<S>(table_tolerance));
     return out;
   }
 
@@ -195,7 +197,8 @@ class LemmaPhi final : public ClaimBase<LemmaPhi> {
     info_.parts = {at_most("max_i sum_j P_ij ||z_j - z_i||^2 <= Lambda_n")};
     info_.families = {"equality"};
     info_.evaluated_at =
-        "The left side is a closed form; Lambda_n is a certified enclosure (a sign change of w e^w - x at both "
+        "The left side is a closed form; Lambda_n is a certified enclosure (a sign change of w e^w - x at "
+        "both "
         "ends). The equality family's points are placed with a double Lambda_n (inputs, exact as given).";
     info_.notes = "Every row i is evaluated; the family places the other points at squared distance 1 + Λ_n.";
   }

@@ -267,7 +267,8 @@ class L2BoundClaim final : public ClaimBase<L2BoundClaim> {
         std::string(causal ? ", placed at the end of the sequence" : "") + ".";
     info_.evaluated_at =
         which == L2Bound::inf
-            ? "Closed forms (||.||_inf and ||.||_1 are exact in interval arithmetic); Lambda_n is a certified "
+            ? "Closed forms (||.||_inf and ||.||_1 are exact in interval arithmetic); Lambda_n is a "
+              "certified "
               "enclosure (a sign change of w e^w - x at both ends)."
             : spectral_norm_evaluation + " Lambda_n is a certified enclosure (a sign change of w e^w - x).";
   }

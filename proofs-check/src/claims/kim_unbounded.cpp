@@ -291,7 +291,8 @@ class L2NecessityRankValue final : public ClaimBase<L2NecessityRankValue> {
     info_.growth_family = "offset_rows";
     info_.growth_decades = 3;
     info_.evaluated_at =
-        "||J||_2: the certified lower end of its enclosure, ||J v||/||v|| in interval arithmetic at the double "
+        "||J||_2: the certified lower end of its enclosure, ||J v||/||v|| in interval arithmetic at the "
+        "double "
         "power vector v (lifted exactly; valid for every v), is what must pass the thresholds.";
     info_.notes =
         "Growth family C = 1, 2, …, 4096; ‖J‖₂ certified from below by a witness vector (observed "

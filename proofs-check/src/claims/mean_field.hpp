@@ -269,7 +269,8 @@ S wasserstein(const Measure<S>& mu, const Measure<S>& nu, int p) {
   }
 }
 
-/// ClaimInfo::evaluated_at of the claims whose sides contain W_p from `wasserstein` (each may add a sentence).
+/// ClaimInfo::evaluated_at of the claims whose sides contain W_p from `wasserstein` (each may add a
+/// sentence).
 inline const char* const wasserstein_evaluated_at =
     "W_p is the network-simplex plan's cost in double and mpfr (an estimate); in interval it is a certified "
     "enclosure (measures::certify_wasserstein at that plan, widened by the rounding of the atoms to double, "

@@ -213,7 +213,8 @@ class ElementaryBounds final : public ClaimBase<ElementaryBounds> {
         "a certified inequality when the enclosures separate.";
     info_.evaluated_at =
         "Every W_p is the network-simplex plan's cost in double and mpfr (an estimate, accurate to about 53 "
-        "bits); in interval it is the certified bracket of measures::certify_wasserstein at that plan, so the "
+        "bits); in interval it is the certified bracket of measures::certify_wasserstein at that plan, so "
+        "the "
         "solver's error enters as the bracket's width.";
   }
   const ClaimInfo& info() const override { return info_; }
@@ -383,10 +384,9 @@ class CertifiedBracketClaim final : public ClaimBase<CertifiedBracketClaim> {
     const measures::CertifiedBracket bu = measures::certify_wasserstein(mu, nu, p, pert_pot, false);
     const bool optimal = exact.status == measures::TransportStatus::optimal;
     return {le<S>(lift<S>(b.cost_lower), lift<S>(b.cost_upper)),
-            optimal
-                ? le<S>(lift<S>(b.cost_upper) - lift<S>(b.cost_lower),
-                        num::parse<S>(bracket_width_target_text) * lift<S>(b.cost_upper))
-                : off<S>(),
+            optimal ? le<S>(lift<S>(b.cost_upper) - lift<S>(b.cost_lower),
+                            num::parse<S>(bracket_width_target_text) * lift<S>(b.cost_upper))
+                    : off<S>(),
             le<S>(lift<S>(bu.cost_lower), lift<S>(b.cost_upper)),
             le<S>(lift<S>(b.cost_lower), lift<S>(bp.cost_upper))};
   }
@@ -487,9 +487,8 @@ class EntropicBracket final : public ClaimBase<EntropicBracket> {
     // Any potentials give valid brackets; convergence only makes them narrow.
     auto solve = [&](const Matrix<double>& A, const Vector<double>& wa, const Matrix<double>& B,
                      const Vector<double>& wb) {
-      const measures::SinkhornResult<double> s =
-          measures::sinkhorn<double>(DiscreteMeasure<double>(A, wa), DiscreteMeasure<double>(B, wb), 2.0,
-                                     options);
+      const measures::SinkhornResult<double> s = measures::sinkhorn<double>(
+          DiscreteMeasure<double>(A, wa), DiscreteMeasure<double>(B, wb), 2.0, options);
       if (!s.f.allFinite() || !s.g.allFinite()) throw InputError("point", "Sinkhorn potentials not finite");
       return entropic::bracket<S>(A, wa, B, wb, eps, s.f, s.g);
     };

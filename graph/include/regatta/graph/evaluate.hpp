@@ -29,7 +29,7 @@ std::vector<Tensor<S>> evaluate(const Graph& graph, const std::vector<Tensor<S>>
 template <class S>
 std::vector<Tensor<S>> evaluate_all(const Graph& graph, const std::vector<Tensor<S>>& inputs);
 
-#define REGATTA_GRAPH_EVALUATE(S)                                                                   \
+#define REGATTA_GRAPH_EVALUATE(S)                                                                  \
   extern template std::vector<Tensor<S>> evaluate<S>(const Graph&, const std::vector<Tensor<S>>&); \
   extern template std::vector<Tensor<S>> evaluate_all<S>(const Graph&, const std::vector<Tensor<S>>&);
 REGATTA_GRAPH_EVALUATE(double)

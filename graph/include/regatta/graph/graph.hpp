@@ -27,15 +27,38 @@ std::string shape_text(const Shape& shape);
 
 enum class Op : std::uint8_t {
   // linear maps with constant or runtime operands
-  conv, matmul, gemm,
+  conv,
+  matmul,
+  gemm,
   // elementwise, numpy broadcasting
-  add, sub, mul, div, pow, where,
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  where,
   // elementwise, one operand
-  neg, sqrt, reciprocal, relu, gelu, erf, tanh, sigmoid, identity,
+  neg,
+  sqrt,
+  reciprocal,
+  relu,
+  gelu,
+  erf,
+  tanh,
+  sigmoid,
+  identity,
   // data movement (exact for every scalar type)
-  transpose, reshape, slice, gather, expand, concat,
+  transpose,
+  reshape,
+  slice,
+  gather,
+  expand,
+  concat,
   // normalisations and reductions
-  softmax, layer_norm, reduce_mean, batch_norm,
+  softmax,
+  layer_norm,
+  reduce_mean,
+  batch_norm,
 };
 
 /// Lower-case name of the node kind ("matmul", "layer_norm").
@@ -73,7 +96,8 @@ struct ConcatAttrs {
 struct SoftmaxAttrs {
   std::int64_t first_axis = 0, end_axis = 0;
 };
-/// LayerNormalization: normalise over the axes [axis, rank), then scale (input 1) and bias (optional input 2).
+/// LayerNormalization: normalise over the axes [axis, rank), then scale (input 1) and bias (optional input
+/// 2).
 struct LayerNormAttrs {
   std::int64_t axis = -1;
   double epsilon = 1e-5;
@@ -91,9 +115,9 @@ struct GeluAttrs {
   bool tanh_approximation = false;
 };
 
-using Attributes = std::variant<std::monostate, ConvAttrs, GemmAttrs, TransposeAttrs, SliceAttrs, GatherAttrs,
-                                ConcatAttrs, SoftmaxAttrs, LayerNormAttrs, ReduceMeanAttrs, BatchNormAttrs,
-                                GeluAttrs>;
+using Attributes =
+    std::variant<std::monostate, ConvAttrs, GemmAttrs, TransposeAttrs, SliceAttrs, GatherAttrs, ConcatAttrs,
+                 SoftmaxAttrs, LayerNormAttrs, ReduceMeanAttrs, BatchNormAttrs, GeluAttrs>;
 
 struct Value {
   std::string name;
@@ -104,8 +128,8 @@ struct Value {
 
 struct Node {
   Op op;
-  std::string name;        // the source node's name ("" when it had none)
-  std::string source_op;   // the source operator ("Gemm", "Unsqueeze")
+  std::string name;         // the source node's name ("" when it had none)
+  std::string source_op;    // the source operator ("Gemm", "Unsqueeze")
   std::vector<int> inputs;  // value ids
   int output = -1;          // value id
   Attributes attributes;

@@ -27,18 +27,18 @@ std::string verdict_name(Verdict v);
 struct VerifyOptions {
   double timeout_seconds = 60;
   std::uint64_t seed = 1;
-  double attack_share = 0.25;                          // of the time spent on the attack before the splitting
+  double attack_share = 0.25;  // of the time spent on the attack before the splitting
   std::size_t max_frontier_bytes = std::size_t{1} << 30;  // the open boxes of the branch and bound
-  std::size_t split_candidates = 4;                    // dimensions tried per split when there are many
-  const std::atomic<bool>* stop = nullptr;             // checked between evaluations (Ctrl-C)
+  std::size_t split_candidates = 4;                       // dimensions tried per split when there are many
+  const std::atomic<bool>* stop = nullptr;                // checked between evaluations (Ctrl-C)
 };
 
 struct VerifyResult {
   Verdict verdict = Verdict::unknown;
-  std::string reason;             // one line: how the verdict was reached
-  std::vector<double> input;      // sat: the counterexample (in the box)
-  std::vector<double> output;     // sat: the model's outputs at it (double forward, for the report)
-  double root_bound = 0;          // the IBP margin of the whole box (< 0 proves it alone)
+  std::string reason;          // one line: how the verdict was reached
+  std::vector<double> input;   // sat: the counterexample (in the box)
+  std::vector<double> output;  // sat: the model's outputs at it (double forward, for the report)
+  double root_bound = 0;       // the IBP margin of the whole box (< 0 proves it alone)
   std::size_t boxes_proved = 0, boxes_split = 0, ibp_evaluations = 0, point_evaluations = 0;
   std::size_t max_frontier = 0;
   double proved_volume_fraction = 0;  // of the box, by the boxes proved (in log-free units: sum of 2^-depth)

@@ -48,8 +48,9 @@ struct Property {
   std::string source;
   std::size_t input_count = 0, output_count = 0;
   std::size_t input_declaration_line = 0, output_declaration_line = 0;  // the last declare-const of each
-  std::vector<double> outer_lower, outer_upper;  // encloses the real box
-  std::vector<double> inner_lower, inner_upper;  // inside the real box (may be empty where a bound is not a double)
+  std::vector<double> outer_lower, outer_upper;                         // encloses the real box
+  std::vector<double> inner_lower,
+      inner_upper;  // inside the real box (may be empty where a bound is not a double)
   /// The output condition in disjunctive normal form: it holds when every atom of some disjunct holds.
   /// One empty disjunct means "true" (no output constraint).
   std::vector<std::vector<Atom>> disjuncts;

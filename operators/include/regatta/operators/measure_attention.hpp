@@ -25,10 +25,11 @@
 // need the query measure's potentials and refuse t ≠ 1 with InputError.
 //
 // Causal attention (options.causal) acts on lifted measures (docs/math/attention.md#lifted-causal): atoms
-// (x, s) ∈ R^{d+1} with time s in the last coordinate (measures::lift_causal gives μ_X = (1/n) Σ_i δ_{(x_i, i/n)}); key (y, t) is visible to
-// the query (x, s) iff t ≤ s, and T_μ(x, s) = ([x] + Γ^{≤s}_μ(x), s) keeps the time. For F(μ) the atoms of
-// positive weight must have strictly increasing times (then time order is index order and the causal mask of
-// pairwise applies); otherwise InputError. Causal cross-attention of two measures is absent (InputError).
+// (x, s) ∈ R^{d+1} with time s in the last coordinate (measures::lift_causal gives μ_X = (1/n) Σ_i δ_{(x_i,
+// i/n)}); key (y, t) is visible to the query (x, s) iff t ≤ s, and T_μ(x, s) = ([x] + Γ^{≤s}_μ(x), s) keeps
+// the time. For F(μ) the atoms of positive weight must have strictly increasing times (then time order is
+// index order and the causal mask of pairwise applies); otherwise InputError. Causal cross-attention of two
+// measures is absent (InputError).
 //
 // Layers with rotary position embeddings (layer.hpp) are refused with InputError ("layer"): the rotation
 // depends on a token's position, which an atom of a measure does not have.

@@ -14,9 +14,9 @@
 // outward. The margin z_y − z_c is itself such a form, and its lower end over B is a certified lower bound
 // of min_{x′∈B} z_y(x′) − z_c(x′).
 //
-// Compared with tangent_region.cpp's Jacobian enclosures (mean-value forms whose interval tangents wrap at every
-// stage), the first-order part here is exact and only the second-order remainders are overestimated, so the
-// certified radius is limited by the curvature of the network instead of by the product of the stages'
+// Compared with tangent_region.cpp's Jacobian enclosures (mean-value forms whose interval tangents wrap at
+// every stage), the first-order part here is exact and only the second-order remainders are overestimated, so
+// the certified radius is limited by the curvature of the network instead of by the product of the stages'
 // entrywise magnitudes.
 //
 // Supported: patch (timm ViT) and token inputs, the embedding LayerNorm, pre- and post-norm blocks with
@@ -42,8 +42,9 @@ std::string affine_unsupported(const Model& model);
 /// How affine_margin computes, not what.
 struct AffineOptions {
   /// The steps that treat each token on its own (norms, projections, MLPs) run on a copy of the token's
-  /// rows that keeps only the columns those rows read (model/affine/per_token.hpp). Off: every column is kept,
-  /// which gives the same bound up to the rounding terms' counts, more slowly (the tests compare the two).
+  /// rows that keeps only the columns those rows read (model/affine/per_token.hpp). Off: every column is
+  /// kept, which gives the same bound up to the rounding terms' counts, more slowly (the tests compare the
+  /// two).
   bool compact_columns = true;
 };
 
@@ -56,8 +57,9 @@ double affine_margin(const Model& model, const Vector<double>& x, int y, double 
 
 /// The largest radius in (0, upper] found certified by affine_margin > 0, within a factor 1 + tolerance of
 /// the smallest failing radius tried (a search on the loss L(0) − L(r) interpolated as a power law in r,
-/// safeguarded by geometric bisection; model/affine/margin.cpp). Radius 0 when y is not the certified prediction at x
-/// (the interval64 margin at x is not positive) or nothing passed. `upper` > 0 (the attack radius).
+/// safeguarded by geometric bisection; model/affine/margin.cpp). Radius 0 when y is not the certified
+/// prediction at x (the interval64 margin at x is not positive) or nothing passed. `upper` > 0 (the attack
+/// radius).
 CertifiedRadius affine_certified_radius(const Model& model, const Vector<double>& x, int y, double upper,
                                         double tolerance = 0.01, const std::function<void()>& poll = {});
 

@@ -81,9 +81,9 @@ struct CertifiedRadius {
 /// candidates start at min(upper, cap(0)), and after a failure at r move to 0.9·cap(r) (r/2 when
 /// cap(r) ≥ r, r/64 when G is unbounded), at most max_halvings times; then they interpolate
 /// g(r) = log(cap(r)/r) in log r between the passing and the failing radius (inverse quadratic or secant,
-/// safeguarded by geometric bisection; model/tangent_region.cpp). The candidates only choose where to test. Returns
-/// radius 0 when y is not the certified prediction at x itself. `upper` > 0 (the attack radius: nothing
-/// above it can pass). `poll` is handed to every region pass (propagate).
+/// safeguarded by geometric bisection; model/tangent_region.cpp). The candidates only choose where to test.
+/// Returns radius 0 when y is not the certified prediction at x itself. `upper` > 0 (the attack radius:
+/// nothing above it can pass). `poll` is handed to every region pass (propagate).
 CertifiedRadius certified_radius(const ConvertedModel<interval64>& model, const Vector<double>& x, int y,
                                  double upper, double tolerance = 0.01, int max_halvings = 60,
                                  const std::function<void()>& poll = {});

@@ -1,8 +1,8 @@
 #pragma once
 // The second-order (mean-value on the Jacobian) bound on the sup of ‖J‖ over a region: the certified norm at
 // the centre plus the radius times a certified bound on the second derivative over the region, so that the
-// enclosure widths enter only at second order. Internal header (region/region.cpp). Derivation: docs/local.md,
-// "Second-order form".
+// enclosure widths enter only at second order. Internal header (region/region.cpp). Derivation:
+// docs/local.md, "Second-order form".
 //
 // For X' = X + δ in a convex region R ∋ X with ‖δ‖_F ≤ ρ, contained in the box B:
 //   J_rc(X') − J_rc(X) = Σ_k δ_k ∂_k J_rc(X + θ_rc δ)          (mean-value theorem on t ↦ J_rc(X + tδ))

@@ -74,10 +74,10 @@ template <class S>
 using Evaluation = std::vector<Side<S>>;
 
 struct ClaimInfo {
-  std::string id;                       ///< stable ID of docs/math/claims.md, e.g. "kim.lemma_phi"
-  std::string statement;                ///< plain text
-  std::string latex;                    ///< the same in LaTeX (inline math, $…$)
-  std::string source;  ///< published / derived / quoted / observed (docs/math/README.md#provenance)
+  std::string id;         ///< stable ID of docs/math/claims.md, e.g. "kim.lemma_phi"
+  std::string statement;  ///< plain text
+  std::string latex;      ///< the same in LaTeX (inline math, $…$)
+  std::string source;     ///< published / derived / quoted / observed (docs/math/README.md#provenance)
   std::vector<std::string> hypotheses;  ///< each one line
   Expected expected = Expected::holds;
   StatementKind kind = StatementKind::inequality;
@@ -88,7 +88,7 @@ struct ClaimInfo {
   /// Random points and climb steps of a default run (no --samples, no --budget): fixed, so that every
   /// machine checks the same points; sized to the cost of one evaluation (about a second of search here).
   long default_samples = 64;
-  std::string notes;                  ///< what is checked and how (one paragraph, for the docs)
+  std::string notes;  ///< what is checked and how (one paragraph, for the docs)
   /// What the sides are evaluated at when a solver is involved (a Sinkhorn iterate, a simplex plan, a power
   /// vector, an ODE step, a bisection end) and how the approximation's error enters the certified sides;
   /// empty: every side is a closed form of the point's coordinates (docs/claims.md prints "closed forms").

@@ -34,7 +34,8 @@ class XiExact final : public ClaimBase<XiExact> {
     info_.families = {"one_hot_rows"};
     info_.evaluated_at =
         havens_norms_evaluation +
-        " The first part is evaluated at v, the mpfr approximation of the top singular vector v*: the interval "
+        " The first part is evaluated at v, the mpfr approximation of the top singular vector v*: the "
+        "interval "
         "enclosures of ||T_1(eps v)||_F and of eps ||K||_2 both hold eps ||K v||/||v||, so their difference "
         "contains 0 and its certified magnitude bounds the defect at v, approximation error included.";
     info_.notes =

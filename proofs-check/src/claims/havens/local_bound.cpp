@@ -314,7 +314,8 @@ class CertifiedRadius final : public ClaimBase<CertifiedRadius> {
     info_.families = {"margins"};
     info_.evaluated_at =
         havens_norms_evaluation + havens_pgd_evaluation +
-        " b_y is set in double so that m = mu sqrt(2) delta_g: a parameter of the classifier, exact as lifted; "
+        " b_y is set in double so that m = mu sqrt(2) delta_g: a parameter of the classifier, exact as "
+        "lifted; "
         "the hypothesis m > sqrt(2) delta_g is re-verified in each scalar type (interval: certified) before "
         "the argmax part is evaluated.";
     info_.notes =

@@ -251,7 +251,8 @@ class PowerIteration final : public ClaimBase<PowerIteration> {
     info_.families = {"power_iterates"};
     info_.evaluated_at =
         havens_norms_evaluation +
-        " xi_Lanczos and kappa_h,Lanczos are the library's double results, the subject of the claim (compared "
+        " xi_Lanczos and kappa_h,Lanczos are the library's double results, the subject of the claim "
+        "(compared "
         "as the numbers returned); the directions V (power iterates in double) are coordinates of the point.";
     info_.notes =
         "M_xi and L_h are the matrix-free actions of the table of docs/math/bounds.md#havens-matrix-free "

@@ -68,8 +68,8 @@ S smax(const S& a, const S& b) {
 /// ‖J w‖/‖w‖ at an approximate top singular vector w and above by ‖J‖_F): for interval the hull [lower end of
 /// `lower`, upper end of `upper`], an enclosure of q itself, so that a relation on q is certified from it in
 /// both directions; for point types `estimate` (the value at the approximate solution). An approximation
-/// evaluated in interval arithmetic encloses the value *at* the approximation, not the exact quantity: lifting
-/// it as the quantity would certify a violation that the exact quantity does not have.
+/// evaluated in interval arithmetic encloses the value *at* the approximation, not the exact quantity:
+/// lifting it as the quantity would certify a violation that the exact quantity does not have.
 template <class S>
 S between(const S& lower, const S& upper, const S& estimate) {
   if constexpr (is_interval_v<S>) {
