@@ -143,6 +143,16 @@ nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std:
                      {"max_frontier", r.max_frontier},
                      {"proved_volume_fraction", r.proved_volume_fraction}}}};
   if (r.verdict == graph::Verdict::sat) j["counterexample"] = {{"X", o.x_text}, {"Y", o.y_text}};
+  // What each number is (docs/conventions.md#what-a-number-means).
+  j["kinds"] = {
+      {"result", "certified: unsat by interval bounds on every box, sat by an MPFI re-check of the point"},
+      {"root_ibp_margin_upper",
+       "certified upper bound (interval64) of the property's margin over the whole input box; < 0 proves "
+       "unsat"},
+      {"seconds", "estimate (wall time)"},
+      {"proved_volume_fraction", "estimate (the share of the input box's volume refuted so far)"},
+      {"counterexample.X", "exact: the decimal value of each binary64 coordinate that was re-checked"},
+      {"counterexample.Y", "estimate: the double forward pass at X, for information"}};
   return j;
 }
 
