@@ -37,7 +37,7 @@ struct InputSet {
 
 /// How the pass computes, not what it certifies.
 struct GraphAffineOptions {
-  const std::atomic<bool>* stop = nullptr;         ///< checked between nodes: set → throws Interrupted
+  const std::atomic<bool>* stop = nullptr;         ///< checked between nodes: once set, the pass stops and certifies nothing (−∞)
   std::size_t max_bytes = std::size_t{4} << 30;    ///< the forms alive at once; beyond: InputError
 };
 
