@@ -21,11 +21,13 @@
 
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/graph/attack.hpp>
 #include <regatta/graph/graph.hpp>
 
 namespace regatta::operators {
 
-enum class InputNorm { l2, linf };
+/// ℓ2 ball or ℓ∞ box (the attack's sets are the same kinds).
+using InputNorm = graph::Norm;
 
 struct InputSet {
   InputNorm norm = InputNorm::l2;
@@ -60,5 +62,12 @@ std::vector<interval64> graph_affine_output_ranges(const graph::Graph& graph, co
 /// the logits). Positive: every point of the set is classified `label`.
 double graph_affine_margin(const graph::Graph& graph, const InputSet& set, int label,
                            const GraphAffineOptions& options = {});
+
+/// The largest radius r in (0, upper] found with graph_affine_margin > 0 on `set` scaled to radius r
+/// (set.radius is ignored), within a factor 1 + tolerance of the smallest failing radius tried. 0 when the
+/// label is not the certified prediction at the centre or nothing passed. CERTIFIED: the returned radius
+/// itself passed.
+double graph_certified_radius(const graph::Graph& graph, const InputSet& set, int label, double upper,
+                              double tolerance = 0.01, const GraphAffineOptions& options = {});
 
 }  // namespace regatta::operators
