@@ -12,7 +12,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev libomp-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-pot python3-tqdm
-  libonnx-dev libprotobuf-dev python3-onnx
+  libonnx-dev libprotobuf-dev python3-onnx python3-torchvision  # torchvision: the ViT of the ONNX and Python tests
 )
 
 missing=()

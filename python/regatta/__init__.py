@@ -9,12 +9,13 @@ from ._regatta import InputError, Linearization, CrossLinearization, decimal
 from ._numbers import Estimate, Interval, Lower, Upper
 from ._layer import Layer, array
 from ._model import Model, RobustnessRow
+from ._graph_model import GraphModel
 from ._results import BoundResult, BracketResult, ClaimResult, LocalResult, MeasureBracketResult, RegionResult, \
     RobustnessResult, WassersteinResult
 from ._transport import claims, proofs_check, wasserstein
 
 __all__ = [
-    "InputError", "Layer", "Model", "RobustnessRow", "Linearization", "CrossLinearization", "Estimate", "Lower", "Upper", "Interval",
+    "InputError", "Layer", "Model", "GraphModel", "RobustnessRow", "Linearization", "CrossLinearization", "Estimate", "Lower", "Upper", "Interval",
     "BoundResult", "BracketResult", "MeasureBracketResult", "LocalResult", "RegionResult", "RobustnessResult", "WassersteinResult",
     "ClaimResult", "wasserstein", "claims", "proofs_check", "decimal", "array",
 ]

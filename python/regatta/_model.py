@@ -1,15 +1,24 @@
 """regatta.Model: a whole trained vision transformer (timm layout, operators/model.hpp), as `regatta certify`
 reads it: logits (double, and certified enclosures) and the per-input l2 robustness (certified radius from
-region enclosures through every block, attack radius)."""
+region enclosures through every block, attack radius). Model.from_onnx and Model.from_torch(module,
+example_input) import any other model as a GraphModel (_graph_model.py)."""
 import json
 import math
 import os
+
+import numpy as np
 
 from . import _regatta
 from ._args import flag, integer
 from ._layer import array, state_dict_arrays
 from ._progress import hook
 from ._numbers import Estimate, Interval, Lower
+from ._graph_model import GraphModel
+
+
+def _is_array(x):
+    """A NumPy array or a torch tensor (without importing torch)."""
+    return isinstance(x, np.ndarray) or (type(x).__module__.startswith("torch") and hasattr(x, "detach"))
 
 
 class RobustnessRow:
@@ -73,13 +82,35 @@ class Model:
         return cls(_regatta.model_from_tensors(state_dict_arrays(state_dict), str(name), path, text))
 
     @classmethod
-    def from_torch(cls, module, config):
-        """From a live PyTorch module in timm's VisionTransformer layout (or its state dict); `config` as in
-        from_state_dict. The weights are copied; later training does not change this Model."""
+    def from_onnx(cls, model):
+        """Any model from ONNX (a path, bytes or an onnx.ModelProto), as a GraphModel (_graph_model.py)."""
+        return GraphModel.from_onnx(model)
+
+    @classmethod
+    def from_torch(cls, module, example_input_or_config=None, *, example_input=None, config=None):
+        """From a live PyTorch module. The second argument decides how:
+
+        * a torch tensor or NumPy array (or example_input=): the module is exported with torch.onnx.export
+          into memory, traced at that input, and imported as a GraphModel (any architecture the ONNX
+          importer covers; a float32 module is exported from a float64 copy, and every number is about that
+          float64 function; see GraphModel.from_torch);
+        * a dict or the path of a JSON file (or config=): the module (or its state dict) is read in timm's
+          VisionTransformer layout with that config, as from_state_dict. The weights are copied; later
+          training does not change this Model."""
+        given = [v for v in (example_input_or_config, example_input, config) if v is not None]
+        if len(given) > 1:
+            raise _regatta.InputError("from_torch: give one of an example input and a config, not both")
+        second = given[0] if given else None
+        if example_input is not None or _is_array(second):
+            return GraphModel.from_torch(module, second)
+        if second is not None and not (isinstance(second, (str, os.PathLike)) or hasattr(second, "items")):
+            raise _regatta.InputError("from_torch: the second argument must be an example input (a torch tensor or "
+                                      "NumPy array: the module is exported to ONNX) or a timm config (a dict or "
+                                      f"the path of a JSON file), got {type(second).__name__}")
         if hasattr(module, "state_dict") and callable(module.state_dict):
-            return cls.from_state_dict(module.state_dict(), config, name=f"{type(module).__name__}.state_dict()")
+            return cls.from_state_dict(module.state_dict(), second, name=f"{type(module).__name__}.state_dict()")
         if hasattr(module, "items"):
-            return cls.from_state_dict(module, config)
+            return cls.from_state_dict(module, second)
         raise _regatta.InputError(f"module: expected a torch.nn.Module or a state dict, got {type(module).__name__}")
 
     classes = property(lambda self: self._core.classes)

@@ -24,5 +24,6 @@ void bind_transport(py::module_& m);
 void bind_proofs(py::module_& m);
 void bind_model(py::module_& m);
 void bind_measure(py::module_& m);
+void bind_graph(py::module_& m);
 
 }  // namespace regatta::python

@@ -43,4 +43,5 @@ PYBIND11_MODULE(_regatta, m) {
   regatta::python::bind_proofs(m);
   regatta::python::bind_model(m);
   regatta::python::bind_measure(m);
+  regatta::python::bind_graph(m);
 }

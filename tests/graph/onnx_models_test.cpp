@@ -73,14 +73,16 @@ TEST_P(OnnxModel, Interval64EnclosesTheForward) {
     widest = std::max(widest, v.upper() - v.lower());
   }
   // Naive interval forward of a point input: dependency effects (LayerNorm's x − mean, softmax's shift)
-  // widen it well beyond the rounding error, but it stays far below the logits' scale.
-  EXPECT_LT(widest, 1e-7) << GetParam();
+  // widen it well beyond the rounding error, but it stays far below the logits' scale. torchvision's ViT
+  // widens most: five LayerNorms of width 48, the first on its zero class token plus small positions (a row
+  // of tiny variance whose 1/σ is large); measured 2.1e-4.
+  EXPECT_LT(widest, GetParam() == "vit_torchvision" ? 1e-3 : 1e-7) << GetParam();
   std::cout << GetParam() << ": widest interval64 logit enclosure " << widest << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, OnnxModel,
                          ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "vit_conv_mha",
-                                           "gpt_causal", "vit_vnncomp_like"));
+                                           "gpt_causal", "vit_vnncomp_like", "vit_torchvision"));
 
 TEST(OnnxImport, MpfiIntervalEnclosesTheLogits) {
   const Case c = load("vit_vnncomp_like");

@@ -250,6 +250,25 @@ def verify_fixtures():
     save_model("mlp_tiny", nodes, [vec("x", ["batch", 2])], [vec("y", ["batch", 2])], inits)
 
 
+def torchvision_vit():
+    """torchvision's VisionTransformer, small: image 32, patch 8, 2 layers, width 48, 3 heads, MLP 96, 10
+    classes (conv patch embedding, class token, pre-norm blocks with nn.MultiheadAttention, exact GELU, final
+    LayerNorm, the class token into the head). Its own seed, so that adding it left the other models as they
+    were; skipped (with a message) where torchvision is missing."""
+    try:
+        from torchvision.models import VisionTransformer
+    except ImportError:
+        print("vit_torchvision: skipped (no torchvision; Debian: python3-torchvision)")
+        return
+    torch.manual_seed(20261207)
+    model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=3, hidden_dim=48, mlp_dim=96,
+                              num_classes=10)
+    with torch.no_grad():  # torchvision zero-initialises the head: random weights make the logits informative
+        model.heads.head.weight.normal_(0, 0.2)
+        model.heads.head.bias.uniform_(-0.1, 0.1)
+    export("vit_torchvision", model, torch.rand(1, 3, 32, 32), opset=17)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     export("encoder_postnorm_gelu", EncoderClassifier(False, "gelu"), torch.randn(1, 5, 16), opset=17)
@@ -261,6 +280,7 @@ def main():
     export("vit_vnncomp_like", vnn, torch.rand(1, 3, 8, 8), opset=9, float32=True)
     fixtures()
     verify_fixtures()
+    torchvision_vit()
 
 
 if __name__ == "__main__":
