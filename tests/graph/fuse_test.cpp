@@ -1,0 +1,172 @@
+// The fusion pass (docs/graph.md#fusion) on the committed ONNX models: every attention layer found with its
+// heads and dimensions, and the independent check that matters: the operators' attention forward of a layer
+// rebuilt from the recorded weights, at the tokens the graph evaluation gives at the layer's input, equals
+// the graph's own value at the layer's output. LayerNorm/GELU rewrites are counted here; that they keep the
+// logits equal to torch's is onnx_models_test's check (it imports through the same pass).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <regatta/core/error.hpp>
+#include <regatta/core/io/npy.hpp>
+#include <regatta/graph/evaluate.hpp>
+#include <regatta/graph/fuse.hpp>
+#include <regatta/graph/onnx_import.hpp>
+#include <regatta/operators/attention.hpp>
+
+namespace {
+
+using namespace regatta;
+using namespace regatta::graph;
+
+const std::string dir = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
+
+struct Expected {
+  std::string model;
+  int layers, tokens, heads, head_dim;
+  AttentionMask mask;
+  int layer_norms, gelus;
+  bool projection;
+};
+
+const Expected models[] = {
+    {"encoder_postnorm_gelu", 2, 5, 4, 4, AttentionMask::none, 0, 2, true},
+    {"encoder_prenorm_relu", 2, 5, 4, 4, AttentionMask::none, 4, 0, true},
+    {"vit_conv_mha", 2, 4, 4, 4, AttentionMask::none, 4, 2, true},
+    {"gpt_causal", 2, 6, 4, 4, AttentionMask::causal, 5, 2, true},
+    {"vit_vnncomp_like", 2, 5, 4, 4, AttentionMask::none, 0, 0, true},
+};
+
+Matrix<double> rows(const std::vector<double>& data, int r, int c) {
+  Matrix<double> m(r, c);
+  for (int i = 0; i < r; ++i)
+    for (int j = 0; j < c; ++j) m(i, j) = data[static_cast<std::size_t>(i * c + j)];
+  return m;
+}
+
+/// The layer in operators' convention: the scale on Q·Kᵀ folded into W_Q, b_Q where it is not 1/√d_h.
+operators::AttentionLayer rebuild(const AttentionPattern& p) {
+  operators::AttentionLayer l;
+  l.d = p.width;
+  l.heads = p.heads;
+  l.head_dim = p.head_dim;
+  l.value_dim = p.value_dim;
+  const double fold = p.scale * std::sqrt(double(p.head_dim));
+  for (int h = 0; h < p.heads; ++h) {
+    l.WQ.push_back(rows(p.wq[h], p.width, p.head_dim) * fold);
+    l.WK.push_back(rows(p.wk[h], p.width, p.head_dim));
+    l.WV.push_back(rows(p.wv[h], p.width, p.value_dim));
+    if (!p.bq.empty()) l.bQ.push_back(Eigen::Map<const Vector<double>>(p.bq[h].data(), p.head_dim) * fold);
+    if (!p.bk.empty()) l.bK.push_back(Eigen::Map<const Vector<double>>(p.bk[h].data(), p.head_dim));
+    if (!p.bv.empty()) l.bV.push_back(Eigen::Map<const Vector<double>>(p.bv[h].data(), p.value_dim));
+  }
+  l.WO = rows(p.wo, p.heads * p.value_dim, p.out_width);
+  if (!p.bo.empty()) l.bO = Eigen::Map<const Vector<double>>(p.bo.data(), p.out_width);
+  return l;
+}
+
+std::vector<Tensor<double>> values_at_input(const Graph& g, const std::string& model) {
+  const io::Array x = io::read_npy(dir + model + ".input.npy");
+  return evaluate_all(
+      g, std::vector<Tensor<double>>{Tensor<double>{Shape(x.shape.begin(), x.shape.end()), x.data}});
+}
+
+double worst_difference(const Graph& g, const std::vector<Tensor<double>>& v, const AttentionPattern& p,
+                        const operators::AttentionLayer& layer) {
+  const Matrix<double> X = rows(v[static_cast<std::size_t>(p.input)].data, p.tokens, p.width);
+  operators::AttentionOptions options;
+  options.causal = p.mask == AttentionMask::causal;
+  const Matrix<double> Y = operators::attend(layer, X, options);
+  const Matrix<double> G = rows(v[static_cast<std::size_t>(p.output)].data, p.tokens, p.out_width);
+  EXPECT_EQ(element_count(g.values[static_cast<std::size_t>(p.output)].shape), Y.size());
+  return (Y - G).cwiseAbs().maxCoeff();
+}
+
+class Fusion : public ::testing::TestWithParam<Expected> {};
+
+TEST_P(Fusion, FindsEveryAttentionLayerWithItsDimensions) {
+  const Expected& e = GetParam();
+  const Graph g = import_onnx(dir + e.model + ".onnx");
+  EXPECT_EQ(g.fusion.layer_norms.size(), std::size_t(e.layer_norms));
+  EXPECT_EQ(g.fusion.gelus.size(), std::size_t(e.gelus));
+  EXPECT_TRUE(g.fusion.not_attention.empty()) << g.fusion.not_attention.front();
+  ASSERT_EQ(g.attention.size(), std::size_t(e.layers));
+  for (const AttentionPattern& p : g.attention) {
+    EXPECT_TRUE(p.self()) << p.name;
+    EXPECT_EQ(p.tokens, e.tokens);
+    EXPECT_EQ(p.context_tokens, e.tokens);
+    EXPECT_EQ(p.width, 16);
+    EXPECT_EQ(p.out_width, 16);
+    EXPECT_EQ(p.heads, e.heads);
+    EXPECT_EQ(p.head_dim, e.head_dim);
+    EXPECT_EQ(p.value_dim, e.head_dim);
+    EXPECT_EQ(p.mask, e.mask);
+    if (e.mask == AttentionMask::causal) {
+      EXPECT_EQ(p.mask_fill, -1e9);  // torch.where(mask, s, -1e9)
+    }
+    EXPECT_EQ(p.output_projection, e.projection);
+    EXPECT_DOUBLE_EQ(p.scale, 0.5);  // 1/√4
+    EXPECT_EQ(p.wq.size(), std::size_t(e.heads));
+    EXPECT_EQ(p.bq.size(), std::size_t(e.heads));  // every model's projections have biases
+    EXPECT_EQ(p.bo.size(), 16u);
+    EXPECT_FALSE(p.nodes.empty());
+  }
+  // The names are the softmax nodes' names, distinct.
+  EXPECT_NE(g.attention[0].name, g.attention[1].name);
+}
+
+TEST_P(Fusion, OperatorsForwardOfTheRebuiltLayerEqualsTheGraphValue) {
+  const Expected& e = GetParam();
+  const Graph g = import_onnx(dir + e.model + ".onnx");
+  const auto v = values_at_input(g, e.model);
+  for (const AttentionPattern& p : g.attention) {
+    const operators::AttentionLayer layer = rebuild(p);
+    const double worst = worst_difference(g, v, p, layer);
+    EXPECT_LE(worst, 1e-12) << e.model << " " << p.name;
+    std::cout << e.model << " " << p.name << ": |attend - graph| = " << worst << "\n";
+    // The comparison can fail: one weight of one head changed by 1e-3 moves the output.
+    operators::AttentionLayer wrong = layer;
+    wrong.WV[static_cast<std::size_t>(p.heads - 1)](0, 0) += 1e-3;
+    EXPECT_GT(worst_difference(g, v, p, wrong), 1e-7) << e.model << " " << p.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CommittedModels, Fusion, ::testing::ValuesIn(models),
+                         [](const auto& info) { return info.param.model; });
+
+TEST(Fusion, TheRewrittenNodesAreOfTheFusedKinds) {
+  const Graph g = import_onnx(dir + "gpt_causal.onnx");
+  int layer_norms = 0, gelus = 0, erfs_or_tanhs = 0, pows = 0;
+  for (const Node& n : g.nodes) {
+    layer_norms += n.op == Op::layer_norm;
+    gelus += n.op == Op::gelu && std::get<GeluAttrs>(n.attributes).tanh_approximation;
+    erfs_or_tanhs += n.op == Op::erf || n.op == Op::tanh;
+    pows += n.op == Op::pow && !g.values[static_cast<std::size_t>(n.inputs[0])].constant;
+  }
+  EXPECT_EQ(layer_norms, 5);
+  EXPECT_EQ(gelus, 2);
+  EXPECT_EQ(erfs_or_tanhs, 0);
+  EXPECT_EQ(pows, 0);  // the only Pow nodes of runtime values were the LayerNorms' squares
+  g.validate();
+}
+
+TEST(Fusion, FindAttentionAgreesWithWhatTheImporterRecorded) {
+  const Graph g = import_onnx(dir + "vit_conv_mha.onnx");
+  const auto again = find_attention(g);
+  ASSERT_EQ(again.size(), g.attention.size());
+  for (std::size_t k = 0; k < again.size(); ++k) {
+    EXPECT_EQ(again[k].name, g.attention[k].name);
+    EXPECT_EQ(again[k].wq, g.attention[k].wq);
+    EXPECT_EQ(again[k].wo, g.attention[k].wo);
+  }
+}
+
+TEST(Fusion, ModelsWithoutAttentionRecordNone) {
+  const Graph g = import_onnx(dir + "mlp_tiny.onnx");
+  EXPECT_TRUE(g.attention.empty());
+  EXPECT_TRUE(g.fusion.layer_norms.empty());
+}
+
+}  // namespace
