@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include <regatta/core/error.hpp>
@@ -167,6 +168,125 @@ TEST(Fusion, ModelsWithoutAttentionRecordNone) {
   const Graph g = import_onnx(dir + "mlp_tiny.onnx");
   EXPECT_TRUE(g.attention.empty());
   EXPECT_TRUE(g.fusion.layer_norms.empty());
+}
+
+// Hand-built graphs: each rewrite keeps the double forward (to rounding), and what must not fuse does not.
+struct Builder {
+  Graph g;
+  int add(Value v) {
+    g.values.push_back(std::move(v));
+    return static_cast<int>(g.values.size()) - 1;
+  }
+  int input(Shape s) {
+    const int id = add(Value{"x", std::move(s), false, {}});
+    g.inputs.push_back(id);
+    return id;
+  }
+  int constant(std::vector<double> data, Shape s = {1}) {
+    return add(Value{"c" + std::to_string(g.values.size()), std::move(s), true, std::move(data)});
+  }
+  int node(Op op, std::vector<int> in, Attributes a = {}) {
+    Shape out = g.values[static_cast<std::size_t>(in[0])].shape;
+    if (op == Op::reduce_mean) out.back() = 1;
+    if ((op == Op::mul || op == Op::add || op == Op::div) &&
+        g.values[static_cast<std::size_t>(in[0])].constant)
+      out = g.values[static_cast<std::size_t>(in[1])].shape;
+    const int id = add(Value{"v" + std::to_string(g.values.size()), out, false, {}});
+    g.nodes.push_back(
+        Node{op, "n" + std::to_string(g.nodes.size()), "test", std::move(in), id, std::move(a)});
+    return id;
+  }
+  Graph done(int output) {
+    g.outputs = {output};
+    g.source = "hand-built";
+    g.validate();
+    return g;
+  }
+};
+
+const ReduceMeanAttrs last_axis{{2}, true};
+
+double forward_difference(const Graph& before, const Graph& after) {
+  Tensor<double> x{before.values[static_cast<std::size_t>(before.inputs[0])].shape, {}};
+  for (std::int64_t k = 0; k < element_count(x.shape); ++k) x.data.push_back(std::sin(1.7 * double(k)) * 2);
+  const auto a = evaluate(before, std::vector<Tensor<double>>{x})[0];
+  const auto b = evaluate(after, std::vector<Tensor<double>>{x})[0];
+  double worst = 0;
+  for (std::size_t k = 0; k < a.data.size(); ++k) worst = std::max(worst, std::fabs(a.data[k] - b.data[k]));
+  return worst;
+}
+
+int count(const Graph& g, Op op) {
+  return static_cast<int>(
+      std::count_if(g.nodes.begin(), g.nodes.end(), [op](const Node& n) { return n.op == op; }));
+}
+
+TEST(FusionRewrites, LayerNormWithoutGammaGetsAScaleOfOnes) {
+  Builder b;
+  const int x = b.input({1, 3, 4});
+  const int s = b.node(Op::sub, {x, b.node(Op::reduce_mean, {x}, last_axis)});
+  const int var = b.node(Op::reduce_mean, {b.node(Op::mul, {s, s})}, last_axis);
+  const int y = b.node(Op::div, {s, b.node(Op::sqrt, {b.node(Op::add, {b.constant({1e-5}), var})})});
+  const Graph before = b.done(y);
+  Graph after = before;
+  fuse(after);
+  EXPECT_EQ(after.fusion.layer_norms.size(), 1u);
+  ASSERT_EQ(after.nodes.size(), 1u);
+  EXPECT_EQ(after.nodes[0].op, Op::layer_norm);
+  EXPECT_EQ(std::get<LayerNormAttrs>(after.nodes[0].attributes).epsilon, 1e-5);
+  EXPECT_LE(forward_difference(before, after), 1e-15);
+}
+
+TEST(FusionRewrites, AnIntermediateReadElsewhereKeepsTheLayerNormApart) {
+  Builder b;
+  const int x = b.input({1, 3, 4});
+  const int s = b.node(Op::sub, {x, b.node(Op::reduce_mean, {x}, last_axis)});
+  const int var = b.node(Op::reduce_mean, {b.node(Op::mul, {s, s})}, last_axis);
+  const int y = b.node(Op::div, {s, b.node(Op::sqrt, {b.node(Op::add, {var, b.constant({1e-5})})})});
+  Graph g = b.done(b.node(Op::add, {y, s}));  // x − mean read after the LayerNorm too
+  fuse(g);
+  EXPECT_TRUE(g.fusion.layer_norms.empty());
+  EXPECT_EQ(count(g, Op::layer_norm), 0);
+}
+
+TEST(FusionRewrites, RmsNormIsRecognisedNotRewritten) {
+  Builder b;
+  const int x = b.input({1, 3, 4});
+  const int ms = b.node(Op::reduce_mean, {b.node(Op::pow, {x, b.constant({2})})}, last_axis);
+  const int inv = b.node(Op::reciprocal, {b.node(Op::sqrt, {b.node(Op::add, {ms, b.constant({1e-6})})})});
+  const int y = b.node(Op::mul, {b.node(Op::mul, {x, inv}), b.constant({1, 2, 3, 4}, {4})});
+  Graph g = b.done(y);
+  const std::size_t nodes = g.nodes.size();
+  fuse(g);
+  EXPECT_EQ(g.fusion.rms_norms.size(), 1u);
+  EXPECT_TRUE(g.fusion.layer_norms.empty());
+  EXPECT_EQ(g.nodes.size(), nodes);
+}
+
+TEST(FusionRewrites, ErfGeluInAnotherAssociation) {
+  Builder b;
+  const int x = b.input({2, 5});
+  const int p = b.node(
+      Op::add,
+      {b.node(Op::erf, {b.node(Op::mul, {b.constant({std::numbers::sqrt2 / 2}), x})}), b.constant({1})});
+  const Graph before = b.done(b.node(Op::mul, {b.node(Op::mul, {x, b.constant({0.5})}), p}));
+  Graph after = before;
+  fuse(after);
+  ASSERT_EQ(after.nodes.size(), 1u);
+  EXPECT_EQ(after.nodes[0].op, Op::gelu);
+  EXPECT_FALSE(std::get<GeluAttrs>(after.nodes[0].attributes).tanh_approximation);
+  EXPECT_LE(forward_difference(before, after), 1e-15);
+}
+
+TEST(FusionRewrites, Float32ConstantsAreNotFused) {
+  Builder b;
+  const int x = b.input({2, 5});
+  const int e = b.node(Op::erf, {b.node(Op::div, {x, b.constant({double(float(std::numbers::sqrt2))})})});
+  const int p = b.node(Op::add, {e, b.constant({1})});
+  Graph g = b.done(b.node(Op::mul, {b.node(Op::mul, {x, p}), b.constant({0.5})}));
+  fuse(g);
+  EXPECT_TRUE(g.fusion.gelus.empty());
+  EXPECT_EQ(count(g, Op::erf), 1);
 }
 
 }  // namespace
