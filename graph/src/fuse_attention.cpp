@@ -152,6 +152,7 @@ std::optional<Projection> projection(const Index& ix, int p) {
   const Node* n = ix.producer(p);
   if (!n || shape_of(g, p).size() < 2) return std::nullopt;
   r.out = shape_of(g, p).back();
+  if (r.out <= 0 || count_of(g, p) == 0) return std::nullopt;  // an empty tensor has no tokens to read
   if (n->op == Op::add)
     for (int k = 0; k < 2 && r.b.empty(); ++k) {
       const int a = n->inputs[static_cast<std::size_t>(k)], c = n->inputs[static_cast<std::size_t>(1 - k)];
@@ -191,7 +192,8 @@ std::optional<Projection> projection(const Index& ix, int p) {
   } else {
     return std::nullopt;
   }
-  if (shape_of(g, a).back() != in || static_cast<std::int64_t>(w.size()) != in * r.out) return std::nullopt;
+  if (in <= 0 || shape_of(g, a).back() != in || static_cast<std::int64_t>(w.size()) != in * r.out)
+    return std::nullopt;
   r.nodes.push_back(ix.producer_index(n->output));
   r.x = token_source(ix, a);
   r.in = in;
@@ -351,6 +353,10 @@ std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::s
     return std::nullopt;
   }
   const std::int64_t n = ss[ss.size() - 2], m = ss.back(), hd = qs.back();
+  if (element_count(ss) == 0 || hd <= 0) {
+    why = "empty scores";
+    return std::nullopt;
+  }
   const std::int64_t heads = element_count(ss) / (n * m);
   // The values: the one MatMul that reads the softmax.
   const Node* values =
@@ -363,6 +369,10 @@ std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::s
     return std::nullopt;
   }
   const std::int64_t dv = shape_of(g, values->inputs[1]).back();
+  if (dv <= 0) {
+    why = "empty values";
+    return std::nullopt;
+  }
   nodes.push_back(ix.producer_index(values->output));
   const auto q = side(ix, scores->inputs[0], heads, false, "Q", why);
   if (!q) return std::nullopt;
