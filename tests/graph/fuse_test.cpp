@@ -185,6 +185,12 @@ struct Builder {
   int constant(std::vector<double> data, Shape s = {1}) {
     return add(Value{"c" + std::to_string(g.values.size()), std::move(s), true, std::move(data)});
   }
+  int node_shaped(Op op, std::vector<int> in, Shape out, Attributes a = {}) {
+    const int id = add(Value{"v" + std::to_string(g.values.size()), std::move(out), false, {}});
+    g.nodes.push_back(
+        Node{op, "n" + std::to_string(g.nodes.size()), "test", std::move(in), id, std::move(a)});
+    return id;
+  }
   int node(Op op, std::vector<int> in, Attributes a = {}) {
     Shape out = g.values[static_cast<std::size_t>(in[0])].shape;
     if (op == Op::reduce_mean) out.back() = 1;
@@ -287,6 +293,64 @@ TEST(FusionRewrites, Float32ConstantsAreNotFused) {
   fuse(g);
   EXPECT_TRUE(g.fusion.gelus.empty());
   EXPECT_EQ(count(g, Op::erf), 1);
+}
+
+std::vector<double> ramp(int count, double step) {
+  std::vector<double> v;
+  for (int k = 0; k < count; ++k) v.push_back(std::cos(step * (k + 1)) / 2);
+  return v;
+}
+
+// Cross-attention of one head on 2-D tokens, K transposed after its projection, a factor on the scores and
+// (optionally) a constant additive mask: recorded with its context, and (unmasked) equal to attend_cross.
+Graph cross_attention(bool masked) {
+  const int n = 3, m = 4, d = 5, k = 2, v = 3;
+  Builder b;
+  const int x = b.input({n, d}), y = b.input({m, d});
+  const int q = b.node_shaped(Op::matmul, {x, b.constant(ramp(d * k, 0.7), {d, k})}, {n, k});
+  const int key = b.node_shaped(Op::matmul, {y, b.constant(ramp(d * k, 1.3), {d, k})}, {m, k});
+  const int kt = b.node_shaped(Op::transpose, {key}, {k, m}, TransposeAttrs{{1, 0}});
+  int s = b.node_shaped(Op::mul, {b.node_shaped(Op::matmul, {q, kt}, {n, m}), b.constant({0.375})}, {n, m});
+  if (masked) s = b.node_shaped(Op::add, {s, b.constant({0, -1, 0, -2}, {1, m})}, {n, m});
+  const int p = b.node_shaped(Op::softmax, {s}, {n, m}, SoftmaxAttrs{1, 2});
+  const int val = b.node_shaped(Op::matmul, {y, b.constant(ramp(d * v, 2.1), {d, v})}, {m, v});
+  const int o = b.node_shaped(Op::matmul, {p, val}, {n, v});
+  const int out = b.node_shaped(Op::matmul, {o, b.constant(ramp(v * d, 0.9), {v, d})}, {n, d});
+  Graph g = b.done(out);
+  fuse(g);
+  return g;
+}
+
+TEST(FusionAttention, CrossAttentionOnTwoDimensionalTokens) {
+  const Graph g = cross_attention(false);
+  ASSERT_EQ(g.attention.size(), 1u) << (g.fusion.not_attention.empty() ? "" : g.fusion.not_attention[0]);
+  const AttentionPattern& p = g.attention[0];
+  EXPECT_FALSE(p.self());
+  EXPECT_EQ(p.input, g.inputs[0]);
+  EXPECT_EQ(p.context, g.inputs[1]);
+  EXPECT_EQ(p.tokens, 3);
+  EXPECT_EQ(p.context_tokens, 4);
+  EXPECT_EQ(p.heads, 1);
+  EXPECT_EQ(p.head_dim, 2);
+  EXPECT_EQ(p.value_dim, 3);
+  EXPECT_EQ(p.scale, 0.375);
+  EXPECT_TRUE(p.output_projection);
+  EXPECT_TRUE(p.bq.empty());
+  std::vector<Tensor<double>> in{Tensor<double>{{3, 5}, ramp(15, 0.31)},
+                                 Tensor<double>{{4, 5}, ramp(20, 0.57)}};
+  const auto v = evaluate_all(g, in);
+  const Matrix<double> Y =
+      operators::attend_cross(rebuild(p), rows(in[0].data, 3, 5), rows(in[1].data, 4, 5));
+  EXPECT_LE((Y - rows(v[static_cast<std::size_t>(p.output)].data, 3, 5)).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+TEST(FusionAttention, AConstantAdditiveMaskIsRecordedAsSuch) {
+  const Graph g = cross_attention(true);
+  ASSERT_EQ(g.attention.size(), 1u);
+  const AttentionPattern& p = g.attention[0];
+  EXPECT_EQ(p.mask, AttentionMask::additive);
+  ASSERT_EQ(p.mask_values.size(), 12u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p.mask_values[static_cast<std::size_t>(i * 4 + 3)], -2.0);
 }
 
 }  // namespace
