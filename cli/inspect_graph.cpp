@@ -2,6 +2,7 @@
 // attention layers it found, every node with its shapes (docs/graph.md, "Inspecting a model").
 #include "inspect_graph.hpp"
 
+#include <cmath>
 #include <iostream>
 #include <map>
 
@@ -78,8 +79,7 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
          {"value_dim", p.value_dim},
          {"scale", p.scale},
          {"mask", graph::to_string(p.mask)},
-         {"mask_fill",
-          p.mask == graph::AttentionMask::none ? nlohmann::json(nullptr) : nlohmann::json(p.mask_fill)},
+         {"mask_fill", std::isfinite(p.mask_fill) ? nlohmann::json(p.mask_fill) : nlohmann::json(nullptr)},
          {"q_bias", !p.bq.empty()},
          {"k_bias", !p.bk.empty()},
          {"v_bias", !p.bv.empty()},
@@ -109,7 +109,8 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
       if (!p.self()) std::cout << " x " << p.context_tokens << " (context)";
       std::cout << ", width " << p.width << ", heads " << p.heads << ", head_dim " << p.head_dim
                 << ", value_dim " << p.value_dim << ", mask " << graph::to_string(p.mask);
-      if (p.mask != graph::AttentionMask::none) std::cout << " (fill " << p.mask_fill << ")";
+      if (p.mask != graph::AttentionMask::none && std::isfinite(p.mask_fill))
+        std::cout << " (fill " << p.mask_fill << ")";
       std::cout << ", scale " << p.scale
                 << (p.output_projection ? ", output projection" : ", no output projection")
                 << (p.out_width != p.width ? " to width " + std::to_string(p.out_width) : "") << "\n";
