@@ -5,7 +5,8 @@
 // layer attends from the current queries to the fixed context). The output is computed in double precision
 // (a floating-point evaluation, not certified) and written atomically. A 3-D --input (B x n x d) is a batch:
 // each input is attended on its own (with a shared 2-D context, or its own from a B x m x d one), and the
-// output keeps the batch dimension.
+// output keeps the batch dimension. With --model M.onnx --node NAME the layer is an attention layer of the
+// model and X the tokens the model gives it at --input (cli/local_model.hpp).
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "command.hpp"
 #include "json_output.hpp"
 #include "layer_options.hpp"
+#include "local_model.hpp"
 
 namespace regatta::cli {
 
@@ -54,7 +56,59 @@ Matrix<double> apply(const ResolvedLayer& resolved, const AttendArgs& args, cons
   return Y;
 }
 
+/// --model M --node NAME: the layer at the tokens the model gives it at --input; the output is also
+/// compared with the graph's own value at the layer's output (printed, and in the JSON).
+void run_model(const AttendArgs& args, int& result) {
+  if (!args.context.empty())
+    throw InputError("--context",
+                     "does not apply with --model (a cross-attention layer's context is the model's)");
+  const std::vector<ModelLayer> layers = model_layers(args.layer, args.input, false, true);
+  const ModelLayer& m = layers.front();
+  const Matrix<double>* context = m.context.rows() > 0 ? &m.context : nullptr;
+  const Matrix<double> Y = apply(m.resolved, args, m.X, context);
+  const double difference = args.depth == 1 ? (Y - m.graph_output).cwiseAbs().maxCoeff() : -1;
+  io::write_npy(args.out, Y);
+  if (args.json) {
+    nlohmann::json out{
+        {"model", args.layer.model},
+        {"node", m.node},
+        {"layer", m.resolved.source},
+        {"d", m.resolved.layer.d},
+        {"heads", m.resolved.layer.heads},
+        {"head_dim", m.resolved.layer.head_dim},
+        {"value_dim", m.resolved.layer.value_dim},
+        {"input_rows", m.X.rows()},
+        {"context_rows", context ? m.context.rows() : m.X.rows()},
+        {"cross", context != nullptr},
+        {"causal", m.resolved.options.causal},
+        {"scale", m.scale},
+        {"scale_folded", m.folded},
+        {"depth", args.depth},
+        {"graph_difference", difference >= 0 ? nlohmann::json(difference) : nlohmann::json(nullptr)},
+        {"precision", "double"},
+        {"certified", false},
+        {"out", args.out},
+        {"out_rows", Y.rows()},
+        {"out_cols", Y.cols()}};
+    std::cout << json_text(out) << "\n";
+  } else {
+    std::cout << "layer     " << describe(m.resolved)
+              << (args.depth > 1 ? ", depth " + std::to_string(args.depth) : "") << "\n"
+              << "input     " << m.X.rows() << " x " << m.X.cols() << " (the tokens at the layer's input for "
+              << args.input << ")\n";
+    if (context) std::cout << "context   " << m.context.rows() << " x " << m.context.cols() << "\n";
+    std::cout << "output    " << args.out << " (" << Y.rows() << " x " << Y.cols()
+              << "; double-precision evaluation, not certified)\n";
+    if (difference >= 0)
+      std::cout << "graph     max |output - the graph's value at the layer's output| = " << difference
+                << "\n";
+  }
+  result = exit_ok;
+}
+
 void run(const AttendArgs& args, int& result) {
+  if (!args.layer.model.empty()) return run_model(args, result);
+  if (!args.layer.node.empty()) throw InputError("--node", "needs --model");
   const ResolvedLayer resolved = resolve_layer(args.layer);
   const operators::AttentionLayer& layer = resolved.layer;
   const operators::AttentionOptions& options = resolved.options;
@@ -140,9 +194,10 @@ void add_attend_command(CLI::App& app, int& result) {
   auto args = std::make_shared<AttendArgs>();
   auto* cmd = app.add_subcommand("attend", "Multi-head attention of a token matrix (double precision)");
   add_layer_options(cmd, args->layer);
+  add_model_options(cmd, args->layer);
   cmd->add_option("--input", args->input,
                   "Tokens X (n x d), or a batch (B x n x d: each input attended on its own): FILE.npy, "
-                  "FILE.npz[:NAME], FILE.safetensors[:NAME]")
+                  "FILE.npz[:NAME], FILE.safetensors[:NAME]; with --model, the model's input")
       ->required();
   cmd->add_option(
       "--context", args->context,

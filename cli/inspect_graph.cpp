@@ -1,7 +1,8 @@
-// regatta inspect M.onnx: inputs, outputs, node kinds, what was folded, every node with its shapes
-// (docs/graph.md, "Inspecting a model").
+// regatta inspect M.onnx: inputs, outputs, node kinds, what was folded, what the fusion pass rewrote and the
+// attention layers it found, every node with its shapes (docs/graph.md, "Inspecting a model").
 #include "inspect_graph.hpp"
 
+#include <cmath>
 #include <iostream>
 #include <map>
 
@@ -56,6 +57,35 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
   out["constants"] = constants;
   out["constant_elements"] = weights;
   out["unsupported"] = nlohmann::json::array();  // an unsupported operator refuses the file (exit 2)
+  // The fusion pass (docs/graph.md#fusion): rewrites, and the attention layers recorded.
+  out["fusion"] = {{"layer_norm", g.fusion.layer_norms},
+                   {"gelu", g.fusion.gelus},
+                   {"rms_norm", g.fusion.rms_norms},
+                   {"not_attention", g.fusion.not_attention}};
+  out["attention"] = nlohmann::json::array();
+  for (const auto& p : g.attention)
+    out["attention"].push_back(
+        {{"name", p.name},
+         {"input", g.values[static_cast<std::size_t>(p.input)].name},
+         {"context", g.values[static_cast<std::size_t>(p.context)].name},
+         {"output", g.values[static_cast<std::size_t>(p.output)].name},
+         {"self", p.self()},
+         {"tokens", p.tokens},
+         {"context_tokens", p.context_tokens},
+         {"width", p.width},
+         {"out_width", p.out_width},
+         {"heads", p.heads},
+         {"head_dim", p.head_dim},
+         {"value_dim", p.value_dim},
+         {"scale", p.scale},
+         {"mask", graph::to_string(p.mask)},
+         {"mask_fill", std::isfinite(p.mask_fill) ? nlohmann::json(p.mask_fill) : nlohmann::json(nullptr)},
+         {"q_bias", !p.bq.empty()},
+         {"k_bias", !p.bk.empty()},
+         {"v_bias", !p.bv.empty()},
+         {"output_projection", p.output_projection},
+         {"output_bias", !p.bo.empty()},
+         {"nodes", p.nodes.size()}});
   if (!json) {
     std::cout << path << "  ONNX opset " << g.opset << "  " << g.nodes.size() << " nodes after folding, "
               << constants << " constants (" << weights << " values)\n";
@@ -70,6 +100,24 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
     std::cout << "\n  folded into constants:";
     for (const auto& [op, count] : g.folded) std::cout << " " << op << " " << count << ";";
     std::cout << "\n";
+    std::cout << "  fused: layer_norm " << g.fusion.layer_norms.size() << ", gelu " << g.fusion.gelus.size()
+              << "; RMSNorm recognised (left as nodes) " << g.fusion.rms_norms.size() << "\n";
+    std::cout << "  attention layers found: " << g.attention.size() << "\n";
+    for (const auto& p : g.attention) {
+      std::cout << "    " << printable(p.name) << "  " << (p.self() ? "self" : "cross") << ", tokens "
+                << p.tokens;
+      if (!p.self()) std::cout << " x " << p.context_tokens << " (context)";
+      std::cout << ", width " << p.width << ", heads " << p.heads << ", head_dim " << p.head_dim
+                << ", value_dim " << p.value_dim << ", mask " << graph::to_string(p.mask);
+      if (p.mask != graph::AttentionMask::none && std::isfinite(p.mask_fill))
+        std::cout << " (fill " << p.mask_fill << ")";
+      std::cout << ", scale " << p.scale
+                << (p.output_projection ? ", output projection" : ", no output projection")
+                << (p.out_width != p.width ? " to width " + std::to_string(p.out_width) : "") << "\n";
+    }
+    for (const auto& s : g.fusion.not_attention)
+      std::cout << "  softmax not recognised as attention: " << printable(s) << "\n";
+    std::cout << "  unsupported operators: none (a model with any is refused with their list, exit 2)\n";
     for (const auto& n : g.nodes) {
       std::cout << "  " << graph::op_name(n.op) << "  " << printable(n.name) << " (" << n.source_op << ")  ";
       for (std::size_t k = 0; k < n.inputs.size(); ++k)

@@ -27,6 +27,8 @@ struct LayerArgs {
   std::optional<double> norm_eps;  ///< --norm-eps (unset: the layer's default, PyTorch's 1e-5)
   bool no_out_proj = false;        ///< --no-out-proj: W^O = I (the file has no output projection)
   std::string rope;                ///< --rope THETA|none (empty: not stated; a LLaMA-layout file then fails)
+  std::string model;               ///< --model M.onnx (local, attend: cli/local_model.hpp)
+  std::string node;                ///< --node NAME|all: the model's attention layer
 };
 
 /// The layer and its options after parsing and loading; `source` describes where it came from.

@@ -31,6 +31,7 @@
 #include "json_output.hpp"
 #include "layer_options.hpp"
 #include "local_args.hpp"
+#include "local_model.hpp"
 #include "numbers.hpp"
 #include "validate.hpp"
 
@@ -159,8 +160,7 @@ RegionResults region_results(const ResolvedLayer& r, const Matrix<double>& X, co
   return out;
 }
 
-void run(const LocalArgs& args, int& result) {
-  const ResolvedLayer resolved = resolve_layer(args.layer);
+void check_options(const LocalArgs& args) {
   check_positive("--epsilon", args.epsilon);
   check_in_range("--precision", args.precision, 64, max_precision_bits);
   if (!(args.tolerance > 0 && args.tolerance < 1))
@@ -194,17 +194,21 @@ void run(const LocalArgs& args, int& result) {
     throw InputError("--readout-lipschitz", "must be finite and > 0");
   if (args.region_pieces > 0 && !args.ball && !args.box && !(args.certify && args.margin))
     throw InputError("--region-pieces", "needs a region: --ball, --box, or --certify with --margin");
-  const TokenBatch inputs = load_token_batch(args.input, "--input", resolved.layer.d);
-  // Every input of a batch has the same size, so one check covers them all, before any work.
-  const Matrix<double>& first = inputs.inputs.front();
-  check_nonempty(args.input, first.rows());
-  check_sequence_memory(args.input, resolved, double(first.rows()), double(first.rows()));
+}
+
+/// The size checks before any work on tokens of X's size (every input of a batch has the same size).
+void check_sizes(const ResolvedLayer& resolved, const Matrix<double>& first, const std::string& name,
+                 const LocalArgs& args) {
+  check_nonempty(name, first.rows());
+  check_sequence_memory(name, resolved, double(first.rows()), double(first.rows()));
   if (const double nd = double(first.rows()) * double(first.cols());
       args.certify && nd <= double(args.dense_limit))
     // The dense interval Jacobian and its Gram matrix: two (n d)^2 MPFI intervals of two MPFR numbers each.
     check_memory("--dense-limit", 2 * nd * nd * 2 * (32 + double(args.precision) / 8),
                  "the dense interval Jacobian of n*d = " + std::to_string(long(nd)) + " rows");
+}
 
+lip::LocalNormOptions norm_options(const LocalArgs& args) {
   lip::LocalNormOptions options;
   options.spectral.method = lip::parse_spectral_method(args.method, "--method");
   options.spectral.relative_tolerance = args.tolerance;
@@ -214,27 +218,99 @@ void run(const LocalArgs& args, int& result) {
   options.certified_lower = !args.estimate_only;
   options.inf_norm = !args.lower_bound_only;
   options.dense_limit = args.dense_limit;
+  return options;
+}
+
+/// Everything `local` computes for one input.
+struct Analysis {
+  lip::LocalNormReport norms;
+  Sensitivity s;
+  RegionResults g;
+  std::map<std::string, double> seconds;
+};
+
+Analysis analyse(const ResolvedLayer& resolved, const Matrix<double>& X, const std::string& name,
+                 const LocalArgs& args, lip::LocalNormOptions options) {
+  auto progress_state = std::make_shared<StderrProgress>();
+  const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
+                                                  Eigen::Index total) {
+    (*progress_state)(stage, done, total);
+  };
+  options.progress = progress;
+  Analysis a;
+  a.norms = lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
+  if (!std::isfinite(a.norms.two.estimate) || (a.norms.has_inf && !std::isfinite(a.norms.inf.value)))
+    throw InputError(name,
+                     "the Jacobian norms of the layer at these tokens are not finite doubles "
+                     "(the scores leave the double range): rescale the tokens or the layer");
+  a.s = sensitivity(resolved, X, args, options.spectral, progress);
+  a.g = region_results(resolved, X, args, a.norms, progress);
+  a.seconds = progress_state->seconds();
+  return a;
+}
+
+/// One line per layer for --node all (Castin et al.'s experiment: every attention layer of a network at
+/// one input).
+void print_layer_line(const ModelLayer& m, const Analysis& a) {
+  std::cout << printable(m.node) << "  " << m.X.rows() << " x " << m.X.cols() << ", heads "
+            << m.resolved.layer.heads << (m.resolved.options.causal ? ", causal" : "")
+            << "  ||J||_2 estimate " << number(a.norms.two.estimate);
+  if (a.norms.has_two_lower) std::cout << ", certified >= " << lower_number(a.norms.two_lower);
+  if (a.norms.has_two_upper) std::cout << ", certified <= " << upper_number(a.norms.two_upper);
+  if (a.norms.has_inf) std::cout << "  ||J||_inf " << number(a.norms.inf.value);
+  if (a.norms.has_inf_enclosure)
+    std::cout << " in [" << lower_number(a.norms.inf_lower) << ", " << upper_number(a.norms.inf_upper) << "]";
+  if (!a.s.refusal) std::cout << "  delta " << number(a.s.delta);
+  std::cout << "\n";
+}
+
+void run_model(const LocalArgs& args, int& result) {
+  check_options(args);
+  const std::vector<ModelLayer> layers = model_layers(args.layer, args.input, true, false);
+  for (const ModelLayer& m : layers) check_sizes(m.resolved, m.X, args.input, args);
+  const bool all = args.layer.node == "all";
+  if (all && !args.json)
+    std::cout << args.layer.model << " at " << args.input << ": " << layers.size()
+              << " attention layer(s), the local Lipschitz constant of each at its input tokens\n";
+  nlohmann::json list = nlohmann::json::array();
+  for (const ModelLayer& m : layers) {
+    const Analysis a = analyse(m.resolved, m.X, args.input, args, norm_options(args));
+    if (args.json) {
+      nlohmann::json one = local_json(m.resolved, m.X, args, a.norms, a.s, a.g, a.seconds);
+      one["model"] = args.layer.model;
+      one["node"] = m.node;
+      if (!all) std::cout << json_text(one) << "\n";
+      list.push_back(std::move(one));
+    } else if (all) {
+      print_layer_line(m, a);
+    } else {
+      print_human(m.resolved, m.X, args, a.norms, a.s);
+      print_region(a.g, a.norms);
+    }
+  }
+  if (args.json && all)
+    std::cout << json_text(
+                     nlohmann::json{{"model", args.layer.model}, {"input", args.input}, {"layers", list}})
+              << "\n";
+  result = exit_ok;
+}
+
+void run(const LocalArgs& args, int& result) {
+  if (!args.layer.model.empty()) return run_model(args, result);
+  if (!args.layer.node.empty()) throw InputError("--node", "needs --model");
+  const ResolvedLayer resolved = resolve_layer(args.layer);
+  check_options(args);
+  const TokenBatch inputs = load_token_batch(args.input, "--input", resolved.layer.d);
+  check_sizes(resolved, inputs.inputs.front(), args.input, args);
+  const lip::LocalNormOptions options = norm_options(args);
   nlohmann::json batch_json = nlohmann::json::array();
   const std::size_t count = inputs.inputs.size();
   for (std::size_t b = 0; b < count; ++b) {
     const Matrix<double>& X = inputs.inputs[b];
     const std::string name = inputs.batched ? args.input + " [input " + std::to_string(b) + "]" : args.input;
-    auto progress_state = std::make_shared<StderrProgress>();
-    const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
-                                                    Eigen::Index total) {
-      (*progress_state)(stage, done, total);
-    };
-    options.progress = progress;
-    const lip::LocalNormReport norms =
-        lip::local_jacobian_norms(resolved.layer, resolved.options, X, options);
-    if (!std::isfinite(norms.two.estimate) || (norms.has_inf && !std::isfinite(norms.inf.value)))
-      throw InputError(name,
-                       "the Jacobian norms of the layer at these tokens are not finite doubles "
-                       "(the scores leave the double range): rescale the tokens or the layer");
-    const Sensitivity s = sensitivity(resolved, X, args, options.spectral, progress);
-    const RegionResults g = region_results(resolved, X, args, norms, progress);
+    const Analysis a = analyse(resolved, X, name, args, options);
     if (args.json) {
-      nlohmann::json one = local_json(resolved, X, args, norms, s, g, progress_state->seconds());
+      nlohmann::json one = local_json(resolved, X, args, a.norms, a.s, a.g, a.seconds);
       if (!inputs.batched) {
         std::cout << json_text(one) << "\n";
       } else {
@@ -243,8 +319,8 @@ void run(const LocalArgs& args, int& result) {
       }
     } else {
       if (inputs.batched) std::cout << "input " << b << " (index into the batch of " << count << ")\n";
-      print_human(resolved, X, args, norms, s);
-      print_region(g, norms);
+      print_human(resolved, X, args, a.norms, a.s);
+      print_region(a.g, a.norms);
     }
   }
   // A batch: one object holding the inputs' objects in order (each the same as for that input alone).
@@ -261,9 +337,10 @@ void add_local_command(CLI::App& app, int& result) {
       "local",
       "Local Lipschitz constant ||J(X)|| (2 and inf norm) and local sensitivity delta(X, eps) at an input");
   add_layer_options(cmd, args->layer);
+  add_model_options(cmd, args->layer);
   cmd->add_option("--input", args->input,
                   "Tokens X (n x d), or a batch (B x n x d: each input analysed on its own): FILE.npy, "
-                  "FILE.npz[:NAME], FILE.safetensors[:NAME]")
+                  "FILE.npz[:NAME], FILE.safetensors[:NAME]; with --model, the model's input")
       ->required();
   cmd->add_option("--epsilon", args->epsilon,
                   "Radius of the Frobenius ball of perturbations for delta (default 0.1)")

@@ -12,6 +12,7 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/file_bytes.hpp>
+#include <regatta/graph/fuse.hpp>
 
 #include "onnx_detail.hpp"
 #include "onnx_nodes.hpp"
@@ -188,6 +189,7 @@ Graph import_onnx_bytes(std::span<const std::byte> bytes, const std::string& sou
   for (const auto& out : g.output()) b.add_output(out.name());
   Graph graph = b.finish();
   graph.validate();
+  fuse(graph);  // LayerNorm/GELU rewritten, attention recorded (docs/graph.md#fusion); validates again
   return graph;
 }
 

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include <regatta/graph/patterns.hpp>
+
 namespace regatta::graph {
 
 using Shape = std::vector<std::int64_t>;
@@ -144,6 +146,10 @@ struct Graph {
   std::vector<int> outputs;  // value ids of the outputs
   /// Source nodes that were folded into constants (op name → count), for inspection.
   std::vector<std::pair<std::string, int>> folded;
+  /// The attention layers the fusion pass recognised (graph/include/regatta/graph/fuse.hpp), in node order.
+  std::vector<AttentionPattern> attention;
+  /// The LayerNorm/GELU rewrites and RMSNorm recognitions of the fusion pass.
+  FusionReport fusion;
 
   /// Checks the invariants above (ids in range, topological order, one definition per value, constants
   /// sized by their shapes, each node's arity, attributes and output shape consistent with its inputs).
