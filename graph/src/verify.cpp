@@ -227,9 +227,10 @@ class Search {
 
   // PGD (graph/src/pgd.hpp) maximising the objective over the inner box (the l∞ set with the box's centre and
   // half-widths as scale, radius 1, clamped to the inner box exactly), restarting from random points of the
-  // box until `end`. The objective max_d min_a (greater − smaller) is piecewise linear in the outputs: its
-  // gradient on the active piece is the vjp with w = e_greater − e_smaller of the active atom. Every point it
-  // evaluates is a candidate checked like point()'s. True when a counterexample is certified.
+  // box (32 starts at most) until `end`. The objective max_d min_a (greater − smaller) is piecewise linear in
+  // the outputs: its gradient on the active piece is the vjp with w = e_greater − e_smaller of the active
+  // atom. Every point it evaluates is a candidate checked like point()'s. True when a counterexample is
+  // certified.
   bool gradient_attack(Clock::time_point end) {
     AttackSet set{Norm::linf,     std::vector<double>(n_), 1.0, std::vector<double>(n_),
                   p_.inner_lower, p_.inner_upper};
@@ -275,7 +276,8 @@ class Search {
     };
     AttackOptions options;
     options.steps = 50;
-    options.restarts = std::numeric_limits<int>::max() - 1;  // until `end`
+    options.restarts = 31;  // 32 starts at most (like the corner search's stall limit, so a long time limit
+                            // still leaves the branch and bound its share), or until `end`
     options.seed = o_.seed;
     options.stop = o_.stop;
     detail::pgd_minimise(g_, set, objective, options);
