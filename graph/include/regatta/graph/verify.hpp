@@ -1,6 +1,6 @@
 #pragma once
 // Sound verdicts on a VNNLIB property of a Graph (docs/verify.md): interval bound propagation (the interval64
-// forward of evaluate.hpp) on the input box, a gradient-free attack for counterexamples, and branch and bound
+// forward of evaluate.hpp) on the input box, a PGD and corner attack for counterexamples, and branch and bound
 // by input splitting until the time limit.
 //
 //  * unsat  only when, for every box of a partition of the (outward-rounded) input box, the interval bound of
