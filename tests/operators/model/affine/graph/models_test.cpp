@@ -56,11 +56,12 @@ TEST_P(GraphAffineModel, SampledOutputsLieInTheCertifiedRanges) {
     EXPECT_LT(widest, 1.0) << GetParam() << ": ranges wider than the logits' spread";
     const auto spread = regatta::test::expect_enclosed(m.graph, set, ranges, 200, 17, GetParam());
     // Not absurd: the certified width is within a factor of the sampled spread (the sample is a lower
-    // bound of the true spread; 200 points in tens of dimensions see a fair part of it).
+    // bound of the true spread; 200 points in tens of dimensions see a fair part of it). Measured
+    // 2026-12-07: 2.7 to 7.1 over these models and both sets.
     double ratio = 0;
     for (std::size_t e = 0; e < ranges.size(); ++e)
       if (spread[e] > 0) ratio = std::max(ratio, (ranges[e].upper() - ranges[e].lower()) / spread[e]);
-    EXPECT_LT(ratio, 1e3) << GetParam();
+    EXPECT_LT(ratio, 30.0) << GetParam();
     RecordProperty(std::string(norm == InputNorm::l2 ? "l2" : "linf") + "_width_over_sampled_spread",
                    std::to_string(ratio));
   }
