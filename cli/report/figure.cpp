@@ -21,14 +21,11 @@ Figure& Figure::add(Series s) {
   return *this;
 }
 
-namespace {
-
-/// Runs argv[0] (searched in PATH) in `directory`, stdout and stderr appended to `log` ("" : /dev/null).
-/// Returns the exit status, or −1 when the program could not be started.
-int run_program(const std::vector<std::string>& argv, const std::filesystem::path& directory,
+int run_gnuplot(const std::vector<std::string>& arguments, const std::filesystem::path& directory,
                 const std::filesystem::path& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  std::string program = "gnuplot";
+  std::vector<char*> args{program.data()};
+  for (const std::string& a : arguments) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
@@ -61,6 +58,8 @@ int run_program(const std::vector<std::string>& argv, const std::filesystem::pat
   set_running_child(0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+namespace {
 
 /// A gnuplot double-quoted string (backslash escapes are interpreted inside "…").
 std::string quoted(const std::string& s) {
@@ -166,10 +165,9 @@ bool render_animation(const Figure& figure, OutputDir& out) {
   const std::string gif_tmp = stem + ".gif.tmp";
   const std::filesystem::path root = out.root();
   // The script reads its data relative to plots/, so it runs there.
-  const int status =
-      run_program({"gnuplot", "-e", "gifout=" + single_quoted(figure.id + "_animation.gif.tmp"),
-                   figure.id + "_animation.gp"},
-                  root / "plots", root / "plots" / "gnuplot.log");
+  const int status = run_gnuplot(
+      {"-e", "gifout=" + single_quoted(figure.id + "_animation.gif.tmp"), figure.id + "_animation.gp"},
+      root / "plots", root / "plots" / "gnuplot.log");
   std::error_code ec;
   if (status != 0 || !std::filesystem::exists(root / gif_tmp)) {
     std::filesystem::remove(root / gif_tmp, ec);
@@ -184,7 +182,7 @@ bool render_animation(const Figure& figure, OutputDir& out) {
 }  // namespace
 
 bool gnuplot_available() {
-  static const bool available = run_program({"gnuplot", "--version"}, {}, {}) == 0;
+  static const bool available = run_gnuplot({"--version"}, {}, {}) == 0;
   return available;
 }
 
@@ -292,10 +290,9 @@ RenderResult render(const Figure& figure, OutputDir& out) {
   }
   const std::string svg_tmp = stem + ".svg.tmp", png_tmp = stem + ".png.tmp";
   const std::filesystem::path root = out.root();
-  const int status =
-      run_program({"gnuplot", "-e", "svgout=" + single_quoted(svg_tmp) + "; pngout=" + single_quoted(png_tmp),
-                   stem + ".gp"},
-                  root, root / "plots" / "gnuplot.log");
+  const int status = run_gnuplot(
+      {"-e", "svgout=" + single_quoted(svg_tmp) + "; pngout=" + single_quoted(png_tmp), stem + ".gp"}, root,
+      root / "plots" / "gnuplot.log");
   std::error_code ec;
   if (status != 0 || !std::filesystem::exists(root / svg_tmp) || !std::filesystem::exists(root / png_tmp)) {
     std::filesystem::remove(root / svg_tmp, ec);
