@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include <regatta/core/decimal.hpp>
 #include "interrupt.hpp"
 
 namespace regatta::cli::report {
@@ -118,7 +119,7 @@ bool render_animation(const Figure& figure, OutputDir& out) {
       int points = 0;
       for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
         if (!plottable(series.x[i], figure.logx) || !plottable(series.y[i], figure.logy)) continue;
-        block << exact_decimal(series.x[i]) << " " << exact_decimal(series.y[i]) << "\n";
+        block << shortest_decimal(series.x[i]) << " " << shortest_decimal(series.y[i]) << "\n";
         x_lo = std::min(x_lo, series.x[i]);
         x_hi = std::max(x_hi, series.x[i]);
         y_lo = std::min(y_lo, series.y[i]);
@@ -198,7 +199,7 @@ RenderResult render(const Figure& figure, OutputDir& out) {
     int points = 0;
     for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
       if (!plottable(series.x[i], figure.logx) || !plottable(series.y[i], figure.logy)) continue;
-      block << exact_decimal(series.x[i]) << " " << exact_decimal(series.y[i]) << "\n";
+      block << shortest_decimal(series.x[i]) << " " << shortest_decimal(series.y[i]) << "\n";
       ++points;
     }
     if (points == 0) continue;
@@ -248,9 +249,9 @@ RenderResult render(const Figure& figure, OutputDir& out) {
   for (const auto& [x, label] : figure.vertical_lines) {
     if (!plottable(x, figure.logx) || !(x >= xmin && x <= xmax)) continue;
     const bool right_side = position(x) > 0.6;  // label to the left of the line near the right edge
-    gp << "set arrow from " << exact_decimal(x) << ", graph 0 to " << exact_decimal(x)
+    gp << "set arrow from " << shortest_decimal(x) << ", graph 0 to " << shortest_decimal(x)
        << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#555555'\n"
-       << "set label " << quoted(label) << " at " << exact_decimal(x) << ", graph " << (0.04 + 0.06 * line++)
+       << "set label " << quoted(label) << " at " << shortest_decimal(x) << ", graph " << (0.04 + 0.06 * line++)
        << (right_side ? " offset -0.5,0 right" : " offset 0.5,0 left") << " textcolor rgb '#333333'\n";
   }
   if (blocks.empty()) {
