@@ -3,7 +3,8 @@
 // lower(M_ij) ≤ M'_ij ≤ upper(M_ij)): the one set of interval-matrix norms the Lipschitz and model passes
 // multiply. Every function returns a double u with ‖M'‖ ≤ u for every member M', computed in binary64 with
 // upward rounding (interval64 operations; the sum of magnitudes, never a midpoint), and +inf when an
-// endpoint is not finite (no member has a finite norm bound there). Empty matrices give 0.
+// endpoint is not finite (no member has a finite norm bound there; spectral_norm_bound throws instead).
+// Empty matrices give 0.
 //
 // The norms (docs/math/README.md#norms): ‖M‖∞ = max_i Σ_j |m_ij| (ℓ∞ → ℓ∞), ‖M‖₁ =
 // max_j Σ_i |m_ij| (ℓ1 → ℓ1), ‖M‖_F = (Σ_ij m_ij²)^{1/2}, ‖M‖₂ = σ_max(M). For ∞, 1 and F the maximum over
@@ -34,8 +35,9 @@ double spectral_norm_upper(const Matrix<interval64>& M);
 
 /// ‖M'‖₂ ≤ result.upper (and result.lower ≤ ‖M'‖₂ for every member): spectral_norm_upper_fast, and when that
 /// only reached its norm-product fallback, the MPFI certificate spectral_norm_upper_certified<interval64>
-/// on the same box if it is smaller (the tighter, slower bound, for one matrix per region). For a
-/// non-finite endpoint: upper = +inf, lower = 0, method "not finite".
+/// on the same box if it is smaller (the tighter, slower bound, for one matrix per region). Unlike the
+/// functions above, a non-finite endpoint throws InputError (spectral_norm_upper_fast's "M: entry (i, j) is
+/// ..."): the callers (the region passes) report it as a quantity that left the double range.
 CertifiedNormBound spectral_norm_bound(const Matrix<interval64>& M);
 
 }  // namespace regatta
