@@ -20,6 +20,7 @@
 #include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
+#include "report/progress.hpp"
 #include "search_options.hpp"
 #include "validate.hpp"
 
@@ -60,7 +61,7 @@ void run(const BracketArgs& args, int& result) {
   options.search.max_evaluations = args.search.evaluations;
   options.search.random_starts = args.search.restarts;
   options.search.seed = args.search.seed;
-  options.search.progress = [](const std::string& line) { std::cerr << "bracket: " << line << "\n"; };
+  options.search.progress = [](const std::string& line) { report::progress_line("bracket", line); };
   check_output_folder("--witness", args.search.witness);
   // Both files checked before the search, so that a failure leaves neither written.
   io::check_replaceable(args.search.witness);

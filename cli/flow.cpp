@@ -114,6 +114,15 @@ struct Observation {
   double w2_initial = NAN, w2_previous = NAN;
 };
 
+/// The Sinkhorn options of the W₂ estimate (--w2-epsilon).
+measures::AttentionSinkhornOptions w2_sinkhorn_options(double epsilon, int threads) {
+  measures::AttentionSinkhornOptions o;
+  o.sinkhorn.epsilon = epsilon;
+  o.sinkhorn.tolerance = 1e-6;
+  o.sinkhorn.reduce_options.threads = threads;
+  return o;
+}
+
 /// W₂ between two states with the same weights: exact network simplex (floating point) or √ of the debiased
 /// Sinkhorn divergence S_ε (an estimate; S_ε → W₂² as ε → 0).
 double w2(const Matrix<double>& X, const Matrix<double>& Y, const Vector<double>& w, bool exact,
@@ -121,11 +130,7 @@ double w2(const Matrix<double>& X, const Matrix<double>& Y, const Vector<double>
   const auto mu = measures::DiscreteMeasure<double>::from_weights(X, w);
   const auto nu = measures::DiscreteMeasure<double>::from_weights(Y, w);
   if (exact) return measures::wasserstein_exact(mu, nu, 2).value;
-  measures::AttentionSinkhornOptions o;
-  o.sinkhorn.epsilon = epsilon;
-  o.sinkhorn.tolerance = 1e-6;
-  o.sinkhorn.reduce_options.threads = threads;
-  const auto d = measures::sinkhorn_divergence_sq_euclidean(mu, nu, o);
+  const auto d = measures::sinkhorn_divergence_sq_euclidean(mu, nu, w2_sinkhorn_options(epsilon, threads));
   return std::sqrt(std::max(d.value, 0.0));
 }
 
@@ -179,8 +184,8 @@ void run(const FlowArgs& args, int& result) {
     throw InputError("--record-every", "must be a finite number >= 0");
   if (!(args.cluster_radius > 0) || !std::isfinite(args.cluster_radius))
     throw InputError("--cluster-radius", "must be a finite number > 0");
-  if (!(args.w2_epsilon > 0) || !std::isfinite(args.w2_epsilon))
-    throw InputError("--w2-epsilon", "must be a finite number > 0");
+  measures::check_sinkhorn_options(w2_sinkhorn_options(args.w2_epsilon, args.threads).sinkhorn,
+                                   [](const std::string& m) { return option_flag(m, "w2-"); });
   if (args.w2 != "auto" && args.w2 != "exact" && args.w2 != "sinkhorn" && args.w2 != "none")
     throw InputError("--w2", "must be auto, exact, sinkhorn or none");
   if (args.particles.empty() == args.init.empty())

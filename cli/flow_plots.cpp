@@ -1,49 +1,18 @@
 // gnuplot figures of a flow (flow_plots.hpp).
 #include "flow_plots.hpp"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
 
 #include <regatta/core/decimal.hpp>
+#include "report/figure.hpp"
 
 namespace regatta::cli {
 
 namespace {
-
-/// Runs gnuplot on `script` inside `directory`, its messages appended to gnuplot.log there; exit status or
-/// −1.
-int run_gnuplot(const std::filesystem::path& directory, const std::string& script) {
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (::chdir(directory.c_str()) != 0) ::_exit(126);
-    const int fd = ::open("gnuplot.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    const int in = ::open("/dev/null", O_RDONLY);
-    if (in >= 0) {
-      ::dup2(in, 0);
-      ::close(in);
-    }
-    ::execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 /// Indices of four recorded times: first, ⅓, ⅔, last.
 std::vector<std::size_t> snapshot_indices(std::size_t count) {
@@ -227,7 +196,7 @@ std::string write_flow_plots(const std::filesystem::path& dir, const FlowPlotDat
   }
 
   for (const std::string& s : scripts) {
-    const int status = run_gnuplot(plots, s);
+    const int status = report::run_gnuplot({s}, plots, plots / "gnuplot.log");
     if (status == 127 || status == -1)
       return "gnuplot not found (install gnuplot-nox); scripts and data written";
     if (status != 0) return "gnuplot failed on " + s + " (see plots/gnuplot.log)";

@@ -29,6 +29,7 @@
 #include "layer_options.hpp"
 #include "lipschitz_mpi.hpp"
 #include "numbers.hpp"
+#include "report/progress.hpp"
 #include "validate.hpp"
 
 namespace regatta::cli {
@@ -259,8 +260,9 @@ void run(const LipschitzArgs& args, int& result) {
     }
     if (std::chrono::duration<double>(now - last_progress).count() >= 5) {
       const lip::BnbBracket b = problem.bracket(s);
-      std::cerr << "lipschitz: [" << lower_number(b.lower, 6) << ", " << upper_number(b.upper, 6)
-                << "] certified, " << s.evaluated << " boxes, frontier " << s.frontier.size() << "\n";
+      report::progress_line("lipschitz", "[" + lower_number(b.lower, 6) + ", " + upper_number(b.upper, 6) +
+                                             "] certified, " + std::to_string(s.evaluated) +
+                                             " boxes, frontier " + std::to_string(s.frontier.size()));
       last_progress = now;
     }
   };

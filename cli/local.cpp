@@ -11,11 +11,9 @@
 // Progress goes to stderr once the command has run for more than a second.
 #include <mpfr.h>
 
-#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -33,6 +31,7 @@
 #include "local_args.hpp"
 #include "local_model.hpp"
 #include "numbers.hpp"
+#include "report/progress.hpp"
 #include "validate.hpp"
 
 namespace regatta::cli {
@@ -40,50 +39,6 @@ namespace regatta::cli {
 namespace {
 
 using namespace local_command;
-
-/// Progress lines on stderr once the command has run for a second: the start and end of one-step stages
-/// (the end only when the stage took a second or its start was shown), and loops at most every two seconds.
-class StderrProgress {
- public:
-  void operator()(std::string_view stage, Eigen::Index done, Eigen::Index total) {
-    using clock = std::chrono::steady_clock;
-    const auto now = clock::now();
-    if (stage != stage_) {
-      stage_ = std::string(stage);
-      stage_start_ = now;
-      shown_ = false;
-    }
-    const auto since = [&](clock::time_point t) { return std::chrono::duration<double>(now - t).count(); };
-    if (done == total) seconds_[stage_] = since(stage_start_);
-    if (since(start_) < 1.0) return;
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(1);
-    if (total == 1) {
-      if (done == 0) {
-        line << stage << " ...";
-      } else if (shown_ || since(stage_start_) >= 1.0) {
-        line << stage << " done (" << since(stage_start_) << " s)";
-      } else {
-        return;
-      }
-    } else {
-      if (shown_ && done != total && since(last_) < 2.0) return;
-      line << stage << " " << done << "/" << total << " (" << since(stage_start_) << " s)";
-    }
-    std::cerr << "regatta local: " << line.str() << "\n";
-    shown_ = true;
-    last_ = now;
-  }
-
-  /// Wall-clock seconds of every finished stage.
-  const std::map<std::string, double>& seconds() const { return seconds_; }
-
- private:
-  std::map<std::string, double> seconds_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), stage_start_{}, last_{};
-  std::string stage_;
-  bool shown_ = false;
-};
 
 Sensitivity sensitivity(const ResolvedLayer& r, const Matrix<double>& X, const LocalArgs& args,
                         const lip::SpectralOptions& spectral, const lip::Progress& progress) {
@@ -231,7 +186,7 @@ struct Analysis {
 
 Analysis analyse(const ResolvedLayer& resolved, const Matrix<double>& X, const std::string& name,
                  const LocalArgs& args, lip::LocalNormOptions options) {
-  auto progress_state = std::make_shared<StderrProgress>();
+  auto progress_state = std::make_shared<report::StageProgress>("regatta local");
   const lip::Progress progress = [progress_state](std::string_view stage, Eigen::Index done,
                                                   Eigen::Index total) {
     (*progress_state)(stage, done, total);

@@ -20,6 +20,7 @@
 #include "json_output.hpp"
 #include "layer_options.hpp"
 #include "numbers.hpp"
+#include "report/progress.hpp"
 #include "search_options.hpp"
 #include "validate.hpp"
 
@@ -66,7 +67,7 @@ void run(const MeasureArgs& args, int& result) {
   s.max_evaluations = args.search.evaluations;
   s.random_starts = args.search.restarts;
   s.seed = args.search.seed;
-  s.progress = [](const std::string& line) { std::cerr << "measure-lipschitz: " << line << "\n"; };
+  s.progress = [](const std::string& line) { report::progress_line("measure-lipschitz", line); };
   check_output_folder("--witness", args.search.witness);
   // Every witness file checked before the search, so that a failure leaves none written (the shared
   // measure is written in cross-attention only).

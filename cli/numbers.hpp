@@ -35,10 +35,7 @@ inline nlohmann::json optional_number(const std::optional<double>& v) {
 /// A number for the human-readable tables: `digits` significant digits; "inf" for an infinite value (a bound
 /// beyond the double range, no finite bound), "none" for NaN (no value).
 inline std::string number(double v, int digits = 10) {
-  if (std::isnan(v)) return "none";
-  std::ostringstream os;
-  os << std::setprecision(digits) << v;
-  return os.str();
+  return std::isnan(v) ? std::string("none") : nearest_decimal(v, digits);
 }
 
 /// A certified lower end for the tables: rounded down (core/decimal.hpp), so that the printed decimal is

@@ -10,6 +10,7 @@
 #include <span>
 #include <sstream>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 #include <regatta/core/precision.hpp>
@@ -38,27 +39,21 @@ struct ProofsCheckArgs {
   std::string command_line;
 };
 
-std::string format(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.4g", v);
-  return buffer;
-}
-
 std::string value_column(const proofs::Claim& claim, const proofs::ClaimResult& r) {
   const proofs::ClaimInfo& info = claim.info();
   if (r.verdict == proofs::Verdict::refuted && r.counterexample)
-    return "ratio " + format(r.counterexample->ratio);
+    return "ratio " + nearest_decimal(r.counterexample->ratio, 4);
   switch (info.kind) {
     case proofs::StatementKind::identity: {
       double e2 = 0;
       for (const auto& o : r.parts)
         if (o.kind == proofs::PartKind::equal) e2 = std::max(e2, o.error_2p);
-      return "err " + format(r.max_ratio) + " (2p " + format(e2) + ")";
+      return "err " + nearest_decimal(r.max_ratio, 4) + " (2p " + nearest_decimal(e2, 4) + ")";
     }
     case proofs::StatementKind::unbounded:
-      return "reached " + format(r.max_ratio);
+      return "reached " + nearest_decimal(r.max_ratio, 4);
     default:
-      return "ratio " + format(r.max_ratio);
+      return "ratio " + nearest_decimal(r.max_ratio, 4);
   }
 }
 
@@ -214,7 +209,7 @@ void add_proofs_check_command(CLI::App& app, int& result) {
     for (const std::string& f : args->families) line += " --family " + f;
     line += " --precision " + std::to_string(args->precision) + " --seed " + std::to_string(args->seed);
     if (args->samples > 0) line += " --samples " + std::to_string(args->samples);
-    if (args->budget > 0) line += " --budget " + format(args->budget);
+    if (args->budget > 0) line += " --budget " + nearest_decimal(args->budget, 4);
     line += " --docs " + (args->docs.empty() ? std::string("FILE") : std::string("docs/claims.md"));
     args->command_line = line;
     (void)cmd;

@@ -3,6 +3,7 @@
 // false) and accepts inf when the upper end is the largest double; these validators refuse NaN and ±inf by
 // construction and state the accepted interval, so that every option means the same in every subcommand.
 // The message is CLI11's "--option: ..." line, exit 2.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,15 @@
 #include <CLI/CLI.hpp>
 
 namespace regatta::cli {
+
+/// The command-line spelling of a library option's member name, for the checks the library does itself
+/// (measures::check_sinkhorn_options): "max_iterations" -> "--max-iterations"; `prefix` goes after the dashes
+/// ("w2-": "--w2-epsilon").
+inline std::string option_flag(const std::string& member, const std::string& prefix = "") {
+  std::string flag = "--" + prefix + member;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
 
 /// Which ends of the interval belong to it.
 enum class Ends { closed, open_low, open };

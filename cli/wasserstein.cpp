@@ -109,6 +109,18 @@ measures::DiscreteMeasure<double> load_measure(const std::string& atoms_spec, co
   return measures::DiscreteMeasure<double>::from_weights(std::move(atoms), std::move(weights), true);
 }
 
+/// The Sinkhorn options of the command line.
+measures::SinkhornOptions sinkhorn_options(const WassersteinArgs& args) {
+  measures::SinkhornOptions o;
+  o.epsilon = args.epsilon;
+  o.tolerance = args.tolerance;
+  o.max_iterations = args.max_iterations;
+  o.kernel = args.kernel == "dense"      ? measures::SinkhornKernel::dense
+             : args.kernel == "streamed" ? measures::SinkhornKernel::streamed
+                                         : measures::SinkhornKernel::automatic;
+  return o;
+}
+
 void validate(const WassersteinArgs& args) {
   if (!std::isfinite(args.p) || args.p < 1)
     throw InputError("--p", "must be a finite number >= 1 (W_p is not a metric for p < 1)");
@@ -127,20 +139,11 @@ void validate(const WassersteinArgs& args) {
     throw InputError("--sinkhorn-kernel", "must be auto, dense or streamed, got '" + args.kernel + "'");
   if (m != "sliced" && (args.directions_set || args.seed_set))
     throw InputError(args.directions_set ? "--directions" : "--seed", "applies to --method sliced only");
-  if (!std::isfinite(args.epsilon) || !(args.epsilon > 0))
-    throw InputError("--epsilon", "must be a finite number > 0");
-  if (!std::isfinite(args.tolerance) || !(args.tolerance > 0))
-    throw InputError("--tolerance", "must be a finite number > 0");
-  if (args.max_iterations < 1) throw InputError("--max-iterations", "must be >= 1");
+  measures::check_sinkhorn_options(sinkhorn_options(args),
+                                   [](const std::string& m) { return option_flag(m); });
   if (args.directions < 1 || args.directions > max_directions)
     throw InputError("--directions", "must lie in [1, " + std::to_string(max_directions) + "], got " +
                                          std::to_string(args.directions));
-}
-
-std::string fmt(double x) {
-  std::ostringstream os;
-  os << std::setprecision(17) << x;
-  return os.str();
 }
 
 void run(const WassersteinArgs& args, int& result) {
@@ -160,9 +163,9 @@ void run(const WassersteinArgs& args, int& result) {
         largest = std::max(largest, (nu.atoms().rowwise() - mu.atoms().row(i)).rowwise().norm().maxCoeff());
       if (!std::isfinite(std::pow(largest, args.p)))
         throw InputError(args.a + ", " + args.b + ", --p",
-                         "the cost ||x - y||^p of the farthest atoms (distance " + fmt(largest) +
-                             ") is not a finite double at p = " + fmt(args.p) +
-                             ": rescale the atoms or lower --p");
+                         "the cost ||x - y||^p of the farthest atoms (distance " +
+                             nearest_decimal(largest, 17) + ") is not a finite double at p = " +
+                             nearest_decimal(args.p, 17) + ": rescale the atoms or lower --p");
     }
   }
   if (args.method == "sliced")  // the Gaussian directions are drawn at once: L x d doubles
@@ -211,13 +214,7 @@ void run(const WassersteinArgs& args, int& result) {
       ok = ok && c.certified;
     }
   } else if (args.method == "sinkhorn") {
-    measures::SinkhornOptions o;
-    o.epsilon = args.epsilon;
-    o.tolerance = args.tolerance;
-    o.max_iterations = args.max_iterations;
-    o.kernel = args.kernel == "dense"      ? measures::SinkhornKernel::dense
-               : args.kernel == "streamed" ? measures::SinkhornKernel::streamed
-                                           : measures::SinkhornKernel::automatic;
+    const measures::SinkhornOptions o = sinkhorn_options(args);
     if (o.kernel == measures::SinkhornKernel::dense)
       if (const std::string refusal = measures::dense_kernel_refusal(mu, nu, args.p); !refusal.empty())
         throw InputError("--sinkhorn-kernel", "dense: " + refusal);
@@ -233,7 +230,7 @@ void run(const WassersteinArgs& args, int& result) {
     out["iterations"] = r.iterations;
     out["marginal_error"] = r.marginal_error;
     out["tolerance"] = args.tolerance;
-    out["estimate_kind"] = "entropic estimate (epsilon = " + fmt(args.epsilon) + ")";
+    out["estimate_kind"] = "entropic estimate (epsilon = " + nearest_decimal(args.epsilon, 17) + ")";
     out["kernel"] = measures::to_string(r.kernel);
     out["kernel_requested"] = args.kernel;
     if (dense) out["handed_over"] = r.handed_over;
@@ -282,15 +279,16 @@ void run(const WassersteinArgs& args, int& result) {
   const double headline = out["value"].get<double>(), cost = out["cost"].get<double>();
   // Sinkhorn's costs were checked finite above: a non-finite result there comes from cost / --epsilon.
   if ((!std::isfinite(headline) || !std::isfinite(cost)) && args.method == "sinkhorn")
-    throw InputError("--epsilon", "Sinkhorn gave W_p^p = " + fmt(cost) +
+    throw InputError("--epsilon", "Sinkhorn gave W_p^p = " + nearest_decimal(cost, 17) +
                                       ", not a finite double (the costs divided by --epsilon " +
-                                      fmt(args.epsilon) + " leave the double range): raise --epsilon");
+                                      nearest_decimal(args.epsilon, 17) +
+                                      " leave the double range): raise --epsilon");
   if (!std::isfinite(headline) || !std::isfinite(cost))
     throw InputError(args.a + ", " + args.b + ", --p",
-                     "W_p^p = " + fmt(cost) +
+                     "W_p^p = " + nearest_decimal(cost, 17) +
                          " is not a finite double (||x - y||^p leaves the double range "
                          "at p = " +
-                         fmt(args.p) + "): rescale the atoms or lower --p");
+                         nearest_decimal(args.p, 17) + "): rescale the atoms or lower --p");
   if (args.json) {
     std::cout << json_text(out) << "\n";
   } else {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/scalar_traits.hpp>
 
 namespace regatta::cli::report {
@@ -16,9 +17,8 @@ std::vector<double> log_grid(double lo, double hi, int count) {
   const double a = std::log(lo), b = std::log(hi);
   for (int k = 0; k < count; ++k) {
     const double v = k == 0 ? lo : k == count - 1 ? hi : std::exp(a + (b - a) * k / (count - 1));
-    char text[32];
-    std::snprintf(text, sizeof text, "%.6g", v);  // short decimals in the tables; the spacing is unchanged
-    g.push_back(k == 0 || k == count - 1 ? v : std::strtod(text, nullptr));
+    // short decimals in the tables; the spacing is unchanged
+    g.push_back(k == 0 || k == count - 1 ? v : std::strtod(nearest_decimal(v).c_str(), nullptr));
   }
   return g;
 }

@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/io/json_file.hpp>
 
 namespace regatta::cli::report {
@@ -42,12 +43,7 @@ std::string inline_html(const std::string& text) {
   return out;
 }
 
-std::string seconds_text(double s) {
-  std::ostringstream os;
-  os.precision(3);
-  os << s << " s";
-  return os.str();
-}
+std::string seconds_text(double s) { return nearest_decimal(s, 3) + " s"; }
 
 const char* const kind_legend =
     "Every number says what it is. **certified** upper/lower bounds are interval-arithmetic (MPFI) "

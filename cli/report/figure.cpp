@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include <regatta/core/decimal.hpp>
 #include "interrupt.hpp"
 
 namespace regatta::cli::report {
@@ -21,14 +22,11 @@ Figure& Figure::add(Series s) {
   return *this;
 }
 
-namespace {
-
-/// Runs argv[0] (searched in PATH) in `directory`, stdout and stderr appended to `log` ("" : /dev/null).
-/// Returns the exit status, or −1 when the program could not be started.
-int run_program(const std::vector<std::string>& argv, const std::filesystem::path& directory,
+int run_gnuplot(const std::vector<std::string>& arguments, const std::filesystem::path& directory,
                 const std::filesystem::path& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  std::string program = "gnuplot";
+  std::vector<char*> args{program.data()};
+  for (const std::string& a : arguments) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
@@ -61,6 +59,8 @@ int run_program(const std::vector<std::string>& argv, const std::filesystem::pat
   set_running_child(0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+namespace {
 
 /// A gnuplot double-quoted string (backslash escapes are interpreted inside "…").
 std::string quoted(const std::string& s) {
@@ -119,7 +119,7 @@ bool render_animation(const Figure& figure, OutputDir& out) {
       int points = 0;
       for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
         if (!plottable(series.x[i], figure.logx) || !plottable(series.y[i], figure.logy)) continue;
-        block << exact_decimal(series.x[i]) << " " << exact_decimal(series.y[i]) << "\n";
+        block << shortest_decimal(series.x[i]) << " " << shortest_decimal(series.y[i]) << "\n";
         x_lo = std::min(x_lo, series.x[i]);
         x_hi = std::max(x_hi, series.x[i]);
         y_lo = std::min(y_lo, series.y[i]);
@@ -166,10 +166,9 @@ bool render_animation(const Figure& figure, OutputDir& out) {
   const std::string gif_tmp = stem + ".gif.tmp";
   const std::filesystem::path root = out.root();
   // The script reads its data relative to plots/, so it runs there.
-  const int status =
-      run_program({"gnuplot", "-e", "gifout=" + single_quoted(figure.id + "_animation.gif.tmp"),
-                   figure.id + "_animation.gp"},
-                  root / "plots", root / "plots" / "gnuplot.log");
+  const int status = run_gnuplot(
+      {"-e", "gifout=" + single_quoted(figure.id + "_animation.gif.tmp"), figure.id + "_animation.gp"},
+      root / "plots", root / "plots" / "gnuplot.log");
   std::error_code ec;
   if (status != 0 || !std::filesystem::exists(root / gif_tmp)) {
     std::filesystem::remove(root / gif_tmp, ec);
@@ -184,7 +183,7 @@ bool render_animation(const Figure& figure, OutputDir& out) {
 }  // namespace
 
 bool gnuplot_available() {
-  static const bool available = run_program({"gnuplot", "--version"}, {}, {}) == 0;
+  static const bool available = run_gnuplot({"--version"}, {}, {}) == 0;
   return available;
 }
 
@@ -200,7 +199,7 @@ RenderResult render(const Figure& figure, OutputDir& out) {
     int points = 0;
     for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
       if (!plottable(series.x[i], figure.logx) || !plottable(series.y[i], figure.logy)) continue;
-      block << exact_decimal(series.x[i]) << " " << exact_decimal(series.y[i]) << "\n";
+      block << shortest_decimal(series.x[i]) << " " << shortest_decimal(series.y[i]) << "\n";
       ++points;
     }
     if (points == 0) continue;
@@ -250,9 +249,9 @@ RenderResult render(const Figure& figure, OutputDir& out) {
   for (const auto& [x, label] : figure.vertical_lines) {
     if (!plottable(x, figure.logx) || !(x >= xmin && x <= xmax)) continue;
     const bool right_side = position(x) > 0.6;  // label to the left of the line near the right edge
-    gp << "set arrow from " << exact_decimal(x) << ", graph 0 to " << exact_decimal(x)
+    gp << "set arrow from " << shortest_decimal(x) << ", graph 0 to " << shortest_decimal(x)
        << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#555555'\n"
-       << "set label " << quoted(label) << " at " << exact_decimal(x) << ", graph " << (0.04 + 0.06 * line++)
+       << "set label " << quoted(label) << " at " << shortest_decimal(x) << ", graph " << (0.04 + 0.06 * line++)
        << (right_side ? " offset -0.5,0 right" : " offset 0.5,0 left") << " textcolor rgb '#333333'\n";
   }
   if (blocks.empty()) {
@@ -292,10 +291,9 @@ RenderResult render(const Figure& figure, OutputDir& out) {
   }
   const std::string svg_tmp = stem + ".svg.tmp", png_tmp = stem + ".png.tmp";
   const std::filesystem::path root = out.root();
-  const int status =
-      run_program({"gnuplot", "-e", "svgout=" + single_quoted(svg_tmp) + "; pngout=" + single_quoted(png_tmp),
-                   stem + ".gp"},
-                  root, root / "plots" / "gnuplot.log");
+  const int status = run_gnuplot(
+      {"-e", "svgout=" + single_quoted(svg_tmp) + "; pngout=" + single_quoted(png_tmp), stem + ".gp"}, root,
+      root / "plots" / "gnuplot.log");
   std::error_code ec;
   if (status != 0 || !std::filesystem::exists(root / svg_tmp) || !std::filesystem::exists(root / png_tmp)) {
     std::filesystem::remove(root / svg_tmp, ec);

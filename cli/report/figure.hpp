@@ -8,6 +8,7 @@
 //   certified upper / lower bound   solid line, filled markers, legend "… [certified upper/lower]"
 //   estimate                        dashed line, open markers,  legend "… [estimate]"
 //   exact reference curve (Kind::input, e.g. √n)  dotted grey line, legend "… [exact reference]"
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -55,6 +56,14 @@ struct Figure {
   /// Adds a curve; points with a non-finite coordinate (or ≤ 0 on a log axis) are left out of the plot.
   Figure& add(Series s);
 };
+
+/// The one way regatta runs gnuplot (the report's figures, regatta flow --plot): gnuplot `arguments`
+/// (searched in PATH) in `directory` ("": here), stdin from /dev/null, stdout and stderr appended to `log`
+/// ("": discarded; a relative `log` is relative to this process's folder, not `directory`). An interrupt of
+/// the report stops it (interrupt.hpp). Returns gnuplot's exit status: 127 when it is not installed, 126 when
+/// `directory` cannot be entered, −1 when it could not be started or did not exit normally.
+int run_gnuplot(const std::vector<std::string>& arguments, const std::filesystem::path& directory,
+                const std::filesystem::path& log);
 
 /// Whether `gnuplot` can be run (gnuplot --version exits 0); checked once per process.
 bool gnuplot_available();

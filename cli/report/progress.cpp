@@ -1,10 +1,13 @@
-// Progress bars on stderr (see progress.hpp).
+// Progress printers on stderr (see progress.hpp).
 #include "progress.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
 
 namespace regatta::cli::report {
 
@@ -57,6 +60,40 @@ void Progress::draw(bool final) {
   std::fprintf(stderr, "\r%-46.46s [%s] %3d%% %6.1f s%s", label_.c_str(), bar.c_str(),
                int(100.0 * double(done_) / double(total_)), seconds, final ? "\n" : "");
   std::fflush(stderr);
+}
+
+void progress_line(std::string_view command, std::string_view text) {
+  std::cerr << command << ": " << text << "\n";
+}
+
+void StageProgress::operator()(std::string_view stage, std::ptrdiff_t done, std::ptrdiff_t total) {
+  using clock = std::chrono::steady_clock;
+  const auto now = clock::now();
+  if (stage != stage_) {
+    stage_ = std::string(stage);
+    stage_start_ = now;
+    shown_ = false;
+  }
+  const auto since = [&](clock::time_point t) { return std::chrono::duration<double>(now - t).count(); };
+  if (done == total) seconds_[stage_] = since(stage_start_);
+  if (since(start_) < 1.0) return;
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(1);
+  if (total == 1) {
+    if (done == 0) {
+      line << stage << " ...";
+    } else if (shown_ || since(stage_start_) >= 1.0) {
+      line << stage << " done (" << since(stage_start_) << " s)";
+    } else {
+      return;
+    }
+  } else {
+    if (shown_ && done != total && since(last_) < 2.0) return;
+    line << stage << " " << done << "/" << total << " (" << since(stage_start_) << " s)";
+  }
+  progress_line(command_, line.str());
+  shown_ = true;
+  last_ = now;
 }
 
 }  // namespace regatta::cli::report

@@ -41,15 +41,6 @@ std::string tag(Kind kind) {
   }
 }
 
-std::string exact_decimal(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  (void)ec;
-  return std::string(buffer, end);
-}
-
 std::string format_number(double value, Kind kind, int digits) {
   if (std::isnan(value)) return "n/a";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -112,7 +103,7 @@ std::string csv_field(const std::string& s) {
 }
 
 std::string csv_cell(const Cell& cell) {
-  if (std::holds_alternative<double>(cell)) return exact_decimal(std::get<double>(cell));
+  if (std::holds_alternative<double>(cell)) return shortest_decimal(std::get<double>(cell));
   if (std::holds_alternative<std::int64_t>(cell)) return std::to_string(std::get<std::int64_t>(cell));
   if (std::holds_alternative<std::string>(cell)) return csv_field(std::get<std::string>(cell));
   return "";
@@ -122,7 +113,7 @@ nlohmann::json json_cell(const Cell& cell) {
   if (std::holds_alternative<double>(cell)) {
     const double v = std::get<double>(cell);
     if (std::isfinite(v)) return v;
-    return exact_decimal(v);  // "inf", "-inf", "nan": JSON has no non-finite numbers
+    return shortest_decimal(v);  // "inf", "-inf", "nan": JSON has no non-finite numbers
   }
   if (std::holds_alternative<std::int64_t>(cell)) return std::get<std::int64_t>(cell);
   if (std::holds_alternative<std::string>(cell)) return std::get<std::string>(cell);

@@ -31,8 +31,6 @@ std::string tag(Kind kind);
 /// A number formatted to `digits` significant digits, rounded up (certified_upper), down (certified_lower)
 /// or to nearest (every other kind); "inf", "-inf", "n/a" (NaN) for non-finite values.
 std::string format_number(double value, Kind kind, int digits = 6);
-/// Shortest decimal that parses back to exactly `value` ("inf", "-inf", "nan" for non-finite values).
-std::string exact_decimal(double value);
 
 /// An empty cell means "not available" (written as an empty CSV field and JSON null).
 using Cell = std::variant<std::monostate, double, std::int64_t, std::string>;

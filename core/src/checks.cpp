@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <limits>
 #include <regatta/core/checks.hpp>
+#include <regatta/core/decimal.hpp>
 #include <sstream>
 
 namespace regatta {
@@ -72,10 +73,8 @@ void fail_entry(std::string_view name, Eigen::Index row, Eigen::Index col, Eigen
 }
 
 void fail_sum(std::string_view name, double sum, double tolerance) {
-  std::ostringstream os;
-  os.precision(17);
-  os << "weights must sum to 1 (tolerance " << tolerance << "), they sum to " << sum;
-  throw InputError(str(name), os.str());
+  throw InputError(str(name), "weights must sum to 1 (tolerance " + nearest_decimal(tolerance, 17) +
+                                  "), they sum to " + nearest_decimal(sum, 17));
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 
 #include <mpfr.h>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include <regatta/core/scalar_traits.hpp>
@@ -43,6 +44,14 @@ std::string to_decimal(double x, int significant, Rounding rounding) {
 
 std::string to_decimal(const mpfr& x, int significant, Rounding rounding) {
   return print(x.backend().data(), significant, rounding);
+}
+
+std::string shortest_decimal(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buffer[64];  // 17 significant digits, sign, point and exponent
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, x);
+  return std::string(buffer, result.ptr);
 }
 
 std::string interval_decimal(const interval& x, int significant) {

@@ -1,3 +1,4 @@
+#include <regatta/core/decimal.hpp>
 #include <regatta/measures/grid_measure.hpp>
 
 #include <algorithm>
@@ -14,12 +15,9 @@ namespace regatta::measures {
 namespace {
 
 std::string point_text(const Vector<double>& x) {
-  std::ostringstream os;
-  os.precision(6);
-  os << "(";
-  for (Eigen::Index k = 0; k < x.size(); ++k) os << (k ? ", " : "") << x(k);
-  os << ")";
-  return os.str();
+  std::string text = "(";
+  for (Eigen::Index k = 0; k < x.size(); ++k) text += (k ? ", " : "") + nearest_decimal(x(k));
+  return text + ")";
 }
 
 }  // namespace

@@ -100,19 +100,21 @@ SinkhornKernel sinkhorn_kernel_for(const DiscreteMeasure<S>& mu, const DiscreteM
                                                                 : SinkhornKernel::streamed;
 }
 
-namespace {
-
-void check_options(const SinkhornOptions& o) {
-  if (!std::isfinite(o.epsilon) || !(o.epsilon > 0))
-    throw InputError("epsilon", "must be a finite number > 0");
-  if (!(o.scaling > 0 && o.scaling < 1)) throw InputError("scaling", "must lie in (0, 1)");
+void check_sinkhorn_options(const SinkhornOptions& o,
+                            const std::function<std::string(const std::string&)>& option_name) {
+  const auto fail = [&](const std::string& member, const std::string& problem) {
+    throw InputError(option_name ? option_name(member) : member, problem);
+  };
+  if (!std::isfinite(o.epsilon) || !(o.epsilon > 0)) fail("epsilon", "must be a finite number > 0");
+  if (!(o.scaling > 0 && o.scaling < 1)) fail("scaling", "must lie in (0, 1)");
   if (!std::isfinite(o.epsilon_start) || o.epsilon_start < 0)
-    throw InputError("epsilon_start", "must be 0 (automatic) or a finite number > 0");
-  if (o.stage_iterations < 1) throw InputError("stage_iterations", "must be >= 1");
-  if (o.max_iterations < 1) throw InputError("max_iterations", "must be >= 1");
-  if (!std::isfinite(o.tolerance) || !(o.tolerance > 0))
-    throw InputError("tolerance", "must be a finite number > 0");
+    fail("epsilon_start", "must be 0 (automatic) or a finite number > 0");
+  if (o.stage_iterations < 1) fail("stage_iterations", "must be >= 1");
+  if (o.max_iterations < 1) fail("max_iterations", "must be >= 1");
+  if (!std::isfinite(o.tolerance) || !(o.tolerance > 0)) fail("tolerance", "must be a finite number > 0");
 }
+
+namespace {
 
 /// The ε schedule: ε_0 = epsilon_start or diameter^p of the union of both supports, then ×scaling down to ε.
 template <class S>
@@ -241,7 +243,7 @@ SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S
                            const SinkhornOptions& options) {
   detail::check_exponent(p);
   detail::check_same_dimension(mu.dim(), nu.dim());
-  check_options(options);
+  check_sinkhorn_options(options);
   if constexpr (std::is_same_v<S, double>) {
     if (sinkhorn_kernel_for(mu, nu, p, options) == SinkhornKernel::dense) {
       // The same iteration as below (ω = 1) on the materialised kernel (sinkhorn_attention.hpp).
@@ -306,7 +308,7 @@ SinkhornResult<S> sinkhorn(const DiscreteMeasure<S>& mu, const DiscreteMeasure<S
 template <class S>
 SinkhornResult<S> sinkhorn_symmetric(const DiscreteMeasure<S>& mu, double p, const SinkhornOptions& options) {
   detail::check_exponent(p);
-  check_options(options);
+  check_sinkhorn_options(options);
   const auto centre = ((mu.atoms().colwise().minCoeff() + mu.atoms().colwise().maxCoeff()) / S(2)).eval();
   const Matrix<S> x = centred<S>(mu.atoms(), centre);
   const Vector<S>& a = mu.weights();

@@ -32,16 +32,7 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr Eigen::Index chunk_keys = 512;
 
 void check_options(const AttentionSinkhornOptions& options) {
-  const SinkhornOptions& o = options.sinkhorn;
-  if (!std::isfinite(o.epsilon) || !(o.epsilon > 0))
-    throw InputError("epsilon", "must be a finite number > 0");
-  if (!(o.scaling > 0 && o.scaling < 1)) throw InputError("scaling", "must lie in (0, 1)");
-  if (!std::isfinite(o.epsilon_start) || o.epsilon_start < 0)
-    throw InputError("epsilon_start", "must be 0 (automatic) or a finite number > 0");
-  if (o.stage_iterations < 1) throw InputError("stage_iterations", "must be >= 1");
-  if (o.max_iterations < 1) throw InputError("max_iterations", "must be >= 1");
-  if (!std::isfinite(o.tolerance) || !(o.tolerance > 0))
-    throw InputError("tolerance", "must be a finite number > 0");
+  check_sinkhorn_options(options.sinkhorn);
   if (options.narrow_dimension < 0) throw InputError("narrow_dimension", "must be >= 0");
   if (!(options.over_relaxation >= 1 && options.over_relaxation < 2))
     throw InputError("over_relaxation", "must lie in [1, 2)");

@@ -2,17 +2,12 @@
 #include <cstdio>
 #include <map>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/proofs/registry.hpp>
 
 namespace regatta::proofs {
 
 namespace {
-
-std::string number(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.6g", v);
-  return buffer;
-}
 
 /// Text for a Markdown table cell: '|' would end the cell.
 std::string cell(const std::string& text) {
@@ -41,17 +36,18 @@ void write_result(std::ostream& out, const ClaimResult& r) {
       << (r.matches() ? "as expected" : "NOT as expected") << "; "
       << (r.certified ? "certified" : "not certified") << "). ";
   out << "Points: " << r.family_points << " family, " << r.random_points << " random, " << r.climb_steps
-      << " climb steps; " << number(r.seconds) << " s.";
+      << " climb steps; " << nearest_decimal(r.seconds) << " s.";
   if (!r.note.empty()) out << " Note: " << r.note << ".";
   out << "\n\n| part | result |\n|---|---|\n";
   for (const PartOutcome& o : r.parts) {
     out << "| " << cell(o.name) << " | ";
     if (o.kind == PartKind::at_most)
-      out << "max ratio " << number(o.max_ratio) << " (mpfr estimate); certified ratio ≤ "
-          << number(o.certified_ratio_upper) << (o.certified ? "; certified at every candidate" : "");
+      out << "max ratio " << nearest_decimal(o.max_ratio) << " (mpfr estimate); certified ratio ≤ "
+          << upper_decimal(o.certified_ratio_upper, 6)
+          << (o.certified ? "; certified at every candidate" : "");
     else if (o.kind == PartKind::equal)
-      out << "relative error " << number(o.error_p) << " at p bits, " << number(o.error_2p)
-          << " at 2p bits (estimates); certified |defect| ≤ " << number(o.certified_error);
+      out << "relative error " << nearest_decimal(o.error_p) << " at p bits, " << nearest_decimal(o.error_2p)
+          << " at 2p bits (estimates); certified |defect| ≤ " << upper_decimal(o.certified_error, 6);
     else
       out << (o.certified ? "passed every threshold (certified)" : "did not pass every threshold");
     out << (o.failed ? " — **failed**" : "") << " |\n";
@@ -59,7 +55,8 @@ void write_result(std::ostream& out, const ClaimResult& r) {
   if (!r.growth.empty()) {
     out << "\nGrowth (certified enclosures):";
     for (const GrowthStep& s : r.growth)
-      out << " [" << number(s.certified_lower) << ", " << number(s.certified_upper) << "]";
+      out << " [" << lower_decimal(s.certified_lower, 6) << ", " << upper_decimal(s.certified_upper, 6)
+          << "]";
     out << "\n";
   }
   if (r.counterexample) {

@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <regatta/core/checks.hpp>
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/resources.hpp>
 #include <regatta/measures/sinkhorn.hpp>
@@ -20,12 +21,6 @@
 namespace regatta::python {
 
 namespace {
-
-std::string fmt(double x) {
-  std::ostringstream os;
-  os << std::setprecision(17) << x;
-  return os.str();
-}
 
 /// Float32 and float16 weights carry one rounding each: accepted when they sum to 1 within
 /// stored_weights_tolerance (as the CLI does for such files); float64 weights within
@@ -52,6 +47,21 @@ measures::DiscreteMeasure<double> measure(const py::handle& atoms, const py::han
   return measures::DiscreteMeasure<double>::from_weights(std::move(x), std::move(w), true);
 }
 
+/// The Sinkhorn options of the keyword arguments (the library's defaults for those not given).
+measures::SinkhornOptions sinkhorn_options(std::optional<double> epsilon, std::optional<double> tolerance,
+                                           std::optional<std::int64_t> max_iterations,
+                                           const std::optional<std::string>& kernel) {
+  measures::SinkhornOptions o;
+  if (epsilon) o.epsilon = *epsilon;
+  if (tolerance) o.tolerance = *tolerance;
+  if (max_iterations) o.max_iterations = *max_iterations;
+  const std::string requested = kernel.value_or("auto");
+  o.kernel = requested == "dense"      ? measures::SinkhornKernel::dense
+             : requested == "streamed" ? measures::SinkhornKernel::streamed
+                                       : measures::SinkhornKernel::automatic;
+  return o;
+}
+
 py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle& weights_a,
                      const py::handle& weights_b, double p, const std::string& method, bool certify,
                      std::optional<double> epsilon, std::optional<double> tolerance,
@@ -73,11 +83,8 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
     throw InputError("kernel", "must be 'auto', 'dense' or 'streamed', got '" + *kernel + "'");
   if (method != "sliced" && (directions || seed))
     throw InputError(directions ? "directions" : "seed", "applies to method='sliced' only");
-  if (epsilon && !(std::isfinite(*epsilon) && *epsilon > 0))
-    throw InputError("epsilon", "must be a finite number > 0");
-  if (tolerance && !(std::isfinite(*tolerance) && *tolerance > 0))
-    throw InputError("tolerance", "must be a finite number > 0");
-  if (max_iterations && *max_iterations < 1) throw InputError("max_iterations", "must be >= 1");
+  const measures::SinkhornOptions sinkhorn = sinkhorn_options(epsilon, tolerance, max_iterations, kernel);
+  measures::check_sinkhorn_options(sinkhorn);
   if (directions && (*directions < 1 || *directions > 100000000))
     throw InputError("directions", "must lie in [1, 100000000], got " + std::to_string(*directions));
 
@@ -93,9 +100,9 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
       for (Eigen::Index i = 0; i < mu.size(); ++i)
         largest = std::max(largest, (nu.atoms().rowwise() - mu.atoms().row(i)).rowwise().norm().maxCoeff());
       if (!std::isfinite(std::pow(largest, p)))
-        throw InputError("a, b, p", "the cost ||x - y||^p of the farthest atoms (distance " + fmt(largest) +
-                                        ") is not a finite double at p = " + fmt(p) +
-                                        ": rescale the atoms or lower p");
+        throw InputError("a, b, p", "the cost ||x - y||^p of the farthest atoms (distance " +
+                                        nearest_decimal(largest, 17) + ") is not a finite double at p = " +
+                                        nearest_decimal(p, 17) + ": rescale the atoms or lower p");
     }
   }
   if (method == "sliced")
@@ -150,14 +157,7 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
       out["certified"] = c->certified;
     }
   } else if (method == "sinkhorn") {
-    measures::SinkhornOptions o;
-    if (epsilon) o.epsilon = *epsilon;
-    if (tolerance) o.tolerance = *tolerance;
-    if (max_iterations) o.max_iterations = *max_iterations;
-    const std::string requested = kernel.value_or("auto");
-    o.kernel = requested == "dense"      ? measures::SinkhornKernel::dense
-               : requested == "streamed" ? measures::SinkhornKernel::streamed
-                                         : measures::SinkhornKernel::automatic;
+    measures::SinkhornOptions o = sinkhorn;
     if (o.kernel == measures::SinkhornKernel::dense)
       if (const std::string refusal = measures::dense_kernel_refusal(mu, nu, p); !refusal.empty())
         throw InputError("kernel", "dense: " + refusal);
@@ -181,9 +181,9 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
     out["iterations"] = r->iterations;
     out["marginal_error"] = r->marginal_error;
     out["tolerance"] = o.tolerance;
-    out["estimate_kind"] = "entropic estimate (epsilon = " + fmt(o.epsilon) + ")";
+    out["estimate_kind"] = "entropic estimate (epsilon = " + nearest_decimal(o.epsilon, 17) + ")";
     out["kernel"] = measures::to_string(r->kernel);
-    out["kernel_requested"] = requested;
+    out["kernel_requested"] = kernel.value_or("auto");
     if (r->kernel == measures::SinkhornKernel::dense) out["handed_over"] = r->handed_over;
   } else if (method == "sliced") {
     measures::SlicedResult s;
@@ -213,9 +213,9 @@ py::dict wasserstein(const py::handle& a, const py::handle& b, const py::handle&
   }
   const double value = out["value"].cast<double>(), cost = out["cost"].cast<double>();
   if (!std::isfinite(value) || !std::isfinite(cost))
-    throw InputError("a, b, p", "W_p^p = " + fmt(cost) +
+    throw InputError("a, b, p", "W_p^p = " + nearest_decimal(cost, 17) +
                                     " is not a finite double (||x - y||^p leaves the double range at p = " +
-                                    fmt(p) + "): rescale the atoms or lower p");
+                                    nearest_decimal(p, 17) + "): rescale the atoms or lower p");
   return out;
 }
 

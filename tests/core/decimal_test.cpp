@@ -6,6 +6,7 @@
 #include <mpfr.h>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -59,6 +60,52 @@ TEST(Decimal, DirectedTextBracketsTheNumber) {
     ++checked;
   }
   EXPECT_GT(checked, 19000);
+}
+
+// The shorthands every front end prints with (cli/numbers.hpp, the report's tables, proofs-check's docs): a
+// lower end's text read back exactly is <= the double, an upper end's >= it; an estimate is glibc's %.*g.
+TEST(Decimal, ShorthandsKeepTheirDirection) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<std::uint64_t> bits;
+  for (int trial = 0; trial < 5000; ++trial) {
+    double x;
+    const std::uint64_t b = bits(rng);
+    std::memcpy(&x, &b, sizeof x);
+    if (!std::isfinite(x)) continue;
+    const int digits = 1 + int(b % 17);
+    ASSERT_LE(compare_text(lower_decimal(x, digits), x), 0) << x;
+    ASSERT_GE(compare_text(upper_decimal(x, digits), x), 0) << x;
+    ASSERT_EQ(nearest_decimal(x, digits), glibc_nearest(x, digits));
+  }
+  EXPECT_EQ(nearest_decimal(1.0 / 3), "0.333333");  // 6 digits by default, as %g
+}
+
+// shortest_decimal reads back as the same double (glibc's strtod, correctly rounded), and is no longer than
+// glibc's %.*g with the fewest digits that read back (found here by trying 1 to 17 digits).
+TEST(Decimal, ShortestDecimalRoundTripsAndIsShortest) {
+  std::mt19937_64 rng(13);
+  std::uniform_int_distribution<std::uint64_t> bits;
+  int checked = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    double x;
+    const std::uint64_t b = bits(rng);
+    std::memcpy(&x, &b, sizeof x);
+    if (!std::isfinite(x) || x == 0) continue;
+    const std::string text = shortest_decimal(x);
+    const double back = std::strtod(text.c_str(), nullptr);
+    ASSERT_EQ(std::memcmp(&back, &x, sizeof x), 0) << text << " vs " << glibc_nearest(x, 17);
+    int digits = 1;
+    while (std::strtod(glibc_nearest(x, digits).c_str(), nullptr) != x) ++digits;
+    ASSERT_LE(text.size(), glibc_nearest(x, digits).size()) << text << " " << glibc_nearest(x, digits);
+    ++checked;
+  }
+  EXPECT_GT(checked, 19000);
+  EXPECT_EQ(shortest_decimal(0.1), "0.1");
+  EXPECT_EQ(shortest_decimal(-0.0), "-0");
+  EXPECT_EQ(shortest_decimal(5e-324), "5e-324");
+  EXPECT_EQ(shortest_decimal(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(shortest_decimal(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(shortest_decimal(std::numeric_limits<double>::quiet_NaN()), "nan");
 }
 
 TEST(Decimal, ExactValuesPrintTheSameInEveryDirection) {

@@ -6,11 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <regatta/core/error.hpp>
 #include <regatta/core/random_matrix.hpp>
 #include <regatta/measures/sinkhorn.hpp>
+#include <regatta/measures/sinkhorn_attention.hpp>
 #include <regatta/measures/wasserstein.hpp>
+#include <string>
+#include <vector>
 #include "support/tolerance.hpp"
 
 namespace regatta::measures {
@@ -239,6 +243,49 @@ TEST(Sinkhorn, RejectsBadInput) {
   o = {};
   o.tolerance = 0;
   EXPECT_THROW(sinkhorn_divergence(mu, mu, 2.0, o), InputError);
+}
+
+// check_sinkhorn_options is the one check of the options: each out-of-range member is named by its member
+// name (or the front end's spelling of it), with the same text whether the measure-level or the attention
+// solver runs.
+TEST(Sinkhorn, OptionCheckNamesTheMemberOnceForEveryFrontEnd) {
+  struct Bad {
+    const char* member;
+    std::function<void(SinkhornOptions&)> set;
+  };
+  const std::vector<Bad> bad = {
+      {"epsilon", [](SinkhornOptions& o) { o.epsilon = 0; }},
+      {"epsilon", [](SinkhornOptions& o) { o.epsilon = double(NAN); }},
+      {"scaling", [](SinkhornOptions& o) { o.scaling = 1; }},
+      {"epsilon_start", [](SinkhornOptions& o) { o.epsilon_start = -1; }},
+      {"stage_iterations", [](SinkhornOptions& o) { o.stage_iterations = 0; }},
+      {"max_iterations", [](SinkhornOptions& o) { o.max_iterations = 0; }},
+      {"tolerance", [](SinkhornOptions& o) { o.tolerance = double(INFINITY); }},
+  };
+  const auto mu = random_measure(4, 2, 16);
+  const auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NO_THROW(check_sinkhorn_options(SinkhornOptions{}));
+  for (const Bad& b : bad) {
+    SinkhornOptions o;
+    b.set(o);
+    const std::string library = message([&] { check_sinkhorn_options(o); });
+    EXPECT_NE(library.find(b.member), std::string::npos) << library;
+    EXPECT_EQ(library.find('\n'), std::string::npos) << library;
+    EXPECT_EQ(message([&] { (void)sinkhorn(mu, mu, 2.0, o); }), library);
+    AttentionSinkhornOptions a;
+    a.sinkhorn = o;
+    EXPECT_EQ(message([&] { (void)sinkhorn_divergence_sq_euclidean(mu, mu, a); }), library);
+    const std::string flag =
+        message([&] { check_sinkhorn_options(o, [](const std::string& m) { return "--x-" + m; }); });
+    EXPECT_NE(flag.find(std::string("--x-") + b.member), std::string::npos) << flag;
+  }
 }
 
 /// Positive random weights (the dense path needs them), atoms uniform in [0, 1]^d.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <regatta/core/checks.hpp>
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/detail/pairwise_paths.hpp>
 #include <regatta/core/detail/product.hpp>
 #include <regatta/core/detail/scalar_math.hpp>
@@ -44,13 +45,6 @@ namespace {
 // Every message names the argument as "pairwise <argument>" and states the problem on one line.
 [[noreturn]] void fail(const std::string& argument, const std::string& problem) {
   throw InputError("pairwise " + argument, problem);
-}
-
-std::string number(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
 }
 
 template <class S>
@@ -117,12 +111,12 @@ void validate(const Problem<S>& problem, const Kernel& kernel, const Request& re
   if (distance) {
     if (!(kernel.scale > 0) || !std::isfinite(kernel.scale))
       fail("kernel.scale", "must be positive and finite for the " + to_string(kernel.score) + " score, got " +
-                               number(kernel.scale));
+                               nearest_decimal(kernel.scale, 17));
   } else if (!std::isfinite(kernel.scale)) {
-    fail("kernel.scale", "must be finite, got " + number(kernel.scale));
+    fail("kernel.scale", "must be finite, got " + nearest_decimal(kernel.scale, 17));
   }
   if (kernel.score == ScoreKind::neg_dist_pow && (!(kernel.power >= 1) || !std::isfinite(kernel.power)))
-    fail("kernel.power", "must be finite and >= 1, got " + number(kernel.power));
+    fail("kernel.power", "must be finite and >= 1, got " + nearest_decimal(kernel.power, 17));
   if (kernel.mask != MaskKind::none && kernel.mask != MaskKind::causal && kernel.mask != MaskKind::anticausal)
     fail("kernel.mask", "unknown mask kind");
   if (kernel.score != ScoreKind::dot && !distance) fail("kernel.score", "unknown score kind");

@@ -1,4 +1,5 @@
 // Time integration of the attention dynamics: RK4, Dormand–Prince 5(4), layers as Euler steps (flow.hpp).
+#include <regatta/core/decimal.hpp>
 #include <regatta/operators/flow.hpp>
 
 #include <algorithm>
@@ -23,12 +24,6 @@ std::string to_string(Integrator integrator) {
 }
 
 namespace {
-
-std::string number(double x) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.6g", x);
-  return buffer;
-}
 
 /// Recorded times: output_times ∪ {0, T}, sorted, duplicates merged.
 std::vector<double> record_times(const IntegratorOptions& o) {
@@ -74,18 +69,18 @@ void validate(const ModelSpec& spec, const Matrix<double>& X0, const Vector<doub
   if (o.max_steps < 1) throw InputError("max_steps", "must be >= 1");
   for (double t : o.output_times)
     if (!std::isfinite(t) || t < 0 || t > o.horizon)
-      throw InputError("output_times", "must lie in [0, horizon], got " + number(t));
+      throw InputError("output_times", "must lie in [0, horizon], got " + nearest_decimal(t));
   if (o.method == Integrator::layers) {
     const double k = o.horizon / o.step;
     if (std::abs(k - std::round(k)) > 1e-9 * std::max(1.0, k))
-      throw InputError(
-          "horizon",
-          "must be a whole number of steps for the layers integrator (horizon / step = " + number(k) + ")");
+      throw InputError("horizon",
+                       "must be a whole number of steps for the layers integrator (horizon / step = " +
+                           nearest_decimal(k) + ")");
   }
   if (o.method != Integrator::dopri5) {
     const double steps = fixed_step_count(o);
     if (steps > double(o.max_steps))
-      throw InputError("horizon", "needs " + number(steps) + " steps of " + number(o.step) +
+      throw InputError("horizon", "needs " + nearest_decimal(steps) + " steps of " + nearest_decimal(o.step) +
                                       ", more than the maximum " + std::to_string(o.max_steps));
   }
   if (weights.size() != 0) {
@@ -95,16 +90,17 @@ void validate(const ModelSpec& spec, const Matrix<double>& X0, const Vector<doub
     if (!weights.allFinite() || (weights.array() < 0).any())
       throw InputError("weights", "must be finite and >= 0");
     const double total = weights.sum();
-    if (!(std::abs(total - 1) <= 1e-9)) throw InputError("weights", "must sum to 1, sum " + number(total));
+    if (!(std::abs(total - 1) <= 1e-9))
+      throw InputError("weights", "must sum to 1, sum " + nearest_decimal(total));
   }
   if (is_sphere_model(spec.model)) {
     Eigen::Index worst = 0;
     const Vector<double> deviation = (X0.rowwise().norm().array() - 1).abs().matrix();
     const double largest = deviation.maxCoeff(&worst);
     if (largest > o.sphere_tolerance)
-      throw InputError("particles",
-                       "are not on the unit sphere (sphere model): largest | |x| - 1 | = " + number(largest) +
-                           " at row " + std::to_string(worst) + ", tolerance " + number(o.sphere_tolerance));
+      throw InputError("particles", "are not on the unit sphere (sphere model): largest | |x| - 1 | = " +
+                                        nearest_decimal(largest) + " at row " + std::to_string(worst) +
+                                        ", tolerance " + nearest_decimal(o.sphere_tolerance));
   } else {
     if (!spec.layer)
       throw InputError("layer", "a layer is needed for the " + to_string(spec.model) + " model");

@@ -11,10 +11,11 @@
 namespace regatta::operators {
 namespace {
 
-double norm_upper(const Matrix<double>& M) { return spectral_norm_upper_certified(M).upper; }
+/// ‖M‖₂ rounded up: the MPFI certificate of a point matrix (core/spectral_norm.hpp).
+double spectral_upper(const Matrix<double>& M) { return spectral_norm_upper_certified(M).upper; }
 
-/// max|γ|/√ε rounded up (layernorm.lip2).
-double layer_norm_upper(const NormParameters& p, double eps) {
+/// max|γ|/√ε rounded up (layernorm.lip2): a Lipschitz bound of the norm layer, not a matrix norm.
+double layer_norm_lipschitz_upper(const NormParameters& p, double eps) {
   return (interval64(p.gamma.cwiseAbs().maxCoeff()) / sqrt(interval64(eps))).upper();
 }
 
@@ -87,15 +88,16 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
   if (m.text()) {
     out.push_back({"token_embed", 1.0, "the input is the token-embedding matrix; positions add a constant"});
     if (m.embed_norm.present())
-      out.push_back(
-          {"embed_norm", layer_norm_upper(m.embed_norm, m.eps), "max|gamma|/sqrt(eps) (layernorm.lip2)"});
+      out.push_back({"embed_norm", layer_norm_lipschitz_upper(m.embed_norm, m.eps),
+                     "max|gamma|/sqrt(eps) (layernorm.lip2)"});
   } else {
-    out.push_back({"patch_embed", norm_upper(m.patch.W), "||W_E||_2 (disjoint patches)"});
+    out.push_back({"patch_embed", spectral_upper(m.patch.W), "||W_E||_2 (disjoint patches)"});
   }
   for (std::size_t b = 0; b < m.blocks.size(); ++b) {
     const TransformerBlock& blk = m.blocks[b];
     const std::string name = "blocks." + std::to_string(b);
-    const double ln1 = layer_norm_upper(blk.norm1, m.eps), ln2 = layer_norm_upper(blk.norm2, m.eps);
+    const double ln1 = layer_norm_lipschitz_upper(blk.norm1, m.eps),
+                 ln2 = layer_norm_lipschitz_upper(blk.norm2, m.eps);
     const double R = interval64(lip::prenorm_radius<interval>(blk.attention, Prenorm::layernorm)).upper();
     lip::BoundSetting setting;
     setting.n = m.tokens();  // text: the context, the longest input (castin.sqrt_n grows with n)
@@ -111,15 +113,17 @@ std::optional<std::vector<LipschitzFactor>> global_lipschitz_factors(const Model
     out.push_back({name + ".attn", (interval64(1.0) + interval64(mha) * interval64(ln1)).upper(),
                    "1 + castin.sqrt_n(bias-augmented, R=sqrt(R_LN^2+1)) * max|gamma1|/sqrt(eps)"});
     const double mlp =
-        (interval64(1.0) + interval64(norm_upper(blk.fc1.W)) * interval64(norm_upper(blk.fc2.W)) *
+        (interval64(1.0) + interval64(spectral_upper(blk.fc1.W)) * interval64(spectral_upper(blk.fc2.W)) *
                                interval64(sigma_max) * interval64(ln2))
             .upper();
     out.push_back({name + ".mlp", mlp, "1 + ||W1||_2 ||W2||_2 " + sigma_how + " * max|gamma2|/sqrt(eps)"});
   }
   if (m.final_norm.present())
-    out.push_back({"norm", layer_norm_upper(m.final_norm, m.eps), "max|gamma|/sqrt(eps) (layernorm.lip2)"});
-  if (m.pooler.W.size() != 0) out.push_back({"pooler", norm_upper(m.pooler.W), "||W_P||_2 * max|tanh'| = 1"});
-  out.push_back({"head", norm_upper(m.head.W), "||W_H||_2"});
+    out.push_back(
+        {"norm", layer_norm_lipschitz_upper(m.final_norm, m.eps), "max|gamma|/sqrt(eps) (layernorm.lip2)"});
+  if (m.pooler.W.size() != 0)
+    out.push_back({"pooler", spectral_upper(m.pooler.W), "||W_P||_2 * max|tanh'| = 1"});
+  out.push_back({"head", spectral_upper(m.head.W), "||W_H||_2"});
   return out;
 }
 

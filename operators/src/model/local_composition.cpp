@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/interval_norms.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 #include <regatta/operators/model_local.hpp>
@@ -30,24 +31,12 @@ struct Stage {
   Index row = -1;                        ///< attention: the only output row kept (pooled token), −1: all
 };
 
-bool all_finite(const Matrix<I>& M) {
-  for (Index k = 0; k < M.size(); ++k)
-    if (!isfinite(M(k))) return false;
-  return true;
-}
-
 /// V ± ρ entrywise: a box holding the Frobenius ball of radius ρ around every point of V.
 Matrix<I> box(const Matrix<I>& V, double rho) {
   const I step = I::hull(-rho, rho);
   Matrix<I> B(V.rows(), V.cols());
   for (Index k = 0; k < V.size(); ++k) B(k) = V(k) + step;
   return B;
-}
-
-/// A certified upper bound of ‖J‖₂ for every matrix in the interval matrix J (∞ when not finite).
-double norm_upper(const Matrix<I>& J) {
-  if (!all_finite(J)) return infinity;
-  return spectral_norm_upper_fast(J).upper;
 }
 
 template <class S>
@@ -71,7 +60,7 @@ double max_token_norm(const Matrix<I>& G, Index n, Index d) {
   Matrix<I> J(d, d);
   for (Index i = 0; i < n; ++i) {
     for (Index p = 0; p < d; ++p) J.row(p) = G.row(p * n + i);
-    worst = std::max(worst, norm_upper(J));
+    worst = std::max(worst, spectral_norm_upper(J));
     if (!std::isfinite(worst)) break;
   }
   return worst;
@@ -126,7 +115,7 @@ double LocalComposition::Impl::lipschitz(const Stage& s, double rho) const {
       Matrix<I> J =
           lip::block_dense_jacobian_on_box<I>(blk.attention, m.attention_options(), box(s.input, rho));
       if (s.row >= 0) J = Matrix<I>(J.middleRows(s.row * m.width, m.width));
-      return norm_upper(J);
+      return spectral_norm_upper(J);
     }
     case Kind::mlp: {
       // Per token: I + J_N·W₁·diag(σ′(H))·W₂ with J_N LN₂'s Jacobian over the token's box (pre-norm) or the
@@ -154,7 +143,7 @@ double LocalComposition::Impl::lipschitz(const Stage& s, double rho) const {
       const Matrix<I> D = activation_derivative(Activation::tanh, P);
       Matrix<I> J = m.pooler.W.cast<I>();
       for (Index c = 0; c < J.cols(); ++c) J.col(c) *= D(0, c);
-      return norm_upper(J);
+      return spectral_norm_upper(J);
     }
   }
   return infinity;

@@ -119,21 +119,13 @@ void mlp_stage(const Model& m, const TransformerBlock& blk, Matrix<S>& X, std::v
 }
 
 /// pooled ← tanh(pooled·W_P + b_P) (BERT's pooler), with its tangents: the pre-activation region is the
-/// centred form intersected with the direct evaluation on the input region, as for the MLP.
+/// centred form intersected with the direct evaluation on the input region (project, as for the MLP).
 template <class S>
 void pooler_stage(const Model& m, Matrix<S>& X, std::vector<Matrix<S>>& T, double r) {
-  const Matrix<S> R = centred_region(X, T, r);
-  const Matrix<S> WP = m.pooler.W.cast<S>();
-  const Vector<S> bP = m.pooler.b.cast<S>();
-  std::vector<Matrix<S>> Pdot(T.size());
-  for (std::size_t j = 0; j < T.size(); ++j) Pdot[j] = T[j] * WP;
-  Matrix<S> P = X * WP;
-  P.rowwise() += bP.transpose();
-  Matrix<S> P_direct = R * WP;
-  P_direct.rowwise() += bP.transpose();
-  const Matrix<S> D = activation_derivative(Activation::tanh, tighten(centred_region(P, Pdot, r), P_direct));
-  for (std::size_t j = 0; j < T.size(); ++j) T[j] = D.cwiseProduct(Pdot[j]);
-  X = activate(Activation::tanh, P);
+  const ProjectionOverRegion<S> P = project(X, centred_region(X, T, r), T, m.pooler, r);
+  const Matrix<S> D = activation_derivative(Activation::tanh, P.region);
+  for (std::size_t j = 0; j < T.size(); ++j) T[j] = D.cwiseProduct(P.tangents[j]);
+  X = activate(Activation::tanh, P.value);
 }
 
 template <class S>

@@ -28,6 +28,14 @@ inline std::string lower_decimal(double x, int significant = 10) {
 inline std::string upper_decimal(double x, int significant = 10) {
   return to_decimal(x, significant, Rounding::up);
 }
+/// An estimate, rounded to nearest: printf's %.<significant>g ("0.0123", "1.5e+20"; "inf", "nan").
+inline std::string nearest_decimal(double x, int significant = 6) {
+  return to_decimal(x, significant, Rounding::nearest);
+}
+/// The shortest text (std::to_chars: the fewest significant digits, then the fewest characters) that reads
+/// back (round to nearest) as exactly x ("0.1", "1e-300", "5e-324"); "inf", "-inf", "nan" for the non-finite
+/// values. For data files, where every double must survive the round trip.
+std::string shortest_decimal(double x);
 /// An interval's endpoints, outward: "[lower, upper]".
 std::string interval_decimal(const interval& x, int significant = 10);
 

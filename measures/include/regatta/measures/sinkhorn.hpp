@@ -107,6 +107,15 @@ struct SinkhornResult {
   bool converged() const { return status == SinkhornStatus::converged; }
 };
 
+/// The one check of the iteration's options, for the library and every front end: throws InputError when
+/// epsilon is not a finite number > 0, scaling not in (0, 1), epsilon_start neither 0 nor a finite number >
+/// 0, stage_iterations or max_iterations < 1, or tolerance not a finite number > 0. The error's subject is
+/// option_name(member) for the SinkhornOptions member's name ("epsilon", "max_iterations", ...): the member
+/// name itself when option_name is empty (the library, Python keywords), the command line's option otherwise
+/// ("--epsilon", "--max-iterations").
+void check_sinkhorn_options(const SinkhornOptions& options,
+                            const std::function<std::string(const std::string&)>& option_name = {});
+
 /// Bytes the automatic choice allows the dense kernel: min(options.dense_kernel_bytes, ¼ of the memory
 /// available now (MemAvailable of /proc/meminfo, capped by available_memory_bytes(); ¼ of the latter where
 /// /proc/meminfo is not readable)).

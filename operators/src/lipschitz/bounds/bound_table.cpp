@@ -5,6 +5,7 @@
 #include <array>
 #include <sstream>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/error.hpp>
 
 namespace regatta::lip::detail {
@@ -126,25 +127,20 @@ std::optional<std::string> mf_depth_reason(const BoundContext& c) {
 
 // ---- notes ----
 
-std::string format(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
-
 std::string radius_text(const BoundContext& c) {
   if (c.options.prenorm != Prenorm::none)
-    return "R = " + format(prenorm_radius<double>(c.layer, c.options.prenorm)) + " (fixed by the pre-norm)";
-  return c.setting.radius ? "R = " + format(*c.setting.radius) : std::string();
+    return "R = " + nearest_decimal(prenorm_radius<double>(c.layer, c.options.prenorm)) +
+           " (fixed by the pre-norm)";
+  return c.setting.radius ? "R = " + nearest_decimal(*c.setting.radius) : std::string();
 }
 
 std::string no_note(const BoundContext&) { return ""; }
 std::string norm_note(const BoundContext& c) {
-  return "d = " + std::to_string(c.layer.d) + ", eps = " + format(c.layer.norm_eps);
+  return "d = " + std::to_string(c.layer.d) + ", eps = " + nearest_decimal(c.layer.norm_eps);
 }
 std::string kim_note(const BoundContext& c) {
-  return "n = " + std::to_string(*c.setting.n) + ", Lambda_n = " + format(kim_lambda<double>(*c.setting.n)) +
+  return "n = " + std::to_string(*c.setting.n) +
+         ", Lambda_n = " + nearest_decimal(kim_lambda<double>(*c.setting.n)) +
          ", d_h = " + std::to_string(c.layer.head_dim);
 }
 std::string castin_sqrt_n_note(const BoundContext& c) {
@@ -163,7 +159,7 @@ std::string mf_context_note(const BoundContext& c) {
   if (c.options.prenorm != Prenorm::none) return radius_text(c);
   const double rq =
       c.setting.query_radius ? *c.setting.query_radius : (c.setting.radius ? *c.setting.radius : 0);
-  return radius_text(c) + ", R' = " + format(rq);
+  return radius_text(c) + ", R' = " + nearest_decimal(rq);
 }
 std::string mf_depth_note(const BoundContext& c) {
   return "L = " + std::to_string(c.setting.depth) + ", " + radius_text(c);

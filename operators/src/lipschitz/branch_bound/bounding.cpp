@@ -17,6 +17,7 @@
 #include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/interval_norms.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/local.hpp>
 #include <regatta/operators/lipschitz/region.hpp>
@@ -42,17 +43,7 @@ double mignitude(const interval64& x) {
 
 /// Certified upper bound on the induced norm of every matrix in J (+inf for a non-finite entry).
 double detail::norm_upper(const Matrix<interval64>& J, Norm norm) {
-  for (Index r = 0; r < J.rows(); ++r)
-    for (Index c = 0; c < J.cols(); ++c)
-      if (!std::isfinite(J(r, c).lower()) || !std::isfinite(J(r, c).upper())) return infinity;
-  if (norm == Norm::two) return spectral_norm_upper_fast(J).upper;
-  double best = 0;
-  for (Index r = 0; r < J.rows(); ++r) {
-    interval64 row(0.0);
-    for (Index c = 0; c < J.cols(); ++c) row = row + interval64(magnitude(J(r, c)));
-    best = std::max(best, row.upper());
-  }
-  return best;
+  return norm == Norm::two ? spectral_norm_upper(J) : inf_norm_upper(J);
 }
 
 /// Certified lower bound on the induced norm of every matrix in J (a point enclosure: of J itself).

@@ -1,4 +1,5 @@
 // Measure-level Lipschitz ratio search and its certification (measure_ratio.hpp).
+#include <regatta/core/decimal.hpp>
 #include <regatta/operators/lipschitz/measure_ratio.hpp>
 
 #include <algorithm>
@@ -79,13 +80,6 @@ struct Family {
   std::function<Vars(double)> vars;
 };
 
-std::string format_ratio(double v) {
-  std::ostringstream os;
-  os.precision(8);
-  os << v;
-  return os.str();
-}
-
 class MeasureSearcher {
  public:
   MeasureSearcher(const AttentionLayer& layer, const AttentionOptions& options, const MeasureSearchOptions& s)
@@ -153,7 +147,7 @@ class MeasureSearcher {
 
   void report(const std::string& origin, double value) const {
     if (s_.progress)
-      s_.progress("search: " + origin + ": " + format_ratio(value) + " (estimate, " +
+      s_.progress("search: " + origin + ": " + nearest_decimal(value, 8) + " (estimate, " +
                   std::to_string(evaluations_) + " evaluations)");
   }
 

@@ -9,6 +9,7 @@
 #include <regatta/core/dense_svd.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64_product.hpp>
+#include <regatta/core/interval_norms.hpp>
 #include <regatta/core/spectral_norm.hpp>
 #include <regatta/operators/lipschitz/structured_rows.hpp>
 
@@ -30,17 +31,6 @@ using Tangent = Dual<chunk>;
 
 /// Upper end of √x for x ≥ 0 given by its upper end.
 double sqrt_up(double x) { return sqrt(interval64(x)).upper(); }
-
-/// Certified upper bound on ‖M'‖₂ for every M' in the interval matrix M (binary64 Cholesky certificate,
-/// the MPFI one when the fast one falls back to a norm product).
-CertifiedNormBound two_norm_upper(const Matrix<interval64>& M) {
-  CertifiedNormBound two = spectral_norm_upper_fast(M);
-  if (two.method != "binary64-cholesky") {
-    const CertifiedNormBound slow = spectral_norm_upper_certified<interval64>(M);
-    if (slow.upper < two.upper) two = slow;
-  }
-  return two;
-}
 
 /// Tightens the intermediate values of the closed form over the region (‖X' − X‖_F ≤ ρ): for an
 /// intermediate v (a smooth function of the input), v(X') − v(X) = ∇v(ξ)·δ with ξ on the segment [X, X'], so
@@ -148,13 +138,6 @@ Grid<Tangent> seeded(const Matrix<interval64>& box, Index k0) {
   return Xb;
 }
 
-/// Upper end of ‖x‖₂ for an interval vector (or matrix, Frobenius): √(Σ mag²) rounded up.
-double norm_upper(const Matrix<interval64>& x) {
-  interval64 sum(0.0);
-  for (Index i = 0; i < x.size(); ++i) sum = sum + square(interval64(magnitude(x.data()[i])));
-  return sqrt_up(sum.upper());
-}
-
 /// √λ_max([[a, c], [c, b]]) rounded up, from upper ends a, b, c ≥ 0: λ_max = (a + b)/2 + √(((a − b)/2)² +
 /// c²), non-decreasing in each.
 double two_by_two_root(double a, double b, double c) {
@@ -173,24 +156,25 @@ void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, do
   // t_v ≥ ‖[T'_1 v ⋯ T'_K v]‖₂ and t_w ≥ ‖Q[T'_1ᵀw ⋯ T'_Kᵀw]‖₂ for every T'_k ∈ [T_k]. Q T'ᵀw = T'ᵀw −
   // v(wᵀT'v): column k of the projected matrix encloses it by [T_k]ᵀw − v̂·s_k; ‖Q‖₂ ≤ 1 allows the
   // unprojected one too.
-  const double t_v = two_norm_upper(gap.tv).upper;
+  const double t_v = spectral_norm_bound(gap.tv).upper;
   Matrix<interval64> qtw = gap.tw;
   for (Index k = 0; k < nd; ++k)
     for (Index r = 0; r < nd; ++r) qtw(r, k) = gap.tw(r, k) - gap.v(r, 0) * gap.s[std::size_t(k)];
-  const double t_w = std::min(two_norm_upper(gap.tw).upper, two_norm_upper(qtw).upper);
+  const double t_w = std::min(spectral_norm_bound(gap.tw).upper, spectral_norm_bound(qtw).upper);
   // σ₂ ≥ ‖J Q‖₂: J Q = J − w v̂ᵀ, enclosed entrywise.
   const Matrix<interval64> JQ = Jc - midrad_product(gap.w, Matrix<interval64>(gap.v.transpose()));
-  const double sigma2 = two_norm_upper(JQ).upper;
+  const double sigma2 = spectral_norm_bound(JQ).upper;
   // r ≥ ‖Q Jᵀ J v̂‖ = ‖Jᵀw − ‖w‖² v̂‖ (the residual of the approximate singular vector).
   interval64 ww(0.0);
   for (Index r = 0; r < nd; ++r) ww = ww + square(gap.w(r, 0));
   Matrix<interval64> resid = midrad_product(Matrix<interval64>(Jc.transpose()), gap.w);
   for (Index c = 0; c < nd; ++c) resid(c, 0) = resid(c, 0) - ww * gap.v(c, 0);
-  const double r = norm_upper(resid);
+  const double r = frobenius_norm_upper(resid);
   // ‖g‖ with g_k = mag(s_k); |wᵀEv| ≤ ρ·min(‖g‖, ‖w‖·t_v).
   interval64 g2(0.0);
   for (const interval64& sk : gap.s) g2 = g2 + square(interval64(magnitude(sk)));
-  const double g = std::min(sqrt_up(g2.upper()), (interval64(norm_upper(gap.w)) * interval64(t_v)).upper());
+  const double g =
+      std::min(sqrt_up(g2.upper()), (interval64(frobenius_norm_upper(gap.w)) * interval64(t_v)).upper());
   const interval64 Tv(t_v), Tw(t_w), s2(sigma2);
   const interval64 a = interval64(ww.upper()) + interval64(2.0) * R * interval64(g) + square(R * Tv);
   const interval64 b = square(s2 + R * S2);
@@ -208,7 +192,7 @@ void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, do
   // ((JQ)ᵀ = QJᵀ). It bounds the first-order part of the coupling as one map (the Taylor form's c).
   if (coupling_map) {
     const Matrix<interval64> C = midrad_product(Matrix<interval64>(JQ.transpose()), gap.tv) + qtw;
-    out.gap_t_c = two_norm_upper(C).upper;
+    out.gap_t_c = spectral_norm_bound(C).upper;
   }
   out.gap_two = two_by_two_root(out.gap_a, out.gap_b, out.gap_c);
 }
@@ -216,18 +200,9 @@ void spectral_gap_bound(const SpectralGap& gap, const Matrix<interval64>& Jc, do
 /// Upper end of ‖·‖₂ of a non-negative matrix given by upper ends: min of the binary64 certificate and
 /// (‖A‖₁‖A‖∞)^{1/2}.
 double nonnegative_norm_upper(const Matrix<double>& A) {
-  interval64 one(0.0), inf(0.0);
-  for (Index r = 0; r < A.rows(); ++r) {
-    interval64 row(0.0), col(0.0);
-    for (Index c = 0; c < A.cols(); ++c) {
-      row = row + interval64(A(r, c));
-      col = col + interval64(A(c, r));
-    }
-    inf = interval64(std::max(inf.upper(), row.upper()));
-    one = interval64(std::max(one.upper(), col.upper()));
-  }
-  return std::min(sqrt_up((one * inf).upper()),
-                  two_norm_upper(Matrix<interval64>(A.cast<interval64>())).upper);
+  const Matrix<interval64> box = A.cast<interval64>();
+  return std::min(sqrt_up((interval64(one_norm_upper(box)) * interval64(inf_norm_upper(box))).upper()),
+                  spectral_norm_bound(box).upper);
 }
 
 /// The Taylor form (second_order.hpp; docs/local.md, "Taylor form"). `centre`: the bound over the point
@@ -243,7 +218,7 @@ void taylor_bound(const SecondOrderBound& centre, const std::vector<HessianSweep
   Matrix<interval64> entry = Matrix<interval64>::Constant(nd, nd, interval64(0.0));
   std::vector<interval64> row_sum(std::size_t(nd), interval64(0.0)), col_sum = row_sum;
   for (std::size_t i = 0; i < sweeps.size(); ++i)
-    phi = phi + weights[i] * interval64(two_norm_upper(sweeps[i].phi).upper);
+    phi = phi + weights[i] * interval64(spectral_norm_bound(sweeps[i].phi).upper);
   // Row r's norms (4·pieces spectral certificates of n·d × n·d matrices) on OpenMP threads; each r writes
   // only its own sums, in the order of the pieces.
   parallel_passes(nd, [&](Index r) {
@@ -251,8 +226,8 @@ void taylor_bound(const SecondOrderBound& centre, const std::vector<HessianSweep
     for (std::size_t i = 0; i < sweeps.size(); ++i) {
       const HessianSweep& h = sweeps[i];
       const interval64 wt = weights[i];
-      jv[q] = jv[q] + wt * interval64(two_norm_upper(h.jv[q]).upper);
-      jtw[q] = jtw[q] + wt * interval64(two_norm_upper(h.jtw[q]).upper);
+      jv[q] = jv[q] + wt * interval64(spectral_norm_bound(h.jv[q]).upper);
+      jtw[q] = jtw[q] + wt * interval64(spectral_norm_bound(h.jtw[q]).upper);
       row_sum[q] = row_sum[q] + wt * interval64(nonnegative_norm_upper(h.rows[q]));
       col_sum[q] = col_sum[q] + wt * interval64(nonnegative_norm_upper(h.cols[q]));
       for (Index c = 0; c < nd; ++c)
@@ -347,7 +322,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   // The centre: the structured rows in interval64 at the point X (an enclosure of J(X)).
   const Matrix<interval64> Jc =
       block_dense_jacobian_on_box<interval64>(layer, options, Matrix<interval64>(X.cast<interval64>()));
-  const CertifiedNormBound centre = two_norm_upper(Jc);
+  const CertifiedNormBound centre = spectral_norm_bound(Jc);
   out.centre_two = centre.upper;
   out.centre_two_method = centre.method;
   for (Index r = 0; r < nd; ++r) {
@@ -476,7 +451,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
         }
         double u2 = std::min(frob2.upper(), (norm_one * norm_inf).upper());
         if (nd <= so_options.spectral_limit) {
-          const double u = two_norm_upper(Tk).upper;
+          const double u = spectral_norm_bound(Tk).upper;
           u2 = std::min(u2, (interval64(u) * interval64(u)).upper());
         }
         sum_u2 = sum_u2 + interval64(u2);
@@ -496,7 +471,7 @@ SecondOrderBound second_order_bound(const AttentionLayer& layer, const Attention
   }
   out.slope_inf = sqrt_up(max_row);
   // ‖Σ_k u_k T'_k‖₂ = ‖M'(u ⊗ I)‖₂ ≤ ‖M'‖₂ for ‖u‖ ≤ 1 and every M' in [M] (‖u ⊗ I‖₂ = ‖u‖).
-  if (flatten) out.slope_flat = two_norm_upper(M).upper;
+  if (flatten) out.slope_flat = spectral_norm_bound(M).upper;
   out.slope_two = std::min({out.slope_flat, sqrt_up(sum_u2.upper()),
                             sqrt_up(sqrt_up((interval64(max_row) * interval64(max_col)).upper()))});
   out.two_upper = (interval64(out.centre_two) + interval64(l2_radius) * interval64(out.slope_two)).upper();

@@ -1,4 +1,5 @@
 // Multistart projected ascent on a Jacobian norm (search.hpp).
+#include <regatta/core/decimal.hpp>
 #include <regatta/operators/lipschitz/search.hpp>
 
 #include <algorithm>
@@ -35,13 +36,6 @@ struct Point {
   std::vector<Eigen::Index> tokens;  // ∞-norm: tokens whose rows are probed
   bool valid() const { return X.size() != 0; }
 };
-
-std::string format(double v) {
-  std::ostringstream os;
-  os.precision(8);
-  os << v;
-  return os.str();
-}
 
 class Searcher {
  public:
@@ -112,7 +106,7 @@ class Searcher {
 
   void report(const std::string& origin, double value) const {
     if (search_.progress)
-      search_.progress("search: " + origin + ": " + format(value) + " (estimate, " +
+      search_.progress("search: " + origin + ": " + nearest_decimal(value, 8) + " (estimate, " +
                        std::to_string(evaluations_) + " linearisations)");
   }
 

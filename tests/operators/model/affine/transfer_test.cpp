@@ -6,136 +6,16 @@
 //       |y − (c′ + A′_old·(ε, η))| ≤ Σ_{new j} |A′_j| + s′ (the dependence on the input symbols is kept), and
 //   (b) in the output form's certified range c′ ± radius′ (radius() of form.hpp, rounded up).
 // The comparisons are in MPFR at 256 bits, so that the binary64 rounding of the test is not what is tested.
-//
-// The second half builds hand-made cases whose exact result is not a binary64 number (1 + 2⁻⁶⁰, e, ...)
-// with no symbols at all: there the output form is a point plus its rounding terms, and the test checks that
-// the enclosure holds and that the same check FAILS once the slack and the fresh symbols are dropped, so a
-// transfer function that forgot its rounding terms would be caught.
+// Hand-made cases that show the check has power are in transfer_rounding_test.cpp; the shared helpers in
+// transfer_cases.hpp.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdint>
-#include <functional>
-#include <random>
-#include <string>
-#include <vector>
-
-#include <regatta/core/precision.hpp>
-#include <regatta/core/scalar.hpp>
-
-#include "../../../../operators/src/model/affine/attention.hpp"
-#include "../../../../operators/src/model/affine/form.hpp"
-#include "../../../../operators/src/model/affine/linear.hpp"
-#include "../../../../operators/src/model/affine/nonlinear.hpp"
-#include "../../../../operators/src/model/affine/norms.hpp"
-#include "../../../../operators/src/model/affine/products.hpp"
+#include "transfer_cases.hpp"
 
 namespace regatta::operators::affine {
 namespace {
 
-using R = regatta::mpfr;
-constexpr unsigned bits = 256;
-
-/// A point of the symbols' domain: ε (q values, ‖ε‖₂ ≤ 1) then η (K − q values in [−1, 1]).
-using Symbols = std::vector<double>;
-
-Symbols draw_symbols(Index q, Index K, std::mt19937_64& rng, int kind) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  Symbols s(static_cast<std::size_t>(K));
-  double norm = 0;
-  for (Index j = 0; j < q; ++j) {
-    s[std::size_t(j)] = normal(rng);
-    norm += s[std::size_t(j)] * s[std::size_t(j)];
-  }
-  norm = std::sqrt(norm);
-  // kind 0: on the sphere (the extremes of linear functionals), 1: inside, 2: the centre.
-  const double radius = kind == 0 ? 1.0 : kind == 1 ? std::pow(0.5 * unit(rng) + 0.5, 1.0 / double(q)) : 0.0;
-  for (Index j = 0; j < q; ++j) s[std::size_t(j)] *= norm > 0 ? radius * (1 - 1e-12) / norm : 0.0;
-  for (Index j = q; j < K; ++j) s[std::size_t(j)] = kind == 0 ? (unit(rng) < 0 ? -1.0 : 1.0) : unit(rng);
-  return s;
-}
-
-/// A random form of N entries on K columns, the first q the input symbols.
-Form random_form(Index N, Index K, double centre, double spread, double coef, double slack,
-                 std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  Form F{Vector<double>(N), Matrix<double>(N, K), Vector<double>(N)};
-  for (Index e = 0; e < N; ++e) {
-    F.c(e) = centre + spread * unit(rng);
-    for (Index j = 0; j < K; ++j) F.A(e, j) = coef * unit(rng);
-    F.s(e) = slack * (0.5 + 0.5 * unit(rng));
-  }
-  return F;
-}
-
-/// The input values at the symbols `sym` with the slack at t_e·s_e (t_e in [−1, 1]), exactly in MPFR.
-std::vector<R> values(const Form& F, const Symbols& sym, const std::vector<double>& t) {
-  std::vector<R> v(static_cast<std::size_t>(F.size()));
-  for (Index e = 0; e < F.size(); ++e) {
-    R x = R(F.c(e));
-    for (Index j = 0; j < F.A.cols(); ++j) x += R(F.A(e, j)) * R(sym[std::size_t(j)]);
-    v[std::size_t(e)] = x + R(F.s(e)) * R(t[std::size_t(e)]);
-  }
-  return v;
-}
-
-/// How far y lies outside entry e of `out` at the old symbols `sym` (≤ 0: inside), check (a).
-R excess(const Form& out, Index e, const Symbols& sym, const R& y) {
-  R centre = R(out.c(e));
-  R width = R(out.s(e));
-  for (Index j = 0; j < out.A.cols(); ++j) {
-    if (j < Index(sym.size()))
-      centre += R(out.A(e, j)) * R(sym[std::size_t(j)]);
-    else
-      width += abs(R(out.A(e, j)));
-  }
-  return abs(y - centre) - width;
-}
-
-/// Samples points of the inputs' ranges, applies `exact` to the input values (one vector per input form),
-/// and checks (a) and (b) for every output entry. Returns the number of (point, entry) pairs checked.
-int check_enclosure(const std::vector<const Form*>& inputs, const Form& out, const Pass& p,
-                    const std::function<std::vector<R>(const std::vector<std::vector<R>>&)>& exact,
-                    std::uint64_t seed, int points = 200) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  Index K = 0;
-  for (const Form* F : inputs) K = std::max(K, Index(F->A.cols()));
-  const Vector<double> range = radius(out, p);
-  int checked = 0;
-  for (int k = 0; k < points; ++k) {
-    const Symbols sym = draw_symbols(p.q, K, rng, k % 3);
-    std::vector<std::vector<R>> x;
-    for (const Form* F : inputs) {
-      std::vector<double> t(static_cast<std::size_t>(F->size()));
-      for (double& v : t) v = k % 3 == 2 ? 0.0 : (k % 2 == 0 ? (unit(rng) < 0 ? -1.0 : 1.0) : unit(rng));
-      x.push_back(values(*F, sym, t));
-    }
-    const std::vector<R> y = exact(x);
-    EXPECT_EQ(Index(y.size()), out.size());
-    for (Index e = 0; e < out.size(); ++e) {
-      const R& v = y[std::size_t(e)];
-      const R over = excess(out, e, sym, v);
-      EXPECT_LE(over, 0) << "entry " << e << " at point " << k << ": outside the form by "
-                         << over.convert_to<double>();
-      EXPECT_LE(abs(v - R(out.c(e))), R(range(e)))
-          << "entry " << e << " at point " << k << ": outside the range";
-      ++checked;
-    }
-  }
-  return checked;
-}
-
-Pass pass_for(Index q, Index K) {
-  Pass p;
-  p.q = q;
-  p.next = K;
-  return p;
-}
-
-constexpr Index q = 3, K = 5;  // 3 input symbols, 2 fresh symbols already in use
+using namespace transfer_test;
 
 // ---- linear maps ------------------------------------------------------------------------------------------
 
@@ -274,31 +154,6 @@ TEST(AffineTransfer, MatmulEnclosesMatrixProductOfTwoForms) {
 
 // ---- elementwise nonlinearities ---------------------------------------------------------------------------
 
-R exact_function(Function f, const R& x) {
-  const R half = R(0.5);
-  switch (f) {
-    case Function::exp:
-      return exp(x);
-    case Function::reciprocal:
-      return R(1) / x;
-    case Function::rsqrt:
-      return R(1) / sqrt(x);
-    case Function::gelu_erf:
-      return half * x * (R(1) + erf(x / sqrt(R(2))));
-    case Function::gelu_tanh: {
-      const R c = sqrt(R(2) / boost::math::constants::pi<R>());
-      return half * x * (R(1) + tanh(c * (x + R(0.044715) * x * x * x)));
-    }
-    case Function::tanh:
-      return tanh(x);
-    case Function::relu:
-      return x > 0 ? x : R(0);
-    case Function::silu:
-      return x / (R(1) + exp(-x));
-  }
-  return R(0);
-}
-
 TEST(AffineTransfer, NonlinearEnclosesEveryFunction) {
   PrecisionGuard guard(bits);
   struct Case {
@@ -336,27 +191,6 @@ TEST(AffineTransfer, NonlinearEnclosesEveryFunction) {
 }
 
 // ---- row-wise norms ---------------------------------------------------------------------------------------
-
-std::vector<R> exact_norm(const std::vector<R>& x, Index n, Index d, const Vector<double>& gamma,
-                          const Vector<double>& beta, double eps, bool centred) {
-  std::vector<R> y;
-  for (Index i = 0; i < n; ++i) {
-    R mean = 0;
-    for (Index f = 0; f < d; ++f) mean += x[std::size_t(i * d + f)];
-    mean /= R(double(d));
-    if (!centred) mean = 0;
-    R ms = 0;
-    for (Index f = 0; f < d; ++f)
-      ms += (x[std::size_t(i * d + f)] - mean) * (x[std::size_t(i * d + f)] - mean);
-    const R root = R(1) / sqrt(ms / R(double(d)) + R(eps));
-    for (Index f = 0; f < d; ++f) {
-      const R g = gamma.size() ? R(gamma(f)) : R(1);
-      const R b = beta.size() ? R(beta(f)) : R(0);
-      y.push_back(g * (x[std::size_t(i * d + f)] - mean) * root + b);
-    }
-  }
-  return y;
-}
 
 TEST(AffineTransfer, LayerNormAndRmsNormEncloseTheNorms) {
   PrecisionGuard guard(bits);
@@ -550,132 +384,6 @@ TEST(AffineTransfer, AttentionBlockEnclosesResidualMultiHeadAttention) {
         },
         ++seed, 100);
   }
-}
-
-// ---- the checks have power
-// ---------------------------------------------------------------------------------
-
-/// The number of (point, entry) pairs at which y lies outside `out` (check (a)), without failing.
-int count_outside(const Form& F, const Form& out, const Pass& p, const std::function<R(const R&)>& f,
-                  std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  int outside = 0;
-  for (int k = 0; k < 200; ++k) {
-    const Symbols sym = draw_symbols(p.q, Index(F.A.cols()), rng, k % 2);
-    const std::vector<R> x = values(F, sym, std::vector<double>(static_cast<std::size_t>(F.size()), 0.0));
-    for (Index e = 0; e < out.size(); ++e) outside += excess(out, e, sym, f(x[std::size_t(e)])) > 0;
-  }
-  return outside;
-}
-
-TEST(AffineTransfer, AFormThatLosesItsDependenceIsCaught) {
-  // The same transfer functions as above, with the output's coefficient on the first input symbol negated:
-  // the sampled points must then find exact values outside the form, so the checks above can fail.
-  PrecisionGuard guard(bits);
-  const Form F = random_form(6, K, 0.5, 1.0, 0.3, 1e-3, 70);
-  const Pass p = pass_for(q, K);
-  const auto flip = [](Form out) {
-    out.A.col(0) *= -1;
-    out.forget();
-    return out;
-  };
-  EXPECT_GT(count_outside(
-                F, flip(affine_entries(F, I(2.0), std::vector<I>(6, I(0.0)), p)), p,
-                [](const R& x) { return R(2) * x; }, 72),
-            0);
-  Pass pe = pass_for(q, K);
-  EXPECT_GT(count_outside(
-                F, flip(nonlinear(F, Function::exp, pe)), pe, [](const R& x) { return exp(x); }, 73),
-            0);
-  Pass pg = pass_for(q, K);
-  EXPECT_GT(count_outside(
-                F, flip(nonlinear(F, Function::gelu_erf, pg)), pg,
-                [](const R& x) { return exact_function(Function::gelu_erf, x); }, 74),
-            0);
-}
-
-// ---- rounding terms: hand-made cases ----------------------------------------------------------------------
-
-/// A form of point entries (no symbols but q zero input columns).
-Form points(const std::vector<double>& c) {
-  const Index N = Index(c.size());
-  Form F{Vector<double>(N), Matrix<double>::Zero(N, q), Vector<double>::Zero(N)};
-  for (Index e = 0; e < N; ++e) F.c(e) = c[std::size_t(e)];
-  return F;
-}
-
-/// `out` with its slack and the columns beyond `K_old` removed: what a transfer function that forgot its
-/// rounding terms (and its remainders) would give.
-Form dropped(Form out, Index K_old) {
-  out.s.setZero();
-  if (out.A.cols() > K_old) out.A.rightCols(out.A.cols() - K_old).setZero();
-  out.forget();
-  return out;
-}
-
-/// The exact values y of a hand-made case must lie in `out` (at ε = 0) and outside dropped(out).
-void expect_rounding_matters(const Form& out, const std::vector<R>& y) {
-  const Symbols zero(static_cast<std::size_t>(q), 0.0);
-  const Form bare = dropped(out, q);
-  bool some_outside = false;
-  for (Index e = 0; e < out.size(); ++e) {
-    EXPECT_LE(excess(out, e, zero, y[std::size_t(e)]), 0) << "entry " << e;
-    some_outside = some_outside || excess(bare, e, zero, y[std::size_t(e)]) > 0;
-  }
-  EXPECT_TRUE(some_outside) << "the exact values lie in the form without its rounding terms: the case does "
-                               "not exercise them";
-}
-
-TEST(AffineRounding, SumBelowOneUlpNeedsTheSlack) {
-  PrecisionGuard guard(bits);
-  const double tiny = std::ldexp(1.0, -60);
-  const Pass p = pass_for(q, q);
-  const Form out = combine(points({1.0, -1.0}), points({tiny, -tiny}), 1.0, p);  // 1 + 2⁻⁶⁰ rounds to 1
-  expect_rounding_matters(out, {R(1) + R(tiny), R(-1) - R(tiny)});
-  const Form sum = sum_groups(points({1.0, tiny, tiny}), {{0, 1, 2}}, p);
-  expect_rounding_matters(sum, {R(1) + R(2) * R(tiny)});
-}
-
-TEST(AffineRounding, LinearMapCancellationNeedsTheSlack) {
-  PrecisionGuard guard(bits);
-  // x·W with x = (1 + u, 1), W = (1 + u, 1 + u)ᵀ: exactly 2 + 3u + u², and u² = 2⁻⁶⁰ is lost by the binary64
-  // dot product.
-  const double u = std::ldexp(1.0, -30);
-  const Pass p = pass_for(q, q);
-  Matrix<double> W(2, 1);
-  W << 1.0 + u, 1.0 + u;
-  const Form out = linear_rows(points({1.0 + u, 1.0}), 1, W, Vector<double>(), p);
-  expect_rounding_matters(out, {(R(1) + R(u)) * (R(1) + R(u)) + (R(1) + R(u))});
-}
-
-TEST(AffineRounding, ProductOfCentresNeedsTheSlack) {
-  PrecisionGuard guard(bits);
-  const double u = std::ldexp(1.0, -30);
-  Pass p = pass_for(q, q);
-  const Form out = product(points({1.0 + u}), points({1.0 + u}), p);  // (1 + u)² = 1 + 2u + 2⁻⁶⁰
-  expect_rounding_matters(out, {(R(1) + R(u)) * (R(1) + R(u))});
-}
-
-TEST(AffineRounding, TranscendentalAtAPointNeedsItsEnclosure) {
-  PrecisionGuard guard(bits);
-  for (Function f : {Function::exp, Function::reciprocal, Function::rsqrt, Function::gelu_erf,
-                     Function::gelu_tanh, Function::tanh, Function::silu}) {
-    Pass p = pass_for(q, q);
-    const Form out = nonlinear(points({3.0, 0.7}), f, p, 1e-3);
-    expect_rounding_matters(out, {exact_function(f, R(3.0)), exact_function(f, R(0.7))});
-  }
-}
-
-TEST(AffineRounding, LayerNormOfAPointRowNeedsItsRoundingTerms) {
-  PrecisionGuard guard(bits);
-  const Index d = 4;
-  const std::vector<double> row{1.0, 0.1, -0.3, std::ldexp(1.0, -40)};
-  Pass p = pass_for(q, q);
-  const Vector<double> gamma = Vector<double>::Constant(d, 1.0), beta = Vector<double>::Zero(d);
-  const Form out = layer_norm(points(row), 1, d, gamma, beta, 1e-5, p);
-  std::vector<R> x;
-  for (double v : row) x.push_back(R(v));
-  expect_rounding_matters(out, exact_norm(x, 1, d, gamma, beta, 1e-5, true));
 }
 
 }  // namespace
