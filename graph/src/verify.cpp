@@ -1,7 +1,7 @@
 // regatta verify (docs/verify.md#method-graphsrcverifycpp): IBP on the input box (tightened, inequality by
-// inequality, by the caller's certified bounds when it gives them: the CLI's affine forms), an attack, and
-// branch and bound by input splitting. Verdicts are sound: unsat needs every box of a partition of the outer
-// box refuted by certified bounds; sat needs an MPFI re-check at the exact counterexample.
+// inequality, by the caller's certified bounds when it gives them: the CLI's affine forms), a PGD and corner
+// attack, and branch and bound by input splitting. Verdicts are sound: unsat needs every box of a partition of
+// the outer box refuted by certified bounds; sat needs an MPFI re-check at the exact counterexample.
 #include <regatta/graph/verify.hpp>
 
 #include <algorithm>
@@ -13,7 +13,10 @@
 #include <stdexcept>
 
 #include <regatta/core/error.hpp>
+#include <regatta/graph/attack.hpp>
 #include <regatta/graph/evaluate.hpp>
+
+#include "pgd.hpp"
 
 namespace regatta::graph {
 
@@ -253,8 +256,10 @@ class Search {
     return x;
   }
 
-  // Random search over the corners of the inner box (an l∞ ball's extreme points, where gradient-sign
-  // attacks end too), with uniform random points for low dimensions. True when a counterexample is certified.
+  // The attack (docs/verify.md, "Method"): the centre, every corner in low dimension, projected gradient
+  // ascent of the property's objective over the inner box for half the attack's time, then random search over
+  // the corners (an l∞ ball's extreme points) with uniform random points for low dimensions. True when a
+  // counterexample is certified.
   bool attack(Clock::time_point end) {
     std::vector<double> mid(n_);
     for (std::size_t k = 0; k < n_; ++k) mid[k] = 0.5 * p_.inner_lower[k] + 0.5 * p_.inner_upper[k];
@@ -269,6 +274,8 @@ class Search {
         if (out_of_time()) return false;
       }
     }
+    if (gradient_attack(Clock::now() + (end - Clock::now()) / 2)) return true;
+    if (out_of_time()) return false;
     std::vector<double> best = random_corner();
     double best_score = point(best);
     std::uniform_real_distribution<double> unit(0, 1);
@@ -300,6 +307,63 @@ class Search {
       }
       ++step;
     }
+    return r_.verdict == Verdict::sat;
+  }
+
+  // PGD (graph/src/pgd.hpp) maximising the objective over the inner box (the l∞ set with the box's centre and
+  // half-widths as scale, radius 1, clamped to the inner box exactly), restarting from random points of the
+  // box until `end`. The objective max_d min_a (greater − smaller) is piecewise linear in the outputs: its
+  // gradient on the active piece is the vjp with w = e_greater − e_smaller of the active atom. Every point it
+  // evaluates is a candidate checked like point()'s. True when a counterexample is certified.
+  bool gradient_attack(Clock::time_point end) {
+    AttackSet set{Norm::linf,     std::vector<double>(n_), 1.0, std::vector<double>(n_),
+                  p_.inner_lower, p_.inner_upper};
+    for (std::size_t k = 0; k < n_; ++k) {
+      set.centre[k] =
+          std::clamp(0.5 * p_.inner_lower[k] + 0.5 * p_.inner_upper[k], p_.inner_lower[k], p_.inner_upper[k]);
+      set.scale[k] = std::max(set.centre[k] - p_.inner_lower[k], p_.inner_upper[k] - set.centre[k]);
+    }
+    detail::Objective objective;
+    objective.value = [this](const std::vector<double>& y, std::vector<double>& w) {
+      const Atom* active = nullptr;
+      double best = -inf;
+      for (const auto& d : p_.disjuncts) {
+        double s = inf;
+        const Atom* low = nullptr;
+        for (const Atom& a : d) {
+          const double v = term_value(a.greater, y) - term_value(a.smaller, y);
+          if (v < s || low == nullptr) {
+            s = v;
+            low = &a;
+          }
+        }
+        if (low == nullptr) return -inf;  // an empty disjunct holds everywhere
+        if (s > best || active == nullptr) {
+          best = s;
+          active = low;
+        }
+      }
+      if (active == nullptr || std::isnan(best)) return inf;  // no atom: nothing to steer (or a NaN output)
+      // Minimise −objective.
+      if (active->greater.output >= 0) w[static_cast<std::size_t>(active->greater.output)] -= 1;
+      if (active->smaller.output >= 0) w[static_cast<std::size_t>(active->smaller.output)] += 1;
+      return -best;
+    };
+    objective.visit = [this, end](const std::vector<double>& x, const std::vector<double>& y, double value) {
+      ++r_.point_evaluations;
+      if (-value >= 0 && r_.verdict != Verdict::sat && certainly_satisfies(g_, p_, x)) {
+        r_.verdict = Verdict::sat;
+        r_.input = x;
+        r_.output = y;
+      }
+      return r_.verdict == Verdict::sat || Clock::now() >= end || out_of_time();
+    };
+    AttackOptions options;
+    options.steps = 50;
+    options.restarts = std::numeric_limits<int>::max() - 1;  // until `end`
+    options.seed = o_.seed;
+    options.stop = o_.stop;
+    detail::pgd_minimise(g_, set, objective, options);
     return r_.verdict == Verdict::sat;
   }
 

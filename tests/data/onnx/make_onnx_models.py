@@ -4,8 +4,8 @@
 Run with Debian's interpreter (python3-torch 1.13, python3-onnx 1.12):
     /usr/bin/python3 tests/data/onnx/make_onnx_models.py tests/data/onnx
 
-For each model NAME it writes NAME.onnx, NAME.input.npy and NAME.logits.npy: the input and torch's output,
-both float64. The reference is always torch evaluated in float64 on the same weights as the file:
+For each model NAME it writes NAME.onnx, NAME.input.npy, NAME.logits.npy and NAME.grad.npy: the input,
+torch's output and the gradient of the largest logit (flattened) with respect to the input, all float64. The reference is always torch evaluated in float64 on the same weights as the file:
 
   * most models are exported in float64 (model.double() before export): the initializers are the binary64
     weights torch uses, and every constant the exporter writes (1/sqrt(2) of GELU, epsilons as tensors) is
@@ -186,6 +186,12 @@ def export(name, model, x, opset, float32=False):
         y = model.double()(x.double())
     np.save(os.path.join(OUT, name + ".input.npy"), x.double().numpy())
     np.save(os.path.join(OUT, name + ".logits.npy"), y.numpy())
+    # The gradient of the largest logit (flattened index argmax) with respect to the input, by autograd in
+    # float64 on the same weights: the reference of the graph's reverse sweep (tests/graph/vjp_models_test.cpp).
+    xg = x.double().clone().requires_grad_(True)
+    label = int(torch.argmax(y.flatten()))
+    model.double()(xg).flatten()[label].backward()
+    np.save(os.path.join(OUT, name + ".grad.npy"), xg.grad.numpy())
     ops = sorted({n.op_type for n in onnx.load(path).graph.node})
     print(f"{name}: opset {opset}, {os.path.getsize(path)} bytes, ops {' '.join(ops)}")
 
