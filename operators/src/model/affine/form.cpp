@@ -19,7 +19,7 @@ void widen(Form& F, Index K) {
 }  // namespace
 
 /// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
-/// ‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s (zero columns added later change neither).
+/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither; ‖·‖ the dual norm of the input set).
 void measure(const Form& F, const Pass& p) {
   if (F.sums.size() == F.size() && F.ranges.size() == F.size()) return;
   const Index K = F.A.cols(), q = std::min(p.q, K);
@@ -30,7 +30,8 @@ void measure(const Form& F, const Pass& p) {
     const auto input = F.A.row(i).head(q);
     const double rest = F.A.row(i).tail(K - q).cwiseAbs().sum();
     F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, double(K));
-    F.inputs(i) = hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
+    F.inputs(i) = p.box ? sum_up(input.cwiseAbs().sum(), double(q))
+                        : hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
     F.ranges(i) = hi(I(F.inputs(i)) + I(sum_up(rest, double(K - q))) + I(F.s(i)));
   }
 }
@@ -50,8 +51,42 @@ I deviation_bound(double dot, double na, double nb, double rx, double ry, Index 
   return quadratic + I::hull(-others.upper(), others.upper());
 }
 
+/// Over the box |ε_j| ≤ 1 the product of the input parts is (a·ε)(b·ε) = ¼[((a + b)·ε)² − ((a − b)·ε)²],
+/// which lies in [−¼‖a − b‖₁², ¼‖a + b‖₁²], and in ±‖a‖₁‖b‖₁; the other three products are bounded as over
+/// the ball. The sums a ± b are computed in binary64: |x| ≤ |fl(x)|/(1 − u) for each coefficient.
+I deviation_bound_box(const InputRow& a, const InputRow& b, double na, double nb, double rx, double ry) {
+  const Index q = a.size();
+  const I both = I(na) * I(nb);
+  double sum = 0, difference = 0;
+  for (Index j = 0; j < q; ++j) {
+    sum += std::fabs(a(j) + b(j));
+    difference += std::fabs(a(j) - b(j));
+  }
+  const I widen = I(1.0) / (I(1.0) - I(unit_roundoff));
+  const I plus = I(sum_up(sum, double(q))) * widen, minus = I(sum_up(difference, double(q))) * widen;
+  const double top = std::min(hi(square(plus) / I(4.0)), both.upper());
+  const double bottom = std::min(hi(square(minus) / I(4.0)), both.upper());
+  const I others = I(na) * I(ry) + I(rx) * I(nb) + I(rx) * I(ry);
+  return I::hull(-bottom, top) + I::hull(-others.upper(), others.upper());
+}
+
+/// An upper bound of ‖a‖₂ (ball) or ‖a‖₁ (box).
+double input_norm(const InputRow& a, const Pass& p) {
+  const double q = double(a.size());
+  return p.box ? sum_up(a.cwiseAbs().sum(), q) : hi(sqrt(I(sum_up(a.squaredNorm(), q))));
+}
+
+I deviation_of(const InputRow& a, const InputRow& b, double na, double nb, double rx, double ry,
+               const Pass& p) {
+  if (p.box) return deviation_bound_box(a, b, na, nb, rx, ry);
+  return deviation_bound(a.size() > 0 ? a.dot(b) : 0.0, na, nb, rx, ry, a.size());
+}
+
 I deviation_product(const Form& F, Index e, const Form& G, Index f, const Pass& p) {
   const Index q = std::min({p.q, F.A.cols(), G.A.cols()});
+  if (p.box)
+    return deviation_bound_box(F.A.row(e).head(q), G.A.row(f).head(q), F.inputs(e), G.inputs(f),
+                               rest_of(F, e), rest_of(G, f));
   const double dot = q > 0 ? F.A.row(e).head(q).dot(G.A.row(f).head(q)) : 0.0;
   return deviation_bound(dot, F.inputs(e), G.inputs(f), rest_of(F, e), rest_of(G, f), q);
 }
@@ -61,7 +96,7 @@ const Vector<double>& row_sums(const Form& F, const Pass& p) {
   measure(F, p);
   return F.sums;
 }
-/// Upper bounds of the half-widths ‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s of the ranges.
+/// Upper bounds of the half-widths ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s of the ranges.
 const Vector<double>& radius(const Form& F, const Pass& p) {
   measure(F, p);
   return F.ranges;

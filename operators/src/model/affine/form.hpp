@@ -1,6 +1,6 @@
 #pragma once
-// Affine forms (zonotopes) over an ℓ₂ ball of inputs: the type every transfer function of the whole-model
-// certificate reads and writes (model_affine.hpp has the method, docs/models.md the argument and
+// Affine forms (zonotopes) over an ℓ₂ ball or an ℓ∞ box of inputs: the type every transfer function of the
+// whole-model certificate reads and writes (model_affine.hpp has the method, docs/models.md the argument and
 // docs/numerics.md#affine-forms-operatorsmodel_affinehpp the rounding bounds). Internal header of
 // operators/src/model/affine/.
 //
@@ -13,10 +13,15 @@
 // forms read the same column exactly when they depend on the same quantity. Columns beyond a form's A are
 // zeros. The slack s holds binary64 rounding errors only.
 //
+// THE INPUT GEOMETRY. By default the input symbols range over the unit ℓ₂ ball ‖ε‖₂ ≤ 1; with Pass::box
+// they range over the unit ℓ∞ box |ε_j| ≤ 1 (the graph pass's ℓ∞ sets, docs/models.md#the-graph-pass).
+// Every bound that reads the input symbols uses the norm dual to that set: ‖a_{<q}‖₂ over the ball,
+// ‖a_{<q}‖₁ over the box (max over the set of a·ε); below, ‖a_{<q}‖ means that dual norm.
+//
 // SOUNDNESS INVARIANT (what every function below preserves). For every input point x′ = x + r·ε of the ball
 // there are values of the fresh symbols, |η_j| ≤ 1, one assignment for the whole pass, such that the exact
 // real value of every quantity of the forward pass at x′ lies in c_e + A_e·(ε, η) + [−s_e, s_e] for its
-// entry e. Hence the RANGE of entry e, c_e ± (‖A_e,<q‖₂ + ‖A_e,≥q‖₁ + s_e) rounded outward (radius()),
+// entry e. Hence the RANGE of entry e, c_e ± (‖A_e,<q‖ + ‖A_e,≥q‖₁ + s_e) rounded outward (radius()),
 // encloses the quantity over the whole ball: every point of the true set lies in the form's range.
 // Linear maps act on the coefficients exactly (in real arithmetic); a nonlinear f is replaced by an affine
 // function of its input plus a remainder bounded over the input's range, and the remainder becomes a fresh
@@ -80,7 +85,7 @@ struct Form {
   Vector<double> s;
   /// Caches of row_sums() and radius(), filled when first asked for: a step that changes A or s after
   /// that calls forget().
-  mutable Vector<double> sums, ranges, inputs;  ///< inputs: upper bounds of ‖a_{<q}‖₂
+  mutable Vector<double> sums, ranges, inputs;  ///< inputs: upper bounds of ‖a_{<q}‖ (the dual norm)
 
   Form() = default;
   Form(Vector<double> c_, Matrix<double> A_, Vector<double> s_)
@@ -97,6 +102,7 @@ struct ProductGroup;
 
 struct Pass {
   Index q = 0;  ///< the input symbols ε: columns [0, q) of every A
+  bool box = false;  ///< the input symbols range over the ℓ∞ box |ε_j| ≤ 1 (else the ℓ₂ ball ‖ε‖₂ ≤ 1)
   /// Fresh symbols that stand for sums of deviation products, recorded for the margin (fresh_bound); null:
   /// not recorded.
   std::vector<ProductGroup>* ledger = nullptr;
@@ -113,11 +119,20 @@ struct Pass {
 };
 
 /// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
-/// ‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s (zero columns added later change neither).
+/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither).
 void measure(const Form& F, const Pass& p);
+/// A row of input-symbol coefficients, contiguous or not.
+using InputRow = Eigen::Ref<const Eigen::Matrix<double, 1, Eigen::Dynamic>, 0, Eigen::InnerStride<>>;
+/// An upper bound of the dual norm of the input coefficients a: ‖a‖₂ (ball) or ‖a‖₁ (box).
+double input_norm(const InputRow& a, const Pass& p);
 /// An enclosure of (x − c_x)(y − c_y) from a·b (a, b the input coefficients), ‖a‖, ‖b‖ and the bounds
-/// ρ_x, ρ_y of the rest (form.cpp has the argument).
+/// ρ_x, ρ_y of the rest, over the ℓ₂ ball (form.cpp has the argument).
 I deviation_bound(double dot, double na, double nb, double rx, double ry, Index q);
+/// The same over the ℓ∞ box, from the coefficients a, b themselves and ‖a‖₁ ≤ na, ‖b‖₁ ≤ nb.
+I deviation_bound_box(const InputRow& a, const InputRow& b, double na, double nb, double rx, double ry);
+/// deviation_bound or deviation_bound_box, as the pass's geometry says.
+I deviation_of(const InputRow& a, const InputRow& b, double na, double nb, double rx, double ry,
+               const Pass& p);
 /// ρ = range − ‖a‖ of entry e of F (rounded up): the bound of its deviation's part beyond the input symbols.
 inline double rest_of(const Form& F, Index e) {
   return std::max(0.0, (I(F.ranges(e)) - I(F.inputs(e))).upper());
@@ -126,7 +141,7 @@ inline double rest_of(const Form& F, Index e) {
 I deviation_product(const Form& F, Index e, const Form& G, Index f, const Pass& p);
 /// Upper bounds of the row sums Σ_j |a_j|.
 const Vector<double>& row_sums(const Form& F, const Pass& p);
-/// Upper bounds of the half-widths ‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s of the ranges.
+/// Upper bounds of the half-widths ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s of the ranges.
 const Vector<double>& radius(const Form& F, const Pass& p);
 /// Coefficients of N entries that read columns [0, K), with zero columns up to p.next + fresh when a step
 /// will add `fresh` symbols (add_fresh then writes them without moving the matrix).

@@ -1,12 +1,14 @@
-// Elementwise nonlinearities of affine forms (nonlinear.hpp): exp, 1/x, 1/√x, GELU (exact and tanh), tanh,
-// ReLU and SiLU, each by its tangent (or chord) at the centre plus a bounded remainder as a fresh symbol
-// (docs/models.md).
+// Elementwise nonlinearities of affine forms (nonlinear.hpp): exp, 1/x, 1/√x, √x, GELU (exact and tanh),
+// tanh, erf, ReLU and SiLU, each by its tangent (or chord) at the centre plus a bounded remainder as a fresh
+// symbol (docs/models.md).
 #include "nonlinear.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
+
+#include <mpfr.h>
 
 #include <regatta/operators/model.hpp>
 
@@ -19,6 +21,23 @@ constexpr double tanh_curvature = 0.77;  // |tanh″(x)| = 2|tanh x|(1 − tanh�
 // |SiLU″(x)| ≤ 1/2: SiLU″ = s(1 − s)(2 − x·tanh(x/2)) with s = 1/(1 + e⁻ˣ), s(1 − s) = 1/(4cosh²(x/2)) ≤ 1/4
 // and x·tanh(x/2) ≥ 0, so SiLU″ ≤ 1/2 (at x = 0); and −SiLU″ ≤ |x|/(4cosh²(x/2)) ≤ |x|/(4 + x²) ≤ 1/4.
 constexpr double silu_curvature = 0.5;
+// |erf″(x)| = (4/√π)|x|e^{−x²} ≤ (4/√π)/√(2e) = 0.96788… (the maximum of |x|e^{−x²} is at x² = ½).
+constexpr double erf_curvature = 0.968;
+
+/// erf at a binary64 point, enclosed: MPFR rounds correctly down and up at 53 bits.
+I erf_point(double x) {
+  mpfr_t v, y;
+  mpfr_init2(v, 53);
+  mpfr_init2(y, 53);
+  mpfr_set_d(v, x, MPFR_RNDN);  // exact
+  mpfr_erf(y, v, MPFR_RNDD);
+  const double lo = mpfr_get_d(y, MPFR_RNDD);
+  mpfr_erf(y, v, MPFR_RNDU);
+  const double up = mpfr_get_d(y, MPFR_RNDU);
+  mpfr_clear(v);
+  mpfr_clear(y);
+  return I::hull(lo, up);
+}
 
 /// Enclosures of σ″ over each interval of J (N×1): GELU″(x) = φ(x)(2 − x²); tanh″ = −2t(1 − t²) with
 /// t = tanh x; for the tanh GELU σ(x) = ½x(1 + tanh u), u = c(x + a x³), c = √(2/π), a = 0.044715 (the
@@ -78,7 +97,8 @@ Linearisation linearise(const Form& F, Function f, const Pass& p, double floor) 
     I J = I(F.c(i)) + I::hull(-rad(i), rad(i));
     if (!isfinite(J)) throw Vacuous{};
     if (f == Function::reciprocal && !(J.lower() > 0)) throw Vacuous{};
-    if (f == Function::rsqrt) J = I::hull(std::max(J.lower(), floor), std::max(J.upper(), floor));
+    if (f == Function::rsqrt || f == Function::sqrt)
+      J = I::hull(std::max(J.lower(), floor), std::max(J.upper(), floor));
     ranges(i, 0) = J;
     points(i, 0) = I(std::clamp(F.c(i), J.lower(), J.upper()));
   }
@@ -110,16 +130,22 @@ Linearisation linearise(const Form& F, Function f, const Pass& p, double floor) 
       beta(i) = halfwidth(err, m);
       continue;
     }
-    if (f == Function::exp || f == Function::reciprocal || f == Function::rsqrt) {
+    if (f == Function::exp || f == Function::reciprocal || f == Function::rsqrt || f == Function::sqrt) {
+      // √x is concave: the chord of the convex −√x, negated at the end (flip).
+      const bool flip = f == Function::sqrt;
       // Convex on J (1/x and 1/√x on J > 0): the chord slope l, and the exact range of the convex
       // e(x) = f(x) − l·x on J: at most its larger endpoint value, at least the tangent of e at ξ ≈ the
       // point where f′ = l, evaluated at the ends of J (a convex function lies above its tangents).
       auto value_at = [f](const I& x) {
-        return f == Function::exp ? exp(x) : f == Function::reciprocal ? I(1.0) / x : I(1.0) / sqrt(x);
+        return f == Function::exp          ? exp(x)
+               : f == Function::reciprocal ? I(1.0) / x
+               : f == Function::sqrt       ? -sqrt(x)
+                                           : I(1.0) / sqrt(x);
       };
       auto slope_at = [f](const I& x) {
         return f == Function::exp          ? exp(x)
                : f == Function::reciprocal ? -(I(1.0) / square(x))
+               : f == Function::sqrt       ? I(-0.5) / sqrt(x)
                                            : I(-0.5) / (x * sqrt(x));
       };
       const double a = J.lower(), b = J.upper();
@@ -130,6 +156,7 @@ Linearisation linearise(const Form& F, Function f, const Pass& p, double floor) 
       if (f == Function::exp && l > 0) xi = std::log(l);
       if (f == Function::reciprocal && l < 0) xi = std::sqrt(-1.0 / l);
       if (f == Function::rsqrt && l < 0) xi = std::pow(-2.0 * l, -2.0 / 3.0);
+      if (f == Function::sqrt && l < 0) xi = 1.0 / (4.0 * l * l);
       xi = std::clamp(std::isfinite(xi) ? xi : a, a, b);
       const I e_xi = value_at(I(xi)) - I(l) * I(xi), de_xi = slope_at(I(xi)) - I(l);
       const double top = hi(max(fa - I(l) * I(a), fb - I(l) * I(b)));
@@ -137,13 +164,22 @@ Linearisation linearise(const Form& F, Function f, const Pass& p, double floor) 
       if (!std::isfinite(bottom) || !(bottom <= top)) throw Vacuous{};
       const I E = I::hull(bottom, top);
       const double m = mid(E);
-      lambda[std::size_t(i)] = I(l);
-      M[std::size_t(i)] = I(m);
+      lambda[std::size_t(i)] = I(flip ? -l : l);
+      M[std::size_t(i)] = I(flip ? -m : m);
       beta(i) = halfwidth(E, m);
       continue;
     }
     I fp, dfp, d2;  // f(p), f′(p), and f″ over J
     switch (f) {
+      case Function::erf: {  // erf′ = (2/√π)e^{−x²}, erf″ = −2x·erf′
+        const I two_over_root_pi = I(2.0) / sqrt(I::hull(std::nextafter(std::numbers::pi, 0.0),
+                                                         std::nextafter(std::numbers::pi, 4.0)));
+        fp = erf_point(P.lower());
+        dfp = two_over_root_pi * exp(-square(P));
+        d2 = intersect(I(-2.0) * J * two_over_root_pi * exp(-square(J)),
+                       I::hull(-erf_curvature, erf_curvature));
+        break;
+      }
       case Function::gelu_erf:
       case Function::gelu_tanh:
       case Function::tanh:

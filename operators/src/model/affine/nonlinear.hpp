@@ -8,11 +8,12 @@
 
 namespace regatta::operators::affine {
 
-enum class Function { exp, reciprocal, rsqrt, gelu_erf, gelu_tanh, tanh, relu, silu };
+enum class Function { exp, reciprocal, rsqrt, gelu_erf, gelu_tanh, tanh, relu, silu, erf, sqrt };
 
 /// f(x) entrywise by the tangent at the centre p plus the Lagrange remainder over the range J (the range
-/// intersected with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x); exp, 1/x and 1/√x by their chord.
-/// f(v) ∈ λ·v + M + β·[−1, 1] for every v in the range of each entry of a form (nonlinear below).
+/// intersected with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x and √x); exp, 1/x and 1/√x by their
+/// chord, √x by the chord of the convex −√x. f(v) ∈ λ·v + M + β·[−1, 1] for every v in the range of each
+/// entry of a form (nonlinear below).
 struct Linearisation {
   std::vector<I> lambda, M;
   Vector<double> beta;

@@ -59,7 +59,7 @@ Form mean_square_rows(const Form& Z, const RowIndex& index, Index d, double eps,
       rest += square(I(Z.ranges(e)) - I(Z.inputs(e)));  // ≥ ℓ₁ of the other symbols + slack (rounded up)
     }
     I bound = by_entry;
-    if (q > 0) {
+    if (q > 0 && !p.box) {  // over the box, ‖A_ε ε‖₂ has no such bound: the entries' ranges stand
       const double sigma = spectral_norm_upper_fast(Matrix<double>(Z.A.block(i * d, 0, d, q))).upper;
       bound = I::hull(0.0, std::min(by_entry.upper(), hi(square(I(sigma) + sqrt(rest)))));
     }

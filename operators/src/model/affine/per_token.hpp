@@ -70,6 +70,7 @@ PerToken per_token(const Form& X, Index n, Index d, const Pass& p, Step step) {
       for (std::size_t k = 0; k < cols.size(); ++k) row.A(r, Index(k)) = rows(r, cols[k]);
     Pass pass;
     pass.q = p.q;
+    pass.box = p.box;
     pass.next = Index(cols.size());
     pass.poll = p.poll;
     pass.record = p.record;

@@ -78,14 +78,16 @@ I deviation_sum(const Form& F, const Form& G, const std::vector<std::pair<Index,
   }
   if (!(weight > 0) || !std::isfinite(weight)) return sum;
   g /= weight;
-  const double gn = hi(sqrt(I(sum_up(g.squaredNorm(), double(q)))));
+  // |gᵀε| ≤ ‖g‖, the dual norm of the input set (over the box, ℓ₁ norms and deviation_bound_box throughout)
+  const double gn = p.box ? input_norm(g, p) : hi(sqrt(I(sum_up(g.squaredNorm(), double(q)))));
   I centred = I::hull(-gn, gn) * delta;
   for (const auto& [e, f] : pairs) {
     bj = G.A.row(f).head(q) - g;
-    const double nb = hi(sqrt(I(sum_up(bj.squaredNorm(), double(q)))));
+    const double nb = p.box ? input_norm(bj, p) : hi(sqrt(I(sum_up(bj.squaredNorm(), double(q)))));
     // the subtraction's rounding, at most u·(|G_f| + |g|) per coefficient, joins the rest
     const double ry = hi(I(rest_of(G, f)) + I(unit_roundoff) * (I(G.inputs(f)) + I(gn)));
-    centred += deviation_bound(F.A.row(e).head(q).dot(bj), F.inputs(e), nb, rest_of(F, e), ry, q);
+    centred += p.box ? deviation_bound_box(F.A.row(e).head(q), bj, F.inputs(e), nb, rest_of(F, e), ry)
+                     : deviation_bound(F.A.row(e).head(q).dot(bj), F.inputs(e), nb, rest_of(F, e), ry, q);
   }
   return intersect(sum, centred);
 }

@@ -1,0 +1,117 @@
+// Elementwise nonlinear nodes on affine forms (operands.hpp, docs/models.md#the-graph-pass): relu, gelu, erf,
+// tanh, sigmoid, sqrt, reciprocal and pow with a constant exponent, each by nonlinear.hpp's linearisation
+// (tangent plus a Lagrange remainder, or a chord) with one fresh symbol per entry; and add, sub, mul, div of
+// two forms: sums exactly, products with their deviation product as a fresh symbol (products.hpp), quotients
+// as products with the reciprocal. Certified: every output form encloses the exact real function of its
+// inputs' forms at every point of the input set.
+#include <cmath>
+#include <stdexcept>
+
+#include "../nonlinear.hpp"
+#include "../products.hpp"
+#include "operands.hpp"
+
+namespace regatta::operators::affine::gp {
+
+namespace {
+
+/// y = λ·x + μ entrywise with point λ, μ.
+Form scaled(const Form& F, double lambda, double mu, const Pass& p) {
+  return affine_entries(F, I(lambda), std::vector<I>(std::size_t(F.size()), I(mu)), p);
+}
+
+/// 1/x entrywise, for entries whose range lies on either side of 0: an entry whose range is negative is
+/// negated first and its reciprocal negated back (1/x = −1/(−x)). A range that reaches 0: Vacuous.
+Form reciprocal_of(const Form& F, const Pass& p) {
+  const Vector<double>& rad = radius(F, p);
+  std::vector<I> sign(std::size_t(F.size()), I(1.0));
+  bool flip = false;
+  for (Index e = 0; e < F.size(); ++e) {
+    const I range = I(F.c(e)) + I::hull(-rad(e), rad(e));
+    if (range.upper() < 0) {
+      sign[std::size_t(e)] = I(-1.0);
+      flip = true;
+    } else if (!(range.lower() > 0)) {
+      throw Vacuous{};
+    }
+  }
+  if (!flip) return nonlinear(F, Function::reciprocal, p);
+  const std::vector<I> zero(std::size_t(F.size()), I(0.0));
+  return affine_entries(nonlinear(affine_entries(F, sign, zero, p), Function::reciprocal, p), sign, zero, p);
+}
+
+/// The operand broadcast to `out` as a form.
+Form spread(const Operand& x, const Shape& out) {
+  if (*x.shape == out) return form_of(x);
+  return gather_or_zero(form_of(x), broadcast_index(*x.shape, out));
+}
+
+/// σ(x) = ½ + ½·tanh(x/2) (exact identity; the halvings are exact in binary64).
+Form sigmoid(const Form& F, const Pass& p) {
+  return scaled(nonlinear(scaled(F, 0.5, 0.0, p), Function::tanh, p), 0.5, 0.5, p);
+}
+
+}  // namespace
+
+std::string pow_unsupported(const std::vector<double>& exponent) {
+  if (exponent.empty()) return "";
+  const double k = exponent.front();
+  for (double v : exponent)
+    if (v != k) return "an exponent that differs between entries";
+  if (k == 0 || k == 1 || k == 2 || k == 3 || k == 0.5 || k == -1) return "";
+  return "the exponent " + std::to_string(k) + " (supported: 0, 1, 2, 3, 0.5, -1)";
+}
+
+Form elementwise_node(const graph::Node& node, const std::vector<Operand>& in, const Shape& out,
+                      const Pass& p) {
+  using graph::Op;
+  switch (node.op) {
+    case Op::relu:
+      return nonlinear(*in[0].form, Function::relu, p);
+    case Op::gelu:
+      return nonlinear(*in[0].form,
+                       std::get<graph::GeluAttrs>(node.attributes).tanh_approximation ? Function::gelu_tanh
+                                                                                      : Function::gelu_erf,
+                       p);
+    case Op::erf:
+      return nonlinear(*in[0].form, Function::erf, p);
+    case Op::tanh:
+      return nonlinear(*in[0].form, Function::tanh, p);
+    case Op::sigmoid:
+      return sigmoid(*in[0].form, p);
+    case Op::sqrt:  // on the domain [0, ∞) of the real function (nonlinear.hpp)
+      return nonlinear(*in[0].form, Function::sqrt, p);
+    case Op::reciprocal:
+      return reciprocal_of(*in[0].form, p);
+    case Op::pow: {
+      const Form X = spread(in[0], out);
+      const double k = in[1].data->empty() ? 1.0 : in[1].data->front();
+      if (!pow_unsupported(*in[1].data).empty()) throw std::logic_error("pow: unsupported exponent");
+      if (k == 0) return constant_form(std::vector<double>(std::size_t(X.size()), 1.0));
+      if (k == 1) return X;
+      if (k == 0.5) return nonlinear(X, Function::sqrt, p);
+      if (k == -1) return reciprocal_of(X, p);
+      const Form square = product(X, X, p);
+      return k == 2 ? square : product(square, X, p);
+    }
+    case Op::add:
+    case Op::sub:
+      return combine(spread(in[0], out), spread(in[1], out), node.op == Op::add ? 1.0 : -1.0, p);
+    case Op::mul:
+      return product(spread(in[0], out), spread(in[1], out), p);
+    case Op::div: {  // x · (1/y); a constant numerator is a constant factor of 1/y
+      const Form R = reciprocal_of(spread(in[1], out), p);
+      if (in[0].constant()) {
+        const Form c = spread(in[0], out);
+        std::vector<I> lambda(std::size_t(c.size()));
+        for (Index e = 0; e < c.size(); ++e) lambda[std::size_t(e)] = I(c.c(e));
+        return affine_entries(R, lambda, std::vector<I>(lambda.size(), I(0.0)), p);
+      }
+      return product(spread(in[0], out), R, p);
+    }
+    default:
+      throw std::logic_error("elementwise_node: not an elementwise node");
+  }
+}
+
+}  // namespace regatta::operators::affine::gp
