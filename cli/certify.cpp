@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "certify_output.hpp"
 #include "command.hpp"
 #include "numbers.hpp"
-#include "report/accuracy_figure.hpp"
 #include "report/output.hpp"
 #include "report/progress.hpp"
 #include "test_set.hpp"
@@ -47,20 +47,15 @@ struct CertifyArgs {
   double tolerance = 0.01;
   std::string method = "affine";
   std::vector<std::string> compare;  ///< extra comparison columns: "local"
+  std::string norm = "2";            ///< "2" or "inf" (inf: ONNX graphs only)
+  std::vector<double> input_range;   ///< LO,HI (ONNX graphs only)
 };
 
 using Row = operators::InputRobustness;
 
-std::string csv_number(double v, const char* kind) {
-  if (std::isinf(v)) return "inf";
-  if (std::string(kind) == "lower") return lower_number(v, 10);
-  return number(v, 10);
-}
-
 void run(const CertifyArgs& args, int& result) {
   for (double r : args.radii)
     if (!(std::isfinite(r) && r >= 0)) throw InputError("--radii", "every radius must be finite and >= 0");
-  const bool json_out = !args.out.empty() && std::filesystem::path(args.out).extension() == ".json";
   if (!args.out.empty()) {
     const auto ext = std::filesystem::path(args.out).extension();
     if (ext != ".json" && ext != ".csv") throw InputError("--out", "must end in .json or .csv");
@@ -85,6 +80,23 @@ void run(const CertifyArgs& args, int& result) {
     throw InputError("--data", "no such file: " + args.data + (ec ? " (" + ec.message() + ")" : ""));
   if (!args.config.empty() && !std::filesystem::exists(args.config, ec))
     throw InputError("--config", "no such file: " + args.config + (ec ? " (" + ec.message() + ")" : ""));
+  if (std::filesystem::path(args.model).extension() == ".onnx") {  // any graph: certify_graph.cpp
+    if (!args.config.empty())
+      throw InputError("--config", "applies to safetensors models, not to an .onnx graph");
+    if (!args.compare.empty())
+      throw InputError("--compare", "applies to safetensors models, not to an .onnx graph");
+    if (args.method != "affine")
+      throw InputError("--method", "an .onnx graph is certified by affine forms only (--method affine)");
+    GraphCertifyArgs g{args.model, args.data,        args.out,   args.plot,     args.norm,
+                       args.radii, args.input_range, args.limit, args.tolerance};
+    run_graph_certify(g, plot_dir ? &*plot_dir : nullptr);
+    result = exit_ok;
+    return;
+  }
+  if (args.norm != "2")
+    throw InputError("--norm", "inf needs an .onnx model (a safetensors model is certified in l2 only)");
+  if (!args.input_range.empty())
+    throw InputError("--input-range", "needs an .onnx model (a safetensors model's inputs are unbounded)");
   const Model m = operators::load_model(args.model, args.config);
   const TestSet data = read_test_set(args.data, m, args.limit);
 
@@ -121,168 +133,33 @@ void run(const CertifyArgs& args, int& result) {
     if (failure) std::rethrow_exception(failure);
   }
 
-  const operators::RobustnessSummary summary = operators::summarize(rows);
-  const double med_c = summary.median_certified, med_a = summary.median_attack, med_n = summary.median_naive;
-  // An accuracy is a count of inputs: k of the n inputs, exact (printed as the fraction, fraction_text).
-  auto count_at = [&](double radius, bool certified) {
-    long k = 0;
-    for (const Row& r : rows)
-      k += certified ? operators::certified_at(r, radius) : r.prediction == r.label && r.attack > radius;
-    return k;
-  };
-  long correct = 0;
-  for (const Row& r : rows) correct += r.prediction == r.label;
-
-  std::cout << "regatta certify: " << args.model << " on " << args.data << " (" << count << " inputs)\n";
-  std::cout << "clean accuracy (estimate: predictions of the double forward pass): "
-            << fraction_text(correct, count) << "\n";
-  if (factors) {
-    std::cout << "naive certificate margin/(sqrt2 * prod L_k), certified per-stage global bounds:\n";
-    for (const auto& f : *factors)
-      std::cout << "  " << f.stage << "  <= " << upper_number(f.upper, 6) << "  (" << f.how << ")\n";
-  } else {
-    std::cout << "naive certificate: not available (" << why_naive << ")\n";
-  }
-  std::cout << "\n  index label pred  margin(est)  naive(cert)" << (local ? "  local(cert)" : "")
-            << "      attack(est)  certified(cert)\n";
-  for (long i = 0; i < count; ++i) {
-    const Row& r = rows[std::size_t(i)];
-    std::cout << "  " << i << "  " << r.label << "  " << r.prediction << "  " << number(r.margin, 6) << "  "
-              << lower_number(r.naive, 4) << "  " << (local ? lower_number(r.local, 4) + "  " : "")
-              << number(r.attack, 6) << "  " << lower_number(r.certified, 6) << "\n";
-  }
-  std::cout << "\nmedian certified radius (certified, rounded down): " << lower_number(med_c, 6) << "\n";
-  std::cout << "median attack radius (estimate, upper bound on the true radius): " << number(med_a, 6)
-            << "\n";
-  std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
-  if (local)
-    std::cout << "median local-composition radius (certified, rounded down): "
-              << lower_number(summary.median_local, 4) << "\n";
-  else
-    std::cout << "local composition of per-stage bounds: "
-              << (compare_local ? "not available (" + why_local + ")"
-                                : std::string("not computed (--compare local)"))
-              << "\n";
-  if (med_a > 0) std::cout << "median certified / median attack: " << number(med_c / med_a, 4) << "\n";
-  if (med_n > 0) std::cout << "median certified / median naive: " << number(med_c / med_n, 4) << "\n";
-  if (local && summary.median_local > 0)
-    std::cout << "median certified / median local: " << number(med_c / summary.median_local, 4) << "\n";
-  std::cout << "bisection: relative tolerance " << number(args.tolerance) << " on the certified radius\n";
+  CertifyOutput o;
+  o.model = args.model;
+  o.data = args.data;
+  o.rows = std::move(rows);
+  o.factors = factors;
+  o.why_naive = why_naive;
+  o.compare_local = compare_local;
+  o.local = local;
+  o.why_local = why_local;
   {
     long affine = 0;
-    for (long i = 0; i < count; ++i) affine += rows[std::size_t(i)].method == operators::RadiusMethod::affine;
-    std::cout << "certified radius by "
-              << (affine == count ? "affine forms"
-                  : affine == 0   ? "region enclosures"
-                                  : "affine forms and region enclosures")
-              << (args.method == "affine" && affine < count
-                      ? " (affine forms do not apply: " + operators::affine_unsupported(m) + ")"
-                      : std::string())
-              << "\n";
+    for (const Row& r : o.rows) affine += r.method == operators::RadiusMethod::affine;
+    o.method_line = std::string("certified radius by ") +
+                    (affine == count ? "affine forms"
+                     : affine == 0   ? "region enclosures"
+                                     : "affine forms and region enclosures") +
+                    (args.method == "affine" && affine < count
+                         ? " (affine forms do not apply: " + operators::affine_unsupported(m) + ")"
+                         : std::string());
   }
-  if (!args.radii.empty()) {
-    std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)  [k of the "
-              << count << " inputs, exact]\n";
-    for (double r : args.radii)
-      std::cout << "  " << number(r) << "  " << fraction_text(count_at(r, true), count) << "  "
-                << fraction_text(count_at(r, false), count) << "\n";
-  }
-
-  if (!args.out.empty()) {
-    if (json_out) {
-      nlohmann::json j;
-      j["model"] = args.model;
-      j["data"] = args.data;
-      j["kinds"] = {
-          {"margin", "estimate"},
-          {"margin_lower", "certified lower bound"},
-          {"naive_radius", "certified lower bound on the robustness radius"},
-          {"attack_radius", "estimate (upper bound on the true radius; null: no attack succeeded)"},
-          {"certified_radius", "certified lower bound on the robustness radius"},
-          {"refuted_radius", "smallest radius the test failed at (a limit of the test)"},
-          {"method", "how the certified radius was found: affine (forms) or region (enclosures)"},
-          {"local_radius",
-           "certified lower bound on the robustness radius from the composition of per-stage local "
-           "Lipschitz bounds (null: not computed, see local_unavailable)"},
-          {"certified_accuracy",
-           "certified lower bound on the robust accuracy: certified_count / inputs, the double "
-           "rounded down (the counts are exact)"},
-          {"certified_count",
-           "inputs predicted correctly with margin_lower > 0 and certified_radius >= radius (exact)"},
-          {"attack_accuracy",
-           "estimate (upper bound on the robust accuracy): attack_count / inputs, the nearest double"},
-          {"attack_count", "inputs predicted correctly that no attack broke within radius (exact)"},
-          {"clean_accuracy", "clean_count / inputs, the nearest double"},
-          {"clean_count", "inputs predicted correctly by the double forward pass (exact)"}};
-      j["bisection_relative_tolerance"] = args.tolerance;
-      if (factors) {
-        for (const auto& f : *factors)
-          j["naive_factors"].push_back({{"stage", f.stage}, {"upper", f.upper}, {"how", f.how}});
-      } else {
-        j["naive_factors"] = nullptr;
-        j["naive_unavailable"] = why_naive;
-      }
-      if (!local)
-        j["local_unavailable"] = compare_local ? why_local : std::string("not computed (--compare local)");
-      for (long i = 0; i < count; ++i) {
-        const Row& r = rows[std::size_t(i)];
-        j["inputs"].push_back({{"index", i},
-                               {"label", r.label},
-                               {"prediction", r.prediction},
-                               {"margin", r.margin},
-                               {"margin_lower", r.margin_lower},
-                               {"naive_radius", r.naive},
-                               {"attack_radius", number_or_null(r.attack)},
-                               {"certified_radius", r.certified},
-                               {"refuted_radius", r.refuted},
-                               {"method", operators::to_string(r.method)},
-                               {"region_checks", r.checks},
-                               {"local_radius", r.has_local ? nlohmann::json(r.local) : nlohmann::json()},
-                               {"local_checks", r.local_checks}});
-      }
-      j["summary"] = {
-          {"inputs", count},
-          {"clean_count", correct},
-          {"clean_accuracy", summary.clean_accuracy},
-          {"median_certified_radius", med_c},
-          {"median_attack_radius", number_or_null(med_a)},
-          {"median_naive_radius", med_n},
-          {"median_local_radius", local ? nlohmann::json(summary.median_local) : nlohmann::json()}};
-      for (double r : args.radii) {
-        const long certified = count_at(r, true), attacked = count_at(r, false);
-        j["accuracy"].push_back(
-            {{"radius", r},
-             {"inputs", count},
-             {"certified_count", certified},
-             {"certified_accuracy", (interval64(double(certified)) / interval64(double(count))).lower()},
-             {"attack_count", attacked},
-             {"attack_accuracy", double(attacked) / double(count)}});
-      }
-      io::write_json(args.out, j);
-    } else {
-      std::ostringstream os;
-      os << "index,label,prediction,margin_estimate,margin_lower_certified,naive_radius_certified,"
-            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks,method,"
-            "local_radius_certified\n";
-      for (long i = 0; i < count; ++i) {
-        const Row& r = rows[std::size_t(i)];
-        os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
-           << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
-           << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
-           << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << ","
-           << (r.has_local ? csv_number(r.local, "lower") : std::string()) << "\n";
-      }
-      const std::string text = os.str();
-      io::write_file_atomic(args.out, std::as_bytes(std::span(text.data(), text.size())));
-    }
-  }
-  if (plot_dir) {
-    const report::RenderResult rendered = report::render(report::accuracy_figure(rows), *plot_dir);
-    plot_dir->commit();
-    std::cout << "plot: " << (std::filesystem::path(args.plot) / "plots" / "certified_accuracy").string()
-              << (rendered.rendered ? ".svg/.png" : ".dat/.gp (not rendered: " + rendered.problem + ")")
-              << "\n";
-  }
+  o.attack_kind = "estimate (upper bound on the true radius; null: no attack succeeded)";
+  o.tolerance = args.tolerance;
+  o.radii = args.radii;
+  o.out = args.out;
+  o.plot = args.plot;
+  o.plot_dir = plot_dir ? &*plot_dir : nullptr;
+  write_certify_output(o);
   result = exit_ok;
 }
 
@@ -294,8 +171,10 @@ void add_certify_command(CLI::App& app, int& result) {
       "certify",
       "Certified l2 robustness radius of a whole trained model (timm ViT on images; GPT-2 or BERT on "
       "text, in the token-embedding space) on a labelled test set");
-  cmd->add_option("--model", args->model,
-                  "Model weights (.safetensors in timm ViT, GPT-2 or BERT naming, recognised from the names)")
+  cmd->add_option(
+         "--model", args->model,
+         "Model weights (.safetensors in timm ViT, GPT-2 or BERT naming, recognised from the names), "
+         "or any ONNX graph (.onnx: one input, logits out; affine forms over the graph)")
       ->required();
   cmd->add_option("--data", args->data,
                   "Test set .npz: labels (N,) and images (N, H, W) or (N, C, H, W), or for a text model "
@@ -324,6 +203,14 @@ void add_certify_command(CLI::App& app, int& result) {
                   "on the digits ViT)")
       ->delimiter(',')
       ->check(CLI::IsMember({"local"}));
+  cmd->add_option("--norm", args->norm,
+                  "The perturbation's norm: 2 (the default) or inf (l-infinity: ONNX graphs only)")
+      ->check(CLI::IsMember({"2", "inf"}));
+  cmd->add_option("--input-range", args->input_range,
+                  "LO,HI: the valid range of every input coordinate (ONNX graphs only): the certificate and "
+                  "the attack are over the ball intersected with this box")
+      ->delimiter(',')
+      ->expected(2);
   cmd->add_option("--tolerance", args->tolerance,
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
       ->check(finite_in(0, 1, Ends::open));

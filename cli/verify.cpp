@@ -1,6 +1,7 @@
 // regatta verify --onnx M.onnx --vnnlib P.vnnlib: a VNNLIB property of an ONNX model decided soundly
 // (unsat / sat with a re-checked counterexample / unknown / timeout), in VNN-COMP's result format or JSON;
-// --instances runs a VNN-COMP instances.csv (docs/verify.md).
+// --instances runs a VNN-COMP instances.csv; boxes are bounded by IBP and affine forms over the graph
+// (--method), with or without splitting (--no-split) (docs/verify.md).
 #include <mpfr.h>
 
 #include <charconv>
@@ -16,11 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <regatta/core/eigen.hpp>
 #include <regatta/core/error.hpp>
+#include <regatta/core/interval64.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 #include <regatta/graph/graph.hpp>
 #include <regatta/graph/verify.hpp>
 #include <regatta/graph/vnnlib.hpp>
+#include <regatta/operators/graph_affine.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -36,7 +40,42 @@ struct Options {
   double timeout = 60;
   bool json = false;
   std::uint64_t seed = 1;
+  std::string method = "affine";  ///< the bounds of a box: ibp, or affine (IBP and affine forms, the better)
+  bool method_given = false;      ///< --method named: a model the affine forms refuse is then an error
+  bool no_split = false;          ///< no branch and bound: only the bounds of the whole box
 };
+
+// The bounds of a box by affine forms over the graph (graph_affine_lower_bounds): the l-inf set around the
+// box's midpoint with per-coordinate half-widths rounded up (a box containing [lo, hi]), intersected with
+// [lo, hi] itself as the valid range, so the set is exactly the box.
+graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g) {
+  const std::size_t outputs =
+      static_cast<std::size_t>(graph::element_count(g.values[static_cast<std::size_t>(g.outputs[0])].shape));
+  return [&g, outputs](const std::vector<double>& lo, const std::vector<double>& hi,
+                       const std::vector<graph::OutputFunctional>& functionals) {
+    const Eigen::Index n = static_cast<Eigen::Index>(lo.size());
+    operators::InputSet set;
+    set.norm = operators::InputNorm::linf;
+    set.radius = 1;
+    set.centre.resize(n);
+    set.scale.resize(n);
+    set.lower = Eigen::Map<const Vector<double>>(lo.data(), n);
+    set.upper = Eigen::Map<const Vector<double>>(hi.data(), n);
+    for (Eigen::Index k = 0; k < n; ++k) {
+      const double c = 0.5 * lo[std::size_t(k)] + 0.5 * hi[std::size_t(k)];
+      set.centre(k) = c;
+      set.scale(k) = std::max((interval64(hi[std::size_t(k)]) - interval64(c)).upper(),
+                              (interval64(c) - interval64(lo[std::size_t(k)])).upper());
+    }
+    Matrix<double> C = Matrix<double>::Zero(static_cast<Eigen::Index>(functionals.size()),
+                                            static_cast<Eigen::Index>(outputs));
+    for (std::size_t r = 0; r < functionals.size(); ++r)
+      for (const auto& [index, coefficient] : functionals[r].terms)
+        C(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(index)) += coefficient;
+    const Vector<double> d = Vector<double>::Zero(C.rows());
+    return operators::graph_affine_lower_bounds(g, set, C, d);
+  };
+}
 
 graph::Graph load_model(const std::string& path) {
 #ifndef REGATTA_HAVE_ONNX
@@ -93,12 +132,24 @@ struct Outcome {
   std::vector<std::string> x_text, y_text;
 };
 
+// The bounds verify uses on this model: "affine" (IBP and the affine forms) where they apply, else "ibp";
+// why_not says why the affine forms were not used when they were asked for by default.
+std::string bound_method(const graph::Graph& model, const Options& o, std::string& why_not) {
+  if (o.method == "ibp") return "ibp";
+  why_not = operators::graph_affine_unsupported(model);
+  if (why_not.empty()) return "affine";
+  if (o.method_given) throw InputError(model.source, "--method affine: " + why_not);
+  return "ibp";
+}
+
 Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, double timeout,
-                std::uint64_t seed) {
+                const Options& args, const std::string& method) {
   const graph::Property property = graph::read_vnnlib(vnnlib_path);
   graph::VerifyOptions options;
   options.timeout_seconds = timeout;
-  options.seed = seed;
+  options.seed = args.seed;
+  options.split = !args.no_split;
+  if (method == "affine") options.box_lower_bounds = affine_box_bounds(model);
   Outcome o{graph::verify(model, property, options), {}, {}};
   if (o.result.verdict == graph::Verdict::sat) {
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
@@ -126,29 +177,44 @@ std::string result_text(const Outcome& o) {
 }
 
 nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std::string& vnnlib,
-                           double timeout) {
+                           double timeout, const std::string& method, const std::string& why_not,
+                           bool split) {
   const auto& r = o.result;
   nlohmann::json j{{"onnx", onnx},
                    {"vnnlib", vnnlib},
                    {"result", graph::verdict_name(r.verdict)},
                    {"reason", r.reason},
+                   {"proved_by", r.proved_by.empty() ? nlohmann::json() : nlohmann::json(r.proved_by)},
+                   {"method", method},
+                   {"splitting", split},
                    {"timeout_seconds", timeout},
                    {"seconds", r.seconds},
                    {"root_ibp_margin_upper", r.root_bound},
+                   {"root_margin_upper",
+                    std::isnan(r.root_affine_bound) ? nlohmann::json() : nlohmann::json(r.root_affine_bound)},
                    {"statistics",
                     {{"ibp_evaluations", r.ibp_evaluations},
+                     {"affine_evaluations", r.affine_evaluations},
+                     {"boxes_proved_by_affine", r.boxes_proved_by_affine},
                      {"point_evaluations", r.point_evaluations},
                      {"boxes_split", r.boxes_split},
                      {"boxes_proved", r.boxes_proved},
                      {"max_frontier", r.max_frontier},
                      {"proved_volume_fraction", r.proved_volume_fraction}}}};
   if (r.verdict == graph::Verdict::sat) j["counterexample"] = {{"X", o.x_text}, {"Y", o.y_text}};
+  if (!why_not.empty() && method == "ibp") j["affine_unavailable"] = why_not;
   // What each number is (docs/conventions.md#what-a-number-means).
   j["kinds"] = {
       {"result", "certified: unsat by interval bounds on every box, sat by an MPFI re-check of the point"},
       {"root_ibp_margin_upper",
        "certified upper bound (interval64) of the property's margin over the whole input box; < 0 proves "
        "unsat"},
+      {"root_margin_upper",
+       "certified upper bound of the same margin, each inequality bounded by the better of IBP and the "
+       "affine "
+       "forms (null: method ibp); < 0 proves unsat"},
+      {"proved_by",
+       "how unsat was proved: ibp, affine or ibp+affine on the whole box, or splitting (null: not unsat)"},
       {"seconds", "estimate (wall time)"},
       {"proved_volume_fraction", "estimate (the share of the input box's volume refuted so far)"},
       {"counterexample.X", "exact: the decimal value of each binary64 coordinate that was re-checked"},
@@ -193,12 +259,14 @@ int run_instances(const Options& o) {
                                         " is not a number of seconds in (0, 1e6]");
     auto& model = models[onnx];
     if (!model) model = std::make_shared<graph::Graph>(load_model(onnx));
+    std::string why_not;
+    const std::string method = bound_method(*model, o, why_not);
     const Outcome out =
-        run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o.seed);
+        run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o, method);
     const std::string row = onnx + "," + vnnlib + "," + graph::verdict_name(out.result.verdict) + "," +
                             shortest_decimal(std::round(out.result.seconds * 1000) / 1000);
     table += row + "\n";
-    all.push_back(result_json(out, onnx, vnnlib, timeout));
+    all.push_back(result_json(out, onnx, vnnlib, timeout, method, why_not, !o.no_split));
     if (!o.json) std::cout << row << std::endl;
   }
   if (o.json) std::cout << all.dump(2) << "\n";
@@ -225,7 +293,14 @@ void add_verify_command(CLI::App& app, int& result) {
   cmd->add_option("--out", o->out,
                   "Also write the result (VNN-COMP format; with --instances the table) atomically here");
   cmd->add_flag("--json", o->json, "JSON on stdout");
+  cmd->add_option("--method", o->method,
+                  "The bounds of a box: affine (the default: IBP and affine forms over the graph, the better "
+                  "for each inequality; IBP alone where the forms do not apply) or ibp")
+      ->check(CLI::IsMember({"ibp", "affine"}));
+  cmd->add_flag("--no-split", o->no_split,
+                "No branch and bound: unsat only when the bounds of the whole box refute the property");
   cmd->callback([o, cmd, &result] {
+    o->method_given = cmd->count("--method") > 0;
     if (!o->out.empty()) io::check_replaceable(o->out);
     if (!o->instances.empty()) {
       if (cmd->count("--timeout") == 0) o->timeout = 0;  // the file's
@@ -235,10 +310,13 @@ void add_verify_command(CLI::App& app, int& result) {
     if (o->onnx.empty() || o->vnnlib.empty())
       throw InputError("verify", "give --onnx M.onnx and --vnnlib P.vnnlib, or --instances FILE.csv");
     const graph::Graph model = load_model(o->onnx);
-    const Outcome out = run_one(model, o->vnnlib, o->timeout, o->seed);
+    std::string why_not;
+    const std::string method = bound_method(model, *o, why_not);
+    const Outcome out = run_one(model, o->vnnlib, o->timeout, *o, method);
     const std::string text = result_text(out);
     if (o->json)
-      std::cout << result_json(out, o->onnx, o->vnnlib, o->timeout).dump(2) << "\n";
+      std::cout << result_json(out, o->onnx, o->vnnlib, o->timeout, method, why_not, !o->no_split).dump(2)
+                << "\n";
     else
       std::cout << text;
     if (!o->out.empty()) write_out(o->out, text);

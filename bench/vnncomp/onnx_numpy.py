@@ -6,7 +6,7 @@ ReferenceEvaluator): the reference that regatta's import and evaluation are chec
 
 writes OUT.npz with `inputs` (N, 3, 32, 32: the first N images of data.pt, normalised with the benchmark's
 mean and std, float64), `logits` (N, 10: this evaluator), `labels` (N). Only the operators those graphs use
-are implemented (opset 9 semantics); anything else raises.
+are implemented (opset 9 semantics; also those of tests/data/onnx/vit_vnncomp_like.onnx); anything else raises.
 """
 import sys
 
@@ -101,6 +101,19 @@ def run(model, x):
             r = a.get("alpha", 1.0) * A @ B + (a.get("beta", 1.0) * i[2] if len(i) > 2 and i[2] is not None else 0)
         elif op == "Conv":
             r = conv(i[0], i[1], i[2] if len(i) > 2 else None, a)
+        elif op == "Equal":
+            r = np.equal(i[0], i[1])
+        elif op == "Where":
+            r = np.where(i[0], i[1], i[2])
+        elif op == "Pow":
+            r = np.power(i[0], i[1])
+        elif op == "Split":  # opset 9: the sizes are an attribute
+            ax = a.get("axis", 0)
+            sizes = a.get("split", [i[0].shape[ax] // len(node.output)] * len(node.output))
+            parts = np.split(i[0], np.cumsum(sizes)[:-1], axis=ax)
+            for name, part in zip(node.output, parts):
+                env[name] = part
+            continue
         else:
             raise NotImplementedError(op)
         env[node.output[0]] = r

@@ -2,7 +2,7 @@
 """VNN-COMP 2023 `vit` benchmark, model ibp_3_3_8, with `regatta verify` (docs/verify.md, "VNN-COMP").
 
     /usr/bin/python3 bench/vnncomp/run_vit.py --repo CHECKOUT --csv INSTANCES.csv --regatta build/cli/regatta \
-        --out OUT_DIR [--timeout 100] [--count 100] [--first 0]
+        --out OUT_DIR [--timeout 100] [--count 100] [--first 0] [--method affine|ibp] [--no-split]
 
 CHECKOUT is a checkout of the public benchmark repository (shizhouxing/ViT_vnncomp2023: models/ibp_3_3_8/
 model.onnx and data.pt). INSTANCES.csv lists the official instances (columns vnnlib, cifar_index, row, label,
@@ -12,7 +12,8 @@ VNNLIB file with its own generator of the benchmark's formula:
     input box  = (clamp(img -+ 1/255, 0, 1) - mean) / std per pixel (float32, as the benchmark computes it),
     property   = OR over i != label of (Y_i >= Y_label)   (the misclassification to refute),
 
-runs `regatta verify --json` on it with the timeout, and writes OUT_DIR/results.csv and OUT_DIR/results.md
+runs `regatta verify --json` on it with the timeout (and --method, --no-split: the affine forms alone, no
+branch and bound), and writes OUT_DIR/results.csv and OUT_DIR/results.md
 (one row per instance beside alpha-beta-CROWN's 2023 verdict). Needs torch (to read data.pt).
 """
 import argparse
@@ -55,6 +56,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=100)
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--first", type=int, default=0)
+    ap.add_argument("--method", choices=["affine", "ibp"], default="affine")
+    ap.add_argument("--no-split", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     model = os.path.join(a.repo, "models", "ibp_3_3_8", "model.onnx")
@@ -70,13 +73,16 @@ def main():
         write_vnnlib(vnnlib, data[0][row], label)
         t0 = time.time()
         p = subprocess.run([a.regatta, "verify", "--json", "--onnx", model, "--vnnlib", vnnlib,
-                            "--timeout", str(a.timeout)], capture_output=True, text=True)
+                            "--timeout", str(a.timeout), "--method", a.method] + (["--no-split"] if a.no_split else []),
+                           capture_output=True, text=True)
         wall = time.time() - t0
         if p.returncode != 0:
             raise SystemExit(f"{r['vnnlib']}: regatta exited {p.returncode}: {p.stderr.strip()}")
         j = json.loads(p.stdout)
         results.append({"vnnlib": r["vnnlib"], "label": label, "regatta": j["result"], "regatta_seconds": round(wall, 1),
-                        "root_ibp_margin": j["root_ibp_margin_upper"], "boxes_split": j["statistics"]["boxes_split"],
+                        "verdict_seconds": round(j["seconds"], 2), "proved_by": j.get("proved_by") or "",
+                        "root_ibp_margin": j["root_ibp_margin_upper"],
+                        "root_margin": j.get("root_margin_upper"), "boxes_split": j["statistics"]["boxes_split"],
                         "point_evaluations": j["statistics"]["point_evaluations"],
                         "abcrown2023": r["abcrown2023_status"], "abcrown2023_seconds": r["abcrown2023_seconds"]})
         print(",".join(str(v) for v in results[-1].values()), flush=True)
@@ -89,13 +95,15 @@ def main():
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n")
         for res in results:
-            f.write("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) and k == "root_ibp_margin" else str(v)
+            f.write("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) and k in ("root_ibp_margin", "root_margin")
+                                      else str(v)
                                       for k, v in res.items()) + " |\n")
         count = {}
         for res in results:
             count[res["regatta"]] = count.get(res["regatta"], 0) + 1
         f.write("\nregatta: " + ", ".join(f"{k} {v}" for k, v in sorted(count.items())) +
-                f" of {len(results)} (timeout {a.timeout:g} s)\n")
+                f" of {len(results)} (timeout {a.timeout:g} s, --method {a.method}"
+                f"{', --no-split' if a.no_split else ''})\n")
 
 
 if __name__ == "__main__":

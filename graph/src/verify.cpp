@@ -1,6 +1,7 @@
-// regatta verify (docs/verify.md, "Method"): IBP on the input box, a PGD and corner attack, and branch and
-// bound by input splitting. Verdicts are sound: unsat needs every box of a partition of the outer box
-// refuted by the interval64 forward; sat needs an MPFI re-check at the exact counterexample.
+// regatta verify (docs/verify.md#method-graphsrcverifycpp): IBP on the input box (tightened, inequality by
+// inequality, by the caller's certified bounds when it gives them: the CLI's affine forms), a PGD and corner
+// attack, and branch and bound by input splitting. Verdicts are sound: unsat needs every box of a partition of
+// the outer box refuted by certified bounds; sat needs an MPFI re-check at the exact counterexample.
 #include <regatta/graph/verify.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <queue>
 #include <random>
+#include <stdexcept>
 
 #include <regatta/core/error.hpp>
 #include <regatta/graph/attack.hpp>
@@ -46,28 +48,68 @@ double term_value(const Term& t, const std::vector<double>& y) {
                        : 0.5 * t.constant.lower + 0.5 * t.constant.upper;
 }
 
-// Over an output enclosure: whether every disjunct is certainly false, and a score (the largest, over the
-// disjuncts, of the smallest upper bound of greater − smaller over its atoms) that splitting tries to push
-// below zero.
+// Over per-atom certified upper bounds of greater − smaller (atoms numbered disjunct by disjunct): whether
+// every disjunct is certainly false, and a score (the largest, over the disjuncts, of the smallest upper
+// bound over its atoms) that splitting tries to push below zero.
 struct BoxBound {
   bool proved = false;
   double score = inf;
+  std::vector<double> upper;  // per atom
 };
-BoxBound box_bound(const Property& p, const std::vector<interval64>& y) {
-  BoxBound b{true, -inf};
+BoxBound box_bound(const Property& p, std::vector<double> upper) {
+  BoxBound b{true, -inf, {}};
+  std::size_t k = 0;
   for (const auto& d : p.disjuncts) {
     bool refuted = false;
     double s = inf;
     for (const Atom& a : d) {
-      const interval64 diff = term_interval(a.greater, y) - term_interval(a.smaller, y);
-      const double u = diff.is_nan() ? inf : diff.upper();
+      const double u = upper[k++];
       if (a.strict ? u <= 0 : u < 0) refuted = true;
       s = std::min(s, u);
     }
     if (!refuted) b.proved = false;
     b.score = std::max(b.score, s);
   }
+  b.upper = std::move(upper);
   return b;
+}
+
+// The upper bound of greater − smaller of every atom from the output enclosure (interval arithmetic).
+std::vector<double> interval_uppers(const Property& p, const std::vector<interval64>& y) {
+  std::vector<double> upper;
+  for (const auto& d : p.disjuncts)
+    for (const Atom& a : d) {
+      const interval64 diff = term_interval(a.greater, y) - term_interval(a.smaller, y);
+      upper.push_back(diff.is_nan() ? inf : diff.upper());
+    }
+  return upper;
+}
+
+// The functional smaller − greater of the outputs of each atom (its constants are added after bounding):
+// a certified lower bound L of it gives upper(greater − smaller) ≤ −L + upper(c_greater) − lower(c_smaller).
+std::vector<OutputFunctional> atom_functionals(const Property& p) {
+  std::vector<OutputFunctional> f;
+  for (const auto& d : p.disjuncts)
+    for (const Atom& a : d) {
+      OutputFunctional g;
+      if (a.smaller.output >= 0) g.terms.emplace_back(static_cast<std::size_t>(a.smaller.output), 1.0);
+      if (a.greater.output >= 0) g.terms.emplace_back(static_cast<std::size_t>(a.greater.output), -1.0);
+      f.push_back(std::move(g));
+    }
+  return f;
+}
+std::vector<double> functional_uppers(const Property& p, const std::vector<double>& lower) {
+  std::vector<double> upper;
+  std::size_t k = 0;
+  for (const auto& d : p.disjuncts)
+    for (const Atom& a : d) {
+      const double l = lower[k++];
+      interval64 u = std::isnan(l) ? interval64(inf) : -interval64(l);
+      if (a.greater.output < 0) u = u + interval64::hull(a.greater.constant.lower, a.greater.constant.upper);
+      if (a.smaller.output < 0) u = u - interval64::hull(a.smaller.constant.lower, a.smaller.constant.upper);
+      upper.push_back(u.is_nan() ? inf : u.upper());
+    }
+  return upper;
 }
 
 // The attack's objective at a point: max over disjuncts of min over atoms of greater − smaller (>= 0 where
@@ -101,16 +143,34 @@ class Search {
     n_ = p.input_count;
     for (std::size_t k = 0; k < n_; ++k)
       if (!(p.inner_lower[k] <= p.inner_upper[k])) inner_empty_ = true;
+    if (o.box_lower_bounds) functionals_ = atom_functionals(p);
   }
 
   VerifyResult run() {
-    // 1. IBP on the whole box.
+    // 1. IBP (and the caller's bounds) on the whole box.
     Box root{p_.outer_lower, p_.outer_upper, 0, 0};
     const BoxBound rb = ibp(root.lo, root.hi);
+    std::vector<double> upper = rb.upper;
     r_.root_bound = rb.score;
-    if (rb.proved)
+    if (rb.proved) {
+      r_.proved_by = "ibp";
       return done(Verdict::unsat, "interval bound propagation on the whole box refutes every disjunct");
+    }
     root.score = rb.score;
+    if (!functionals_.empty()) {
+      const std::vector<double> affine = affine_uppers(root.lo, root.hi);
+      const BoxBound ab = box_bound(p_, affine);
+      for (std::size_t k = 0; k < upper.size(); ++k) upper[k] = std::min(upper[k], affine[k]);
+      const BoxBound cb = box_bound(p_, upper);
+      r_.root_affine_bound = cb.score;
+      if (cb.proved) {
+        r_.proved_by = ab.proved ? "affine" : "ibp+affine";
+        return done(Verdict::unsat, ab.proved ? "the affine forms on the whole box refute every disjunct"
+                                              : "interval and affine bounds on the whole box (the better per "
+                                                "inequality) refute every disjunct");
+      }
+      root.score = cb.score;
+    }
     // 2. The attack, for its share of the time.
     if (inner_empty_) {
       r_.reason =
@@ -123,6 +183,10 @@ class Search {
         return done(Verdict::sat, "the attack found an input whose outputs certainly satisfy a disjunct");
     }
     if (out_of_time()) return done(Verdict::timeout, "time limit reached during the attack");
+    if (!o_.split)
+      return done(
+          Verdict::unknown,
+          "the bounds of the whole box do not refute every disjunct, and splitting is off (--no-split)");
     // 3. Branch and bound by input splitting.
     sensitivity(root);
     if (r_.verdict == Verdict::sat) return r_;
@@ -141,12 +205,33 @@ class Search {
     return Clock::now() >= deadline_ || (o_.stop != nullptr && o_.stop->load(std::memory_order_relaxed));
   }
 
-  BoxBound ibp(const std::vector<double>& lo, const std::vector<double>& hi) {
+  std::vector<double> ibp_uppers(const std::vector<double>& lo, const std::vector<double>& hi) {
     Tensor<interval64> x{in_shape_, std::vector<interval64>(n_)};
     for (std::size_t k = 0; k < n_; ++k) x.data[k] = interval64::hull(lo[k], hi[k]);
     const auto out = evaluate<interval64>(g_, {x});
     ++r_.ibp_evaluations;
-    return box_bound(p_, out[0].data);
+    return interval_uppers(p_, out[0].data);
+  }
+  BoxBound ibp(const std::vector<double>& lo, const std::vector<double>& hi) {
+    return box_bound(p_, ibp_uppers(lo, hi));
+  }
+  // The caller's certified bounds of the atoms over the box (functional_uppers).
+  std::vector<double> affine_uppers(const std::vector<double>& lo, const std::vector<double>& hi) {
+    ++r_.affine_evaluations;
+    const std::vector<double> lower = o_.box_lower_bounds(lo, hi, functionals_);
+    if (lower.size() != functionals_.size())
+      throw std::logic_error("verify: box_lower_bounds returned the wrong number of bounds");
+    return functional_uppers(p_, lower);
+  }
+  // The better, atom by atom, of IBP and the caller's bounds (IBP alone when it already refutes the box).
+  BoxBound tightened(const std::vector<double>& lo, const std::vector<double>& hi, const BoxBound& by_ibp) {
+    if (by_ibp.proved || functionals_.empty() || out_of_time()) return by_ibp;
+    std::vector<double> upper = by_ibp.upper;
+    const std::vector<double> affine = affine_uppers(lo, hi);
+    for (std::size_t k = 0; k < upper.size(); ++k) upper[k] = std::min(upper[k], affine[k]);
+    const BoxBound b = box_bound(p_, upper);
+    if (b.proved) ++r_.boxes_proved_by_affine;
+    return b;
   }
 
   // The double forward at x (a point of the inner box); checks and records a counterexample.
@@ -362,6 +447,9 @@ class Search {
         if (out_of_time()) break;
       }
       ++r_.boxes_split;
+      // The chosen halves get the caller's bounds too (the candidates were scored by IBP alone).
+      best_bl = tightened(best_l.lo, best_l.hi, best_bl);
+      best_br = tightened(best_r.lo, best_r.hi, best_br);
       for (auto [box, bound] : {std::pair{&best_l, best_bl}, std::pair{&best_r, best_br}}) {
         if (bound.proved) {
           ++r_.boxes_proved;
@@ -378,8 +466,14 @@ class Search {
       }
     }
     r_.proved_volume_fraction = proved;
-    if (open.empty())
-      return done(Verdict::unsat, "every box of the input splitting is refuted by its interval bound");
+    if (open.empty()) {
+      r_.proved_by = "splitting";
+      return done(Verdict::unsat,
+                  functionals_.empty()
+                      ? "every box of the input splitting is refuted by its interval bound"
+                      : "every box of the input splitting is refuted by its interval or affine "
+                        "bounds");
+    }
     return done(Verdict::timeout, "time limit reached during the branch and bound");
   }
 
@@ -392,6 +486,7 @@ class Search {
   std::size_t n_ = 0;
   bool inner_empty_ = false;
   std::vector<double> weight_;
+  std::vector<OutputFunctional> functionals_;  // one per atom, when the caller gave box_lower_bounds
   VerifyResult r_;
 };
 

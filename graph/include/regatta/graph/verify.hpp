@@ -1,10 +1,11 @@
 #pragma once
 // Sound verdicts on a VNNLIB property of a Graph (docs/verify.md): interval bound propagation (the interval64
-// forward of evaluate.hpp) on the input box, a PGD and corner attack for counterexamples, and branch and bound
-// by input splitting until the time limit.
+// forward of evaluate.hpp) on the input box, optionally tightened by a caller's certified linear bounds (the
+// affine forms of operators/graph_affine.hpp, which this library sits below), a PGD and corner attack for
+// counterexamples, and branch and bound by input splitting until the time limit.
 //
-//  * unsat  only when, for every box of a partition of the (outward-rounded) input box, the interval bound of
-//           every disjunct of the output condition shows it infeasible;
+//  * unsat  only when, for every box of a partition of the (outward-rounded) input box, the certified bound
+//           (interval or the caller's) of every disjunct of the output condition shows it infeasible;
 //  * sat    only with a concrete input in the box whose outputs, evaluated in MPFI interval arithmetic at
 //           exactly that input, certainly satisfy one disjunct;
 //  * unknown when the search stopped before the time limit without either (frontier limit reached, boxes
@@ -12,7 +13,10 @@
 //  * timeout when the time limit came first.
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <regatta/graph/graph.hpp>
@@ -24,6 +28,18 @@ enum class Verdict { unsat, sat, unknown, timeout };
 /// "unsat", "sat", "unknown", "timeout" (VNN-COMP's words).
 std::string verdict_name(Verdict v);
 
+/// A linear functional of the graph's flattened output y: Σ coefficient·y_index over `terms`.
+struct OutputFunctional {
+  std::vector<std::pair<std::size_t, double>> terms;
+};
+
+/// CERTIFIED lower bounds, over the box [lo, hi] of the graph's input (flattened), of each functional: the
+/// caller's bounding of a box (verify takes, atom by atom, the better of it and IBP). A bound may be −∞
+/// (nothing certified); the result has one entry per functional.
+using BoxLowerBounds =
+    std::function<std::vector<double>(const std::vector<double>& lo, const std::vector<double>& hi,
+                                      const std::vector<OutputFunctional>& functionals)>;
+
 struct VerifyOptions {
   double timeout_seconds = 60;
   std::uint64_t seed = 1;
@@ -31,6 +47,11 @@ struct VerifyOptions {
   std::size_t max_frontier_bytes = std::size_t{1} << 30;  // the open boxes of the branch and bound
   std::size_t split_candidates = 4;                       // dimensions tried per split when there are many
   const std::atomic<bool>* stop = nullptr;                // checked between evaluations (Ctrl-C)
+  /// Certified bounds besides IBP (empty: IBP only). Used on the whole box and on the two halves of every
+  /// split chosen (the choice of the split itself is scored by IBP, which is far cheaper).
+  BoxLowerBounds box_lower_bounds;
+  bool split =
+      true;  ///< false: no branch and bound; a box the bounds of the whole box do not refute is unknown
 };
 
 struct VerifyResult {
@@ -39,6 +60,12 @@ struct VerifyResult {
   std::vector<double> input;   // sat: the counterexample (in the box)
   std::vector<double> output;  // sat: the model's outputs at it (double forward, for the report)
   double root_bound = 0;       // the IBP margin of the whole box (< 0 proves it alone)
+  double root_affine_bound =
+      std::numeric_limits<double>::quiet_NaN();  // the same with box_lower_bounds (NaN: none)
+  std::string
+      proved_by;  // unsat: "ibp", "affine" or "ibp+affine" (atoms of both) on the whole box, or "splitting"
+  std::size_t affine_evaluations = 0,
+              boxes_proved_by_affine = 0;  // calls of box_lower_bounds; split boxes it refuted
   std::size_t boxes_proved = 0, boxes_split = 0, ibp_evaluations = 0, point_evaluations = 0;
   std::size_t max_frontier = 0;
   double proved_volume_fraction = 0;  // of the box, by the boxes proved (in log-free units: sum of 2^-depth)

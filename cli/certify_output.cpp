@@ -1,0 +1,190 @@
+// What `regatta certify` prints and writes (certify_output.hpp), shared by the model and the ONNX-graph path.
+#include "certify_output.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <regatta/core/interval64.hpp>
+#include <regatta/core/io/file_bytes.hpp>
+#include <regatta/core/io/json_file.hpp>
+#include <sstream>
+
+#include "numbers.hpp"
+#include "report/accuracy_figure.hpp"
+
+namespace regatta::cli {
+namespace {
+
+using Row = operators::InputRobustness;
+
+std::string csv_number(double v, const char* kind) {
+  if (std::isnan(v)) return "";
+  if (std::isinf(v)) return "inf";
+  if (std::string(kind) == "lower") return lower_number(v, 10);
+  return number(v, 10);
+}
+
+}  // namespace
+
+void write_certify_output(const CertifyOutput& o) {
+  const std::vector<Row>& rows = o.rows;
+  const long count = long(rows.size());
+  const bool json_out = !o.out.empty() && std::filesystem::path(o.out).extension() == ".json";
+  const operators::RobustnessSummary summary = operators::summarize(rows);
+  const double med_c = summary.median_certified, med_a = summary.median_attack, med_n = summary.median_naive;
+  // An accuracy is a count of inputs: k of the n inputs, exact (printed as the fraction, fraction_text).
+  auto count_at = [&](double radius, bool certified) {
+    long k = 0;
+    for (const Row& r : rows)
+      k += certified ? operators::certified_at(r, radius) : r.prediction == r.label && r.attack > radius;
+    return k;
+  };
+  long correct = 0;
+  for (const Row& r : rows) correct += r.prediction == r.label;
+  const bool l2 = o.norm == "2";
+  std::cout << "regatta certify: " << o.model << " on " << o.data << " (" << count << " inputs"
+            << (l2 ? ")\n" : ", l-inf perturbations)\n");
+  std::cout << "clean accuracy (estimate: predictions of the double forward pass): "
+            << fraction_text(correct, count) << "\n";
+  if (o.factors) {
+    std::cout << "naive certificate margin/(sqrt2 * prod L_k), certified per-stage global bounds:\n";
+    for (const auto& f : *o.factors)
+      std::cout << "  " << f.stage << "  <= " << upper_number(f.upper, 6) << "  (" << f.how << ")\n";
+  } else {
+    std::cout << "naive certificate: not available (" << o.why_naive << ")\n";
+  }
+  std::cout << "\n  index label pred  margin(est)  naive(cert)" << (o.local ? "  local(cert)" : "")
+            << "      attack(est)  certified(cert)\n";
+  for (long i = 0; i < count; ++i) {
+    const Row& r = rows[std::size_t(i)];
+    std::cout << "  " << i << "  " << r.label << "  " << r.prediction << "  " << number(r.margin, 6) << "  "
+              << lower_number(r.naive, 4) << "  " << (o.local ? lower_number(r.local, 4) + "  " : "")
+              << number(r.attack, 6) << "  " << lower_number(r.certified, 6) << "\n";
+  }
+  std::cout << "\nmedian certified radius (certified, rounded down): " << lower_number(med_c, 6) << "\n";
+  std::cout << "median attack radius (estimate, upper bound on the true radius): " << number(med_a, 6)
+            << "\n";
+  std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
+  if (o.local)
+    std::cout << "median local-composition radius (certified, rounded down): "
+              << lower_number(summary.median_local, 4) << "\n";
+  else
+    std::cout << "local composition of per-stage bounds: "
+              << (o.compare_local ? "not available (" + o.why_local + ")"
+                                  : std::string("not computed (--compare local)"))
+              << "\n";
+  if (med_a > 0) std::cout << "median certified / median attack: " << number(med_c / med_a, 4) << "\n";
+  if (med_n > 0) std::cout << "median certified / median naive: " << number(med_c / med_n, 4) << "\n";
+  if (o.local && summary.median_local > 0)
+    std::cout << "median certified / median local: " << number(med_c / summary.median_local, 4) << "\n";
+  std::cout << "bisection: relative tolerance " << number(o.tolerance) << " on the certified radius\n";
+  std::cout << o.method_line << "\n";
+  if (!o.attack_line.empty()) std::cout << o.attack_line << "\n";
+  if (!o.radii.empty()) {
+    std::cout << "\n  radius  certified accuracy  attack accuracy (estimate, an upper bound)  [k of the "
+              << count << " inputs, exact]\n";
+    for (double r : o.radii)
+      std::cout << "  " << number(r) << "  " << fraction_text(count_at(r, true), count) << "  "
+                << fraction_text(count_at(r, false), count) << "\n";
+  }
+
+  if (!o.out.empty()) {
+    if (json_out) {
+      nlohmann::json j;
+      j["model"] = o.model;
+      j["data"] = o.data;
+      j["norm"] = o.norm;
+      j["kinds"] = {
+          {"margin", "estimate"},
+          {"margin_lower", "certified lower bound"},
+          {"naive_radius", "certified lower bound on the robustness radius"},
+          {"attack_radius", o.attack_kind},
+          {"certified_radius", "certified lower bound on the robustness radius"},
+          {"refuted_radius", "smallest radius the test failed at (a limit of the test; null: not recorded)"},
+          {"method", "how the certified radius was found: affine (forms) or region (enclosures)"},
+          {"local_radius",
+           "certified lower bound on the robustness radius from the composition of per-stage local "
+           "Lipschitz bounds (null: not computed, see local_unavailable)"},
+          {"certified_accuracy",
+           "certified lower bound on the robust accuracy: certified_count / inputs, the double "
+           "rounded down (the counts are exact)"},
+          {"certified_count",
+           "inputs predicted correctly with margin_lower > 0 and certified_radius >= radius (exact)"},
+          {"attack_accuracy",
+           "estimate (upper bound on the robust accuracy): attack_count / inputs, the nearest double"},
+          {"attack_count", "inputs predicted correctly that no attack broke within radius (exact)"},
+          {"clean_accuracy", "clean_count / inputs, the nearest double"},
+          {"clean_count", "inputs predicted correctly by the double forward pass (exact)"}};
+      j["bisection_relative_tolerance"] = o.tolerance;
+      if (o.factors) {
+        for (const auto& f : *o.factors)
+          j["naive_factors"].push_back({{"stage", f.stage}, {"upper", f.upper}, {"how", f.how}});
+      } else {
+        j["naive_factors"] = nullptr;
+        j["naive_unavailable"] = o.why_naive;
+      }
+      if (!o.local)
+        j["local_unavailable"] =
+            o.compare_local ? o.why_local : std::string("not computed (--compare local)");
+      for (long i = 0; i < count; ++i) {
+        const Row& r = rows[std::size_t(i)];
+        j["inputs"].push_back({{"index", i},
+                               {"label", r.label},
+                               {"prediction", r.prediction},
+                               {"margin", r.margin},
+                               {"margin_lower", r.margin_lower},
+                               {"naive_radius", r.naive},
+                               {"attack_radius", number_or_null(r.attack)},
+                               {"certified_radius", r.certified},
+                               {"refuted_radius", number_or_null(r.refuted)},
+                               {"method", operators::to_string(r.method)},
+                               {"region_checks", r.checks},
+                               {"local_radius", r.has_local ? nlohmann::json(r.local) : nlohmann::json()},
+                               {"local_checks", r.local_checks}});
+      }
+      j["summary"] = {
+          {"inputs", count},
+          {"clean_count", correct},
+          {"clean_accuracy", summary.clean_accuracy},
+          {"median_certified_radius", med_c},
+          {"median_attack_radius", number_or_null(med_a)},
+          {"median_naive_radius", med_n},
+          {"median_local_radius", o.local ? nlohmann::json(summary.median_local) : nlohmann::json()}};
+      for (double r : o.radii) {
+        const long certified = count_at(r, true), attacked = count_at(r, false);
+        j["accuracy"].push_back(
+            {{"radius", r},
+             {"inputs", count},
+             {"certified_count", certified},
+             {"certified_accuracy", (interval64(double(certified)) / interval64(double(count))).lower()},
+             {"attack_count", attacked},
+             {"attack_accuracy", double(attacked) / double(count)}});
+      }
+      io::write_json(o.out, j);
+    } else {
+      std::ostringstream os;
+      os << "index,label,prediction,margin_estimate,margin_lower_certified,naive_radius_certified,"
+            "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks,method,"
+            "local_radius_certified\n";
+      for (long i = 0; i < count; ++i) {
+        const Row& r = rows[std::size_t(i)];
+        os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
+           << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
+           << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
+           << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << ","
+           << (r.has_local ? csv_number(r.local, "lower") : std::string()) << "\n";
+      }
+      const std::string text = os.str();
+      io::write_file_atomic(o.out, std::as_bytes(std::span(text.data(), text.size())));
+    }
+  }
+  if (o.plot_dir) {
+    const report::RenderResult rendered = report::render(report::accuracy_figure(rows), *o.plot_dir);
+    o.plot_dir->commit();
+    std::cout << "plot: " << (std::filesystem::path(o.plot) / "plots" / "certified_accuracy").string()
+              << (rendered.rendered ? ".svg/.png" : ".dat/.gp (not rendered: " + rendered.problem + ")")
+              << "\n";
+  }
+}
+
+}  // namespace regatta::cli

@@ -1,0 +1,47 @@
+#pragma once
+// What `regatta certify` prints and writes, for both of its inputs: a model of the safetensors layouts
+// (cli/certify.cpp) and an ONNX graph (cli/certify_graph.cpp). The per-input rows, the medians, the
+// accuracies at the radii (exact counts), the --out JSON or CSV with the kind of every number, and the --plot
+// figure (docs/models.md).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <regatta/operators/model_robustness.hpp>
+
+#include "report/output.hpp"
+
+namespace regatta::cli {
+
+struct CertifyOutput {
+  std::string model, data;
+  std::string norm = "2";  ///< the perturbation's norm: "2" or "inf" (ONNX graphs only)
+  std::vector<operators::InputRobustness> rows;
+  /// The naive certificate's factors, or nullopt and why_naive.
+  std::optional<std::vector<operators::LipschitzFactor>> factors;
+  std::string why_naive;
+  bool compare_local = false, local = false;  ///< asked for / computed
+  std::string why_local;
+  std::string method_line;  ///< "certified radius by ..." (how the certified radius was found)
+  std::string attack_kind;  ///< the JSON kind of attack_radius
+  std::string attack_line;  ///< one line on the attack, printed after the medians ("" for none)
+  double tolerance = 0.01;
+  std::vector<double> radii;
+  std::string out, plot;
+  report::OutputDir* plot_dir = nullptr;
+};
+
+/// Prints the table and summary on stdout, writes --out (atomically) and the --plot figure.
+void write_certify_output(const CertifyOutput& o);
+
+/// The ".onnx" dispatch of `regatta certify` (certify_graph.cpp). `norm` is "2" or "inf"; `input_range`
+/// holds LO,HI or nothing.
+struct GraphCertifyArgs {
+  std::string model, data, out, plot, norm = "2";
+  std::vector<double> radii, input_range;
+  long limit = 0;
+  double tolerance = 0.01;
+};
+void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir);
+
+}  // namespace regatta::cli
