@@ -16,6 +16,7 @@
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_robustness.hpp>
 #include <string>
 #include <vector>
 #ifdef REGATTA_HAVE_ONNX
@@ -28,8 +29,6 @@
 
 namespace regatta::cli {
 namespace {
-
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 struct GraphTestSet {
   std::vector<std::vector<double>> inputs;
@@ -80,97 +79,6 @@ GraphTestSet read_graph_test_set(const std::string& path, std::size_t size, std:
   return t;
 }
 
-struct Context {
-  const graph::Graph& graph;
-  graph::Norm norm;
-  std::vector<double> lower, upper;  ///< the --input-range box per coordinate (empty: none)
-  double cap = 100;                  ///< the largest radius searched
-  double tolerance = 0.01;
-};
-
-/// The smallest radius at which PGD finds a point the double forward misclassifies (an ESTIMATE, an upper
-/// bound on the true radius): from a first-order guess, doubling until found, then geometric bisection
-/// between the largest radius where it failed and the smallest where it succeeded (2 % apart). inf when
-/// nothing is found up to the cap.
-double attack_radius(const Context& c, const std::vector<double>& x, int label, double margin) {
-  graph::AttackSet set{c.norm, x, 0, {}, c.lower, c.upper};
-  graph::AttackOptions options;
-  options.steps = 100;
-  options.restarts = 1;
-  auto found = [&](double r) {
-    set.radius = r;
-    return graph::pgd_attack(c.graph, set, label, options).found;
-  };
-  if (!(margin > 0)) return 0;  // the centre itself is misclassified (double forward)
-  // First-order guess: margin / ‖∇(y_label − y_runner-up)‖ in the dual norm.
-  const std::vector<double> y =
-      graph::evaluate<double>(
-          c.graph, {graph::Tensor<double>{c.graph.values[std::size_t(c.graph.inputs[0])].shape, x}})[0]
-          .data;
-  std::size_t runner = label == 0 ? 1 : 0;
-  for (std::size_t k = 0; k < y.size(); ++k)
-    if (int(k) != label && y[k] > y[runner]) runner = k;
-  std::vector<double> w(y.size(), 0.0);
-  w[std::size_t(label)] = 1;
-  w[runner] = -1;
-  const std::vector<double> g = graph::vjp(c.graph, x, w);
-  double dual = 0;
-  for (double v : g) dual = c.norm == graph::Norm::l2 ? std::hypot(dual, v) : dual + std::abs(v);
-  double r = dual > 0 && std::isfinite(dual) ? std::min(c.cap, margin / dual) : c.cap / 1000;
-  double lo = 0, hi = inf;
-  while (true) {
-    if (found(r)) {
-      hi = r;
-      break;
-    }
-    lo = r;
-    if (r >= c.cap) return inf;
-    r = std::min(c.cap, 2 * r);
-  }
-  for (int k = 0; k < 40 && !(lo > 0 && hi / lo <= 1.02); ++k) {
-    const double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 2;
-    (found(mid) ? hi : lo) = mid;
-  }
-  return hi;
-}
-
-operators::InputRobustness one_input(const Context& c, const std::vector<double>& x, int label) {
-  operators::InputRobustness r;
-  r.label = label;
-  r.method = operators::RadiusMethod::affine;
-  r.refuted = std::numeric_limits<double>::quiet_NaN();  // graph_certified_radius does not report it
-  const graph::Shape& shape = c.graph.values[std::size_t(c.graph.inputs[0])].shape;
-  const std::vector<double> y = graph::evaluate<double>(c.graph, {graph::Tensor<double>{shape, x}})[0].data;
-  r.prediction = int(std::max_element(y.begin(), y.end()) - y.begin());
-  double runner_up = -inf;
-  for (std::size_t k = 0; k < y.size(); ++k)
-    if (int(k) != label) runner_up = std::max(runner_up, y[k]);
-  r.margin = y[std::size_t(label)] - runner_up;
-  graph::Tensor<interval64> xi{shape, {}};
-  for (double v : x) xi.data.emplace_back(v);
-  const std::vector<interval64> yi = graph::evaluate<interval64>(c.graph, {xi})[0].data;
-  double lower = inf;
-  for (std::size_t k = 0; k < yi.size(); ++k)
-    if (int(k) != label) {
-      const interval64 d = yi[std::size_t(label)] - yi[k];
-      lower = std::min(lower, d.is_nan() ? -inf : d.lower());
-    }
-  r.margin_lower = lower;
-  r.attack = attack_radius(c, x, label, r.prediction == label ? r.margin : 0.0);
-  if (r.prediction == label && r.margin_lower > 0) {
-    operators::InputSet set;
-    set.norm = c.norm;
-    set.centre = Eigen::Map<const Vector<double>>(x.data(), Eigen::Index(x.size()));
-    if (!c.lower.empty()) {
-      set.lower = Eigen::Map<const Vector<double>>(c.lower.data(), Eigen::Index(c.lower.size()));
-      set.upper = Eigen::Map<const Vector<double>>(c.upper.data(), Eigen::Index(c.upper.size()));
-    }
-    r.certified = operators::graph_certified_radius(c.graph, set, label,
-                                                    std::isfinite(r.attack) ? r.attack : c.cap, c.tolerance);
-  }
-  return r;
-}
-
 }  // namespace
 
 void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir) {
@@ -192,7 +100,8 @@ void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir
                                      " entries; certify needs logits of 2 or more classes");
   const GraphTestSet data = read_graph_test_set(args.data, size, classes, args.limit, args.input_range);
 
-  Context c{g, args.norm == "inf" ? graph::Norm::linf : graph::Norm::l2, {}, {}, 100, args.tolerance};
+  operators::GraphRobustnessOptions c{
+      args.norm == "inf" ? graph::Norm::linf : graph::Norm::l2, {}, {}, 100, args.tolerance};
   if (!args.input_range.empty()) {
     c.lower.assign(size, args.input_range[0]);
     c.upper.assign(size, args.input_range[1]);
@@ -208,7 +117,8 @@ void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir
 #pragma omp parallel for schedule(dynamic, 1)
     for (long i = 0; i < count; ++i) {
       try {
-        rows[std::size_t(i)] = one_input(c, data.inputs[std::size_t(i)], data.labels[std::size_t(i)]);
+        rows[std::size_t(i)] =
+            operators::graph_input_robustness(g, data.inputs[std::size_t(i)], data.labels[std::size_t(i)], c);
       } catch (...) {
 #pragma omp critical(regatta_certify_graph_failure)
         if (!failure) failure = std::current_exception();

@@ -9,6 +9,7 @@ import os
 import numpy as np
 
 from . import _regatta
+from ._args import integer
 from ._layer import array
 from ._numbers import Interval
 
@@ -193,6 +194,9 @@ class GraphModel:
     restored_epsilons = property(lambda self: self._core.restored_epsilons,
                                  doc="normalisation nodes whose binary32 epsilon was given its module's binary64 "
                                      "value back (from_torch; 0 for a file)")
+    attention_layers = property(lambda self: self._core.attention_layers,
+                                doc="the attention layers the fusion pass recognised (docs/graph.md, 'Fusion'): one "
+                                    "dict each (name, tokens, width, heads, head_dim, value_dim, scale, ...)")
     folded = property(lambda self: self._core.folded,
                       doc="source operators folded into constants by the importer -> count")
 
@@ -212,3 +216,21 @@ class GraphModel:
         outward, the elementary functions enclosed): one Interval per output entry, row-major."""
         lower, upper = self._core.logits_enclosure(array(x))
         return [Interval(lo, hi) for lo, hi in zip(lower.ravel(), upper.ravel())]
+
+    def robustness(self, x, label, *, norm="2", tolerance=0.01, input_range=None):
+        """The robustness of one labelled input in the l2 ball (norm='2') or the l-inf box (norm='inf'), as one
+        row of `regatta certify --model M.onnx` (docs/models.md#certifying-an-onnx-graph): prediction and
+        margin (ESTIMATES), margin_lower (CERTIFIED), attack_radius (an ESTIMATE: the smallest radius at which
+        projected gradient descent misclassifies; None when it found nothing) and certified_radius (CERTIFIED
+        by affine forms over the graph; 0 when none). input_range=(lo, hi): the valid input range (pixels in
+        [0, 1]); the attack stays inside it, and the l-inf certificate is over the box intersected with it.
+        The GIL is released; Ctrl-C raises KeyboardInterrupt."""
+        from ._model import RobustnessRow
+        if input_range is not None:
+            try:
+                lo, hi = (float(v) for v in input_range)
+            except (TypeError, ValueError):
+                raise _regatta.InputError("input_range: expected (lo, hi), two numbers") from None
+            input_range = (lo, hi)
+        return RobustnessRow(self._core.robustness(array(x), integer(label, "label"), str(norm), float(tolerance),
+                                                   input_range))

@@ -1,7 +1,10 @@
 // Models as typed graphs (docs/graph.md; docs/python.md, "Any model: ONNX and torch export"): ONNX files
 // and bytes (torch exports, made in memory by the Python layer) into a graph::Graph, its shapes and nodes,
 // and its forward in double (an estimate) and in interval64 (certified enclosures of the exact outputs).
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +17,7 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/operators/graph_robustness.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -121,6 +125,65 @@ py::list node_list(const graph::Graph& g) {
   return nodes;
 }
 
+/// GraphModel.robustness: graph_input_robustness on another thread while this one, holding the GIL between
+/// waits, runs Python's signal handlers every 25 ms; a pending exception (Ctrl-C's KeyboardInterrupt) sets
+/// the stop flag, the computation ends at its next check, and the exception reaches the caller.
+py::dict robustness_row(const GraphCore& c, const graph::Tensor<double>& x, int label,
+                        operators::GraphRobustnessOptions options) {
+  std::atomic<bool> stop{false};
+  options.stop = &stop;
+  auto task = std::async(std::launch::async,
+                         [&] { return operators::graph_input_robustness(*c.graph, x.data, label, options); });
+  bool interrupted = false;
+  while (true) {
+    std::future_status status;
+    {
+      py::gil_scoped_release release;
+      status = task.wait_for(std::chrono::milliseconds(25));
+    }
+    if (status == std::future_status::ready) break;
+    if (!interrupted && PyErr_CheckSignals() != 0) {
+      interrupted = true;
+      stop = true;
+    }
+  }
+  const operators::InputRobustness r = task.get();  // rethrows the computation's exception
+  if (interrupted) throw py::error_already_set();
+  py::dict out;
+  out["label"] = r.label;
+  out["prediction"] = r.prediction;
+  out["margin"] = r.margin;
+  out["margin_lower"] = r.margin_lower;
+  out["attack_radius"] = r.attack;
+  out["certified_radius"] = r.certified;
+  out["refuted_radius"] = py::none();
+  out["region_checks"] = 0;
+  out["method"] = "affine";
+  out["norm"] = options.norm == graph::Norm::linf ? "inf" : "2";
+  out["local_radius"] = py::none();
+  out["local_unavailable"] = "not computed for graph models (the per-stage local bounds need a named layout)";
+  return out;
+}
+
+py::list attention_list(const graph::Graph& g) {
+  py::list layers;
+  for (const graph::AttentionPattern& a : g.attention) {
+    py::dict d;
+    d["name"] = a.name;
+    d["tokens"] = a.tokens;
+    d["context_tokens"] = a.context_tokens;
+    d["width"] = a.width;
+    d["heads"] = a.heads;
+    d["head_dim"] = a.head_dim;
+    d["value_dim"] = a.value_dim;
+    d["scale"] = a.scale;
+    d["self"] = a.self();
+    d["output_projection"] = a.output_projection;
+    layers.append(d);
+  }
+  return layers;
+}
+
 #ifndef REGATTA_HAVE_ONNX
 constexpr const char* no_onnx =
     "this regatta was built without ONNX import (REGATTA_ONNX; Debian: libonnx-dev)";
@@ -166,6 +229,45 @@ void bind_graph(py::module_& m) {
                                  if (v.constant) total += std::int64_t(v.data.size());
                                return total;
                              })
+      .def_property_readonly("attention_layers", [](const GraphCore& c) { return attention_list(*c.graph); })
+      .def(
+          "robustness",
+          [](const GraphCore& c, const py::handle& x, int label, const std::string& norm, double tolerance,
+             const std::optional<std::pair<double, double>>& input_range) {
+            const graph::Tensor<double> input = input_arg(c, x);
+            const std::int64_t classes = graph::element_count(c.output().shape);
+            if (classes < 2)
+              throw InputError("model", "has " + std::to_string(classes) +
+                                            " outputs; robustness needs logits of 2 or more classes");
+            if (label < 0 || label >= classes)
+              throw InputError("label", "must be an output index in [0, " + std::to_string(classes) + ")");
+            if (norm != "2" && norm != "inf") throw InputError("norm", "must be '2' or 'inf'");
+            if (!(std::isfinite(tolerance) && tolerance > 0 && tolerance <= 1))
+              throw InputError("tolerance", "must be in (0, 1]");
+            operators::GraphRobustnessOptions options;
+            options.norm = norm == "inf" ? graph::Norm::linf : graph::Norm::l2;
+            options.tolerance = tolerance;
+            if (input_range) {
+              const auto [lo, hi] = *input_range;
+              if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
+                throw InputError("input_range", "must be (lo, hi) with finite lo < hi");
+              for (std::size_t k = 0; k < input.data.size(); ++k)
+                if (input.data[k] < lo || input.data[k] > hi)
+                  throw InputError("input", "entry " + std::to_string(k) + " lies outside input_range");
+              options.lower.assign(input.data.size(), lo);
+              options.upper.assign(input.data.size(), hi);
+              // beyond the box's diameter in the norm the set is the whole box (as certify --model)
+              options.cap = options.norm == graph::Norm::linf
+                                ? hi - lo
+                                : (hi - lo) * std::sqrt(double(input.data.size())) * (1 + 1e-12);
+            }
+            return robustness_row(c, input, label, options);
+          },
+          py::arg("input"), py::arg("label"), py::arg("norm") = "2", py::arg("tolerance") = 0.01,
+          py::arg("input_range") = py::none(),
+          "One row of `regatta certify --model`: prediction, margin (estimates), margin_lower (certified), "
+          "the "
+          "PGD attack radius (an estimate) and the certified radius by affine forms over the graph")
       .def(
           "logits",
           [](const GraphCore& c, const py::handle& x) {
