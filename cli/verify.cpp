@@ -4,16 +4,20 @@
 // (--method), with or without splitting (--no-split) (docs/verify.md).
 #include <mpfr.h>
 
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -48,11 +52,11 @@ struct Options {
 // The bounds of a box by affine forms over the graph (graph_affine_lower_bounds): the l-inf set around the
 // box's midpoint with per-coordinate half-widths rounded up (a box containing [lo, hi]), intersected with
 // [lo, hi] itself as the valid range, so the set is exactly the box.
-graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g) {
+graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g, const std::atomic<bool>* stop) {
   const std::size_t outputs =
       static_cast<std::size_t>(graph::element_count(g.values[static_cast<std::size_t>(g.outputs[0])].shape));
-  return [&g, outputs](const std::vector<double>& lo, const std::vector<double>& hi,
-                       const std::vector<graph::OutputFunctional>& functionals) {
+  return [&g, outputs, stop](const std::vector<double>& lo, const std::vector<double>& hi,
+                             const std::vector<graph::OutputFunctional>& functionals) {
     const Eigen::Index n = static_cast<Eigen::Index>(lo.size());
     operators::InputSet set;
     set.norm = operators::InputNorm::linf;
@@ -73,9 +77,39 @@ graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g) {
       for (const auto& [index, coefficient] : functionals[r].terms)
         C(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(index)) += coefficient;
     const Vector<double> d = Vector<double>::Zero(C.rows());
-    return operators::graph_affine_lower_bounds(g, set, C, d);
+    return operators::graph_affine_lower_bounds(g, set, C, d, operators::GraphAffineOptions{stop});
   };
 }
+
+// Sets `passed` once `seconds` have elapsed (a thread waiting on a condition variable; the destructor wakes
+// and joins it): the affine passes check it between nodes, so a pass in flight at the time limit ends there
+// instead of running past --timeout.
+class Deadline {
+ public:
+  explicit Deadline(double seconds)
+      : thread_([this, seconds] {
+          std::unique_lock lock(mutex_);
+          if (!wake_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))
+            passed = true;
+        }) {}
+  ~Deadline() {
+    {
+      const std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+  std::atomic<bool> passed{false};
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 graph::Graph load_model(const std::string& path) {
 #ifndef REGATTA_HAVE_ONNX
@@ -149,7 +183,8 @@ Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, doubl
   options.timeout_seconds = timeout;
   options.seed = args.seed;
   options.split = !args.no_split;
-  if (method == "affine") options.box_lower_bounds = affine_box_bounds(model);
+  const Deadline deadline(timeout);
+  if (method == "affine") options.box_lower_bounds = affine_box_bounds(model, &deadline.passed);
   Outcome o{graph::verify(model, property, options), {}, {}};
   if (o.result.verdict == graph::Verdict::sat) {
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
