@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <regatta/core/decimal.hpp>
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
@@ -117,13 +118,6 @@ graph::Graph load_model(const std::string& path) {
 #else
   return graph::import_onnx(path);
 #endif
-}
-
-// Shortest decimal that reads back as v (round trip): for the model outputs, which are information only.
-std::string shortest_decimal(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
 }
 
 // The exact decimal value of v (every binary64 number is a finite decimal; glibc's printf writes it exactly
