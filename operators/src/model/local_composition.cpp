@@ -13,7 +13,9 @@
 #include "../tangent_stack.hpp"
 
 namespace regatta::operators {
-namespace {
+// A named namespace, not an anonymous one: LocalComposition::Impl (declared in the public header) holds
+// Stages, and a member of an internal-linkage type draws -Wsubobject-linkage in the unity build.
+namespace local_composition_detail {
 
 using Eigen::Index;
 using I = interval64;
@@ -75,7 +77,8 @@ Matrix<I> layer_norm_jacobians(const Matrix<I>& B, const NormParameters& p, doub
   return G;
 }
 
-}  // namespace
+}  // namespace local_composition_detail
+using namespace local_composition_detail;
 
 std::string local_composition_unsupported(const Model& m) {
   if (m.layout == "llama")
