@@ -111,27 +111,11 @@ void run(const CertifyArgs& args, int& result) {
   const operators::ConvertedModel<double> md(m);
   const operators::ConvertedModel<interval64> mi(m);
   retain_freed_memory();  // the region passes free and reallocate megabyte temporaries many times a second
-  const long count = long(data.images.size());
-  std::vector<Row> rows(static_cast<std::size_t>(count));
-  {
-    report::Progress progress("certify", count, true);
-    std::exception_ptr failure;  // the first exception of any thread, rethrown after the loop
-#pragma omp parallel for schedule(dynamic, 1)
-    for (long i = 0; i < count; ++i) {
-      try {
-        rows[std::size_t(i)] = operators::input_robustness(
-            md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
-            args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine,
-            local);
-      } catch (...) {
-#pragma omp critical(regatta_certify_failure)
-        if (!failure) failure = std::current_exception();
-      }
-#pragma omp critical(regatta_certify_progress)
-      progress.advance();
-    }
-    if (failure) std::rethrow_exception(failure);
-  }
+  std::vector<Row> rows = certify_rows(long(data.images.size()), [&](long i) {
+    return operators::input_robustness(
+        md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
+        args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine, local);
+  });
 
   CertifyOutput o;
   o.model = args.model;
@@ -143,6 +127,7 @@ void run(const CertifyArgs& args, int& result) {
   o.local = local;
   o.why_local = why_local;
   {
+    const long count = long(o.rows.size());
     long affine = 0;
     for (const Row& r : o.rows) affine += r.method == operators::RadiusMethod::affine;
     o.method_line = std::string("certified radius by ") +

@@ -109,25 +109,9 @@ void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir
     const double width = args.input_range[1] - args.input_range[0];
     c.cap = c.norm == graph::Norm::linf ? width : width * std::sqrt(double(size)) * (1 + 1e-12);
   }
-  const long count = long(data.inputs.size());
-  std::vector<operators::InputRobustness> rows(static_cast<std::size_t>(count));
-  {
-    report::Progress progress("certify", count, true);
-    std::exception_ptr failure;  // the first exception of any thread, rethrown after the loop
-#pragma omp parallel for schedule(dynamic, 1)
-    for (long i = 0; i < count; ++i) {
-      try {
-        rows[std::size_t(i)] =
-            operators::graph_input_robustness(g, data.inputs[std::size_t(i)], data.labels[std::size_t(i)], c);
-      } catch (...) {
-#pragma omp critical(regatta_certify_graph_failure)
-        if (!failure) failure = std::current_exception();
-      }
-#pragma omp critical(regatta_certify_graph_progress)
-      progress.advance();
-    }
-    if (failure) std::rethrow_exception(failure);
-  }
+  std::vector<operators::InputRobustness> rows = certify_rows(long(data.inputs.size()), [&](long i) {
+    return operators::graph_input_robustness(g, data.inputs[std::size_t(i)], data.labels[std::size_t(i)], c);
+  });
 
   CertifyOutput o;
   o.model = args.model;

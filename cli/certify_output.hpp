@@ -3,6 +3,7 @@
 // (cli/certify.cpp) and an ONNX graph (cli/certify_graph.cpp). The per-input rows, the medians, the
 // accuracies at the radii (exact counts), the --out JSON or CSV with the kind of every number, and the --plot
 // figure (docs/models.md).
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <regatta/operators/model_robustness.hpp>
 
 #include "report/output.hpp"
+#include "report/progress.hpp"
 
 namespace regatta::cli {
 
@@ -33,6 +35,28 @@ struct CertifyOutput {
 
 /// Prints the table and summary on stdout, writes --out (atomically) and the --plot figure.
 void write_certify_output(const CertifyOutput& o);
+
+/// The rows one(i) for i in [0, count), on the OpenMP threads (one input per task), with the "certify"
+/// progress line; the first exception of any thread is rethrown after the loop.
+template <class One>
+std::vector<operators::InputRobustness> certify_rows(long count, One one) {
+  std::vector<operators::InputRobustness> rows(static_cast<std::size_t>(count));
+  report::Progress progress("certify", count, true);
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long i = 0; i < count; ++i) {
+    try {
+      rows[std::size_t(i)] = one(i);
+    } catch (...) {
+#pragma omp critical(regatta_certify_failure)
+      if (!failure) failure = std::current_exception();
+    }
+#pragma omp critical(regatta_certify_progress)
+    progress.advance();
+  }
+  if (failure) std::rethrow_exception(failure);
+  return rows;
+}
 
 /// The ".onnx" dispatch of `regatta certify` (certify_graph.cpp). `norm` is "2" or "inf"; `input_range`
 /// holds LO,HI or nothing.
