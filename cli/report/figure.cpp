@@ -251,8 +251,9 @@ RenderResult render(const Figure& figure, OutputDir& out) {
     const bool right_side = position(x) > 0.6;  // label to the left of the line near the right edge
     gp << "set arrow from " << shortest_decimal(x) << ", graph 0 to " << shortest_decimal(x)
        << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#555555'\n"
-       << "set label " << quoted(label) << " at " << shortest_decimal(x) << ", graph " << (0.04 + 0.06 * line++)
-       << (right_side ? " offset -0.5,0 right" : " offset 0.5,0 left") << " textcolor rgb '#333333'\n";
+       << "set label " << quoted(label) << " at " << shortest_decimal(x) << ", graph "
+       << (0.04 + 0.06 * line++) << (right_side ? " offset -0.5,0 right" : " offset 0.5,0 left")
+       << " textcolor rgb '#333333'\n";
   }
   if (blocks.empty()) {
     gp << "set label 'no plottable points' at graph 0.5, graph 0.5 center\n"

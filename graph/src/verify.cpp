@@ -1,7 +1,7 @@
 // regatta verify (docs/verify.md#method-graphsrcverifycpp): IBP on the input box (tightened, inequality by
 // inequality, by the caller's certified bounds when it gives them: the CLI's affine forms), a PGD and corner
-// attack, and branch and bound by input splitting. Verdicts are sound: unsat needs every box of a partition of
-// the outer box refuted by certified bounds; sat needs an MPFI re-check at the exact counterexample.
+// attack, and branch and bound by input splitting. Verdicts are sound: unsat needs every box of a partition
+// of the outer box refuted by certified bounds; sat needs an MPFI re-check at the exact counterexample.
 #include <regatta/graph/verify.hpp>
 
 #include <algorithm>

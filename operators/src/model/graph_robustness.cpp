@@ -93,9 +93,8 @@ InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vec
       set.lower = Eigen::Map<const Vector<double>>(c.lower.data(), Eigen::Index(c.lower.size()));
       set.upper = Eigen::Map<const Vector<double>>(c.upper.data(), Eigen::Index(c.upper.size()));
     }
-    r.certified =
-        graph_certified_radius(graph, set, label, std::isfinite(r.attack) ? r.attack : c.cap, c.tolerance,
-                                         GraphAffineOptions{c.stop});
+    r.certified = graph_certified_radius(graph, set, label, std::isfinite(r.attack) ? r.attack : c.cap,
+                                         c.tolerance, GraphAffineOptions{c.stop});
   }
   return r;
 }

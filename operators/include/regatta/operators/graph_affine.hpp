@@ -1,6 +1,6 @@
 #pragma once
-// Certified bounds of a whole graph::Graph over a perturbation set by affine forms (zonotopes), the same forms
-// and transfer functions as model_affine.hpp, walked node by node over the one graph representation
+// Certified bounds of a whole graph::Graph over a perturbation set by affine forms (zonotopes), the same
+// forms and transfer functions as model_affine.hpp, walked node by node over the one graph representation
 // (docs/graph.md).
 //
 // THE INPUT SET, in the coordinates of the graph's single input tensor (flattened row-major):
@@ -39,8 +39,9 @@ struct InputSet {
 
 /// How the pass computes, not what it certifies.
 struct GraphAffineOptions {
-  const std::atomic<bool>* stop = nullptr;         ///< checked between nodes: once set, the pass stops and certifies nothing (−∞)
-  std::size_t max_bytes = std::size_t{4} << 30;    ///< the forms alive at once; beyond: InputError
+  const std::atomic<bool>* stop =
+      nullptr;  ///< checked between nodes: once set, the pass stops and certifies nothing (−∞)
+  std::size_t max_bytes = std::size_t{4} << 30;  ///< the forms alive at once; beyond: InputError
 };
 
 /// Empty when graph_affine_* applies to the graph (one runtime input, one output, every node kind
