@@ -6,6 +6,7 @@
 // (into a temporary folder beside it, then renamed), so bad input leaves nothing behind.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,9 @@ double w2(const Matrix<double>& X, const Matrix<double>& Y, const Vector<double>
   const auto nu = measures::DiscreteMeasure<double>::from_weights(Y, w);
   if (exact) return measures::wasserstein_exact(mu, nu, 2).value;
   const auto d = measures::sinkhorn_divergence_sq_euclidean(mu, nu, w2_sinkhorn_options(epsilon, threads));
+  // Not converged (a tiny --w2-epsilon: the potentials leave the double range or the schedule runs out of
+  // iterations): no estimate, printed "none" (null in JSON), never a number from an unfinished iteration.
+  if (!d.converged() || !std::isfinite(d.value)) return NAN;
   return std::sqrt(std::max(d.value, 0.0));
 }
 
@@ -423,6 +427,13 @@ void run(const FlowArgs& args, int& result) {
                 << std::setw(10) << ob.clusters << std::setw(14) << number(ob.min_inner, 6) << std::setw(14)
                 << number(ob.max_inner, 6) << std::setw(14) << number(ob.w2_initial, 6) << std::setw(14)
                 << number(ob.w2_previous, 6) << "\n";
+    const bool w2_missing =
+        want_w2 && !exact && std::any_of(obs.begin(), obs.end(), [](const Observation& ob) {
+          return std::isnan(ob.w2_initial) || std::isnan(ob.w2_previous);
+        });
+    if (w2_missing)
+      std::cout << "\nW2 none: the Sinkhorn iteration did not converge within its iterations at --w2-epsilon "
+                << number(args.w2_epsilon) << " (raise it)\n";
     if (stability) print_table(std::cout, *stability, w2_label);
     if (!args.out.empty()) std::cout << "\nwritten    " << args.out << "\n";
   }
