@@ -5,9 +5,11 @@
 //     v = c + Σ_{j<q} a_j·ε_j + Σ_{j≥q} a_j·η_j + [−s, s],     ‖ε‖₂ ≤ 1, |η_j| ≤ 1,
 // with c, a_j binary64 and s ≥ 0 a slack: the input symbols ε (q = the input length; the input is x + r·ε)
 // are shared by every form, so linear maps (projections, the patch embedding, residuals, means) act on them
-// exactly and never wrap; each nonlinear step (exp, 1/x, 1/√x, GELU, tanh, ReLU, products of two forms)
-// replaces f(v) by its tangent at the centre and adds its remainder, bounded over the form's range by the
-// Lagrange form ½·f″(ξ)·(v − c)² (or the product of the two ranges), as one fresh symbol η per entry; the
+// exactly and never wrap; each nonlinear step replaces f(v) by a line and adds its remainder as one fresh
+// symbol η per entry: GELU, tanh, SiLU by the tangent at the centre with the Lagrange remainder
+// ½·f″(ξ)·(v − c)² bounded over the form's range; the convex or concave exp, 1/x, 1/√x, √x by the chord over
+// the range with the exact deviation of the function from it; ReLU by DeepZ's slope u/(u − l); products keep
+// the product of the two deviations (docs/models.md, the node table); the
 // fresh symbols are shared by everything computed later, so their dependence is kept too. The slack s holds
 // only the binary64 rounding errors (bounded a priori: Higham's γ_k for sums and dot products, one ulp for
 // interval64 scalars) and is propagated by |W|. A form's range is c ± (‖a_{<q}‖₂ + ‖a_{≥q}‖₁ + s), rounded
