@@ -6,11 +6,12 @@ same numbers).
 Route 1: regatta reads tests/data/text_models/gpt2/model.safetensors as a whole model, builds its graph,
 evaluates it at token embeddings E and rebuilds the attention layer blocks.0.attn from what the fusion pass
 recorded. Route 2: this script computes the layer's input tokens itself in numpy (ln_1(E + wpe[:n]) with the
-file's transformer.h.0.ln_1 weights and the config's epsilon) and runs `local --layer model.safetensors --prefix transformer.h.0.
---heads 2 --causal` (the layer reader of GPT-2's Conv1D layout). The Jacobian norms, certified bounds and delta
-must agree to 1e-9 relative, attend's outputs to 1e-12. Also: `--node all` on the digits ViT gives one line per
-block, LLaMA (rotary embeddings, not recognised by the fusion pass) and an input of the wrong length are
-refused with one line and exit 2, and `inspect` shows the graph view of each layout.
+file's transformer.h.0.ln_1 weights and the config's epsilon) and runs `local --layer model.safetensors
+--prefix transformer.h.0. --heads 2 --causal` (the layer reader of GPT-2's Conv1D layout). The Jacobian
+norms, certified bounds and delta must agree to 1e-9 relative, attend's outputs to 1e-12. Also: `--node all`
+on the digits ViT gives one line per block, LLaMA (rotary embeddings, not recognised by the fusion pass) and
+an input of the wrong length are refused with one line and exit 2, and `inspect` shows the graph view of each
+layout.
 
     local_safetensors.py REGATTA DATA_DIR WORK_DIR      (exit 77: numpy missing, the test is skipped)
 """
@@ -83,7 +84,8 @@ np.save(TOKENS, (x - mean) / np.sqrt(var + eps) * weights["transformer.h.0.ln_1.
 
 common = ["--certify", "--json"]
 by_model = run("local", "--model", GPT2, "--node", "blocks.0.attn", "--input", INPUT, *common)
-by_file = run("local", "--layer", GPT2, "--prefix", "transformer.h.0.", "--heads", "2", "--causal", "--input", TOKENS, *common)
+by_file = run("local", "--layer", GPT2, "--prefix", "transformer.h.0.", "--heads", "2", "--causal", "--input", TOKENS,
+              *common)
 if by_model and by_file:
     m, f = json.loads(by_model), json.loads(by_file)
     if m.get("node") != "blocks.0.attn":
@@ -94,8 +96,8 @@ if by_model and by_file:
 
 OUT_MODEL, OUT_FILE = os.path.join(WORK, "y_model.npy"), os.path.join(WORK, "y_file.npy")
 a = run("attend", "--model", GPT2, "--node", "blocks.0.attn", "--input", INPUT, "--out", OUT_MODEL, "--json")
-b = run("attend", "--layer", GPT2, "--prefix", "transformer.h.0.", "--heads", "2", "--causal", "--input", TOKENS, "--out",
-        OUT_FILE)
+b = run("attend", "--layer", GPT2, "--prefix", "transformer.h.0.", "--heads", "2", "--causal", "--input", TOKENS,
+        "--out", OUT_FILE)
 if a is not None and b is not None:
     difference = np.abs(np.load(OUT_MODEL) - np.load(OUT_FILE)).max()
     if not difference <= 1e-12:
