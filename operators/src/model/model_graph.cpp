@@ -15,7 +15,9 @@
 
 namespace regatta::operators {
 
-namespace {
+// A named namespace, not an anonymous one: the unity build compiles this file in one translation unit with
+// others of regatta::operators, and these names must not meet theirs.
+namespace model_graph_detail {
 
 using graph::Op;
 using graph::Shape;
@@ -264,7 +266,7 @@ class Assembler {
   int mask_ = -1, rotary_cos_ = -1, rotary_sin_ = -1;
 };
 
-}  // namespace
+}  // namespace model_graph_detail
 
 graph::Graph model_graph(const Model& model, Eigen::Index input_length, const std::string& source) {
   model.validate();
@@ -278,7 +280,7 @@ graph::Graph model_graph(const Model& model, Eigen::Index input_length, const st
     if (blk.attention.kind != AttentionKind::dot)
       throw InputError("model.blocks", "l2 attention has no graph form (dot-product attention only)");
   const std::int64_t tokens = model.text() ? input_length / model.width : model.tokens();
-  return Assembler(model, tokens, source + " (" + model.layout + ")").build();
+  return model_graph_detail::Assembler(model, tokens, source + " (" + model.layout + ")").build();
 }
 
 }  // namespace regatta::operators
