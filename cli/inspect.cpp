@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include <regatta/core/error.hpp>
+
 #include "array_source.hpp"
 #include "command.hpp"
 #include "inspect_graph.hpp"
@@ -62,6 +64,8 @@ void add_inspect_command(CLI::App& app, int& result) {
                   "A text model in safetensors: the input length (rows) of the graph shown (default: the "
                   "context)");
   cmd->callback([files, json, tokens, &result] {
+    if (tokens->has_value() && std::none_of(files->begin(), files->end(), is_safetensors_path))
+      throw InputError("--tokens", "applies to a text model in safetensors; no .safetensors file was given");
     nlohmann::json out = nlohmann::json::array();
     for (const auto& file : *files) {
       if (is_onnx_path(file)) {  // a model graph rather than arrays

@@ -139,6 +139,8 @@ out = run("inspect", "--tokens", "3", GPT2)
 if out is not None and "attention layers found: 2" not in out:
     failures.append("inspect --tokens 3 of GPT-2 does not list its attention layers")
 run("inspect", "--tokens", "3", VIT, expect=2)
+run("inspect", "--tokens", "3", INPUT, expect=2)
+run("inspect", "--tokens", "17", GPT2, expect=2)
 
 for failure in failures:
     print("FAIL:", failure)
