@@ -3,11 +3,14 @@
 #include "inspect_graph.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
 #include <regatta/core/error.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/operators/model.hpp>
+#include <regatta/operators/model_graph.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -18,15 +21,14 @@ bool is_onnx_path(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }
 
-nlohmann::json inspect_onnx(const std::string& path, bool json) {
-#ifndef REGATTA_HAVE_ONNX
-  (void)json;
-  throw InputError(path, "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
-#else
-  const graph::Graph g = graph::import_onnx(path);
+namespace {
+
+/// The graph view: inputs, outputs, nodes by kind, folding, fusion, attention layers, every node. `origin`
+/// says where the graph came from ("ONNX opset 17, after folding", "safetensors layout gpt2").
+nlohmann::json describe(const graph::Graph& g, const std::string& path, const std::string& origin,
+                        bool json) {
   using graph::shape_text;
   nlohmann::json out{{"file", path},
-                     {"opset", g.opset},
                      {"inputs", nlohmann::json::array()},
                      {"outputs", nlohmann::json::array()},
                      {"nodes", nlohmann::json::array()}};
@@ -87,8 +89,8 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
          {"output_bias", !p.bo.empty()},
          {"nodes", p.nodes.size()}});
   if (!json) {
-    std::cout << path << "  ONNX opset " << g.opset << "  " << g.nodes.size() << " nodes after folding, "
-              << constants << " constants (" << weights << " values)\n";
+    std::cout << path << "  " << origin << "  " << g.nodes.size() << " nodes, " << constants << " constants ("
+              << weights << " values)\n";
     for (int id : g.inputs)
       std::cout << "  input   " << printable(g.values[id].name) << "  " << shape_text(g.values[id].shape)
                 << "\n";
@@ -127,7 +129,61 @@ nlohmann::json inspect_onnx(const std::string& path, bool json) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+nlohmann::json inspect_onnx(const std::string& path, bool json) {
+#ifndef REGATTA_HAVE_ONNX
+  (void)json;
+  throw InputError(path, "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
+#else
+  const graph::Graph g = graph::import_onnx(path);
+  nlohmann::json out = describe(g, path, "ONNX opset " + std::to_string(g.opset) + ", after folding", json);
+  out["opset"] = g.opset;
+  return out;
 #endif
+}
+
+SafetensorsModel read_safetensors_model(const std::string& path, std::optional<int> tokens) {
+  SafetensorsModel out;
+  const std::filesystem::path config = std::filesystem::path(path).parent_path() / "config.json";
+  if (!std::filesystem::exists(config)) {
+    if (tokens) throw InputError("--tokens", "applies to a safetensors model with its config.json beside it");
+    return out;
+  }
+  operators::Model model;
+  try {
+    model = operators::load_model(path);
+  } catch (const InputError& e) {  // a weights file that is not a whole model: its arrays are listed
+    if (tokens) throw;
+    out.error = e.what();
+    return out;
+  }
+  if (tokens && !model.text())
+    throw InputError("--tokens", "applies to text models; " + path + " is a " + model.layout);
+  if (tokens && (*tokens < 1 || *tokens > model.context))
+    throw InputError("--tokens", "must be in [1, " + std::to_string(model.context) + "] for " + path);
+  const int n = tokens.value_or(model.context);
+  const Eigen::Index length = model.text() ? Eigen::Index(n) * model.width : model.input_size();
+  out.graph = operators::model_graph(model, length, path);
+  out.layout = model.layout;
+  if (model.text()) out.tokens = n;
+  return out;
+}
+
+nlohmann::json describe_safetensors_model(const std::string& path, const SafetensorsModel& model, bool json) {
+  if (!model.graph) {
+    if (model.error.empty()) return nullptr;
+    if (!json) std::cout << path << "  not read as a model: " << printable(model.error) << "\n";
+    return nlohmann::json{{"error", model.error}};
+  }
+  const std::string origin = "safetensors layout " + model.layout +
+                             (model.tokens ? ", " + std::to_string(model.tokens) + " tokens" : std::string());
+  nlohmann::json out = describe(*model.graph, path, origin, json);
+  out["layout"] = model.layout;
+  if (model.tokens) out["tokens"] = model.tokens;
+  return out;
 }
 
 }  // namespace regatta::cli

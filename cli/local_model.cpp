@@ -4,11 +4,15 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/array.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/operators/model.hpp>
+#include <regatta/operators/model_graph.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -18,9 +22,10 @@ namespace regatta::cli {
 
 void add_model_options(CLI::App* cmd, LayerArgs& args) {
   cmd->add_option("--model", args.model,
-                  "An ONNX model: analyse one of its attention layers (--node) at the model input --input");
+                  "A model, .onnx or .safetensors (a timm ViT, GPT-2, BERT or LLaMA with its config.json): "
+                  "analyse one of its attention layers (--node) at the model input --input");
   cmd->add_option("--node", args.node,
-                  "With --model: the attention layer's name (regatta inspect M.onnx lists them), or all");
+                  "With --model: the attention layer's name (regatta inspect M lists them), or all");
 }
 
 namespace {
@@ -47,7 +52,6 @@ void refuse_layer_options(const LayerArgs& a) {
                        "does not apply with --model (the layer, its heads and its mask are the model's)");
 }
 
-#ifdef REGATTA_HAVE_ONNX
 std::string names_of(const graph::Graph& g) {
   std::string list;
   for (const auto& p : g.attention) list += (list.empty() ? "" : ", ") + regatta::quoted(p.name);
@@ -111,19 +115,48 @@ ModelLayer rebuild(const graph::AttentionPattern& p, const std::vector<graph::Te
   m.graph_output = matrix(values[static_cast<std::size_t>(p.output)].data, p.tokens, p.out_width);
   return m;
 }
-#endif
+
+bool is_safetensors(const std::string& path) {
+  return path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+}
+
+/// A safetensors model (model.hpp; its config.json beside it) as a graph (model_graph.hpp) and its input:
+/// any array with the model's flat input length (images: C·H·W values; text: n x width embedding rows).
+std::pair<graph::Graph, graph::Tensor<double>> safetensors_graph(const std::string& path,
+                                                                 const std::string& spec) {
+  const operators::Model model = operators::load_model(path);
+  const io::Array a = load_array(spec);
+  io::require_finite(a);
+  const auto length = static_cast<Eigen::Index>(a.data.size());
+  if (!model.accepts(length))
+    throw InputError(a.source, "has " + std::to_string(length) + " values, the " + model.layout + " model " +
+                                   path + " takes " +
+                                   (model.text() ? "n x " + std::to_string(model.width) + " with 1 <= n <= " +
+                                                       std::to_string(model.context) + " (token embeddings)"
+                                                 : std::to_string(model.input_size()) + " (C x H x W)"));
+  graph::Graph g = operators::model_graph(model, length, path);
+  graph::Shape shape = g.values[static_cast<std::size_t>(g.inputs[0])].shape;
+  return {std::move(g), graph::Tensor<double>{std::move(shape), a.data}};
+}
 
 }  // namespace
 
 std::vector<ModelLayer> model_layers(const LayerArgs& args, const std::string& input, bool allow_all,
                                      bool allow_cross) {
   refuse_layer_options(args);
+  graph::Graph g;
+  graph::Tensor<double> model_in;
+  if (is_safetensors(args.model)) {
+    std::tie(g, model_in) = safetensors_graph(args.model, input);
+  } else {
 #ifndef REGATTA_HAVE_ONNX
-  (void)input, (void)allow_all, (void)allow_cross;
-  throw InputError("--model",
-                   "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
+    throw InputError("--model",
+                     "this regatta was built without ONNX support (REGATTA_ONNX; Debian: "
+                     "libonnx-dev); a .safetensors model is read without it");
 #else
-  const graph::Graph g = graph::import_onnx(args.model);
+    g = graph::import_onnx(args.model);
+#endif
+  }
   if (g.attention.empty()) {
     std::string why;
     for (const auto& s : g.fusion.not_attention) why += (why.empty() ? " (softmax nodes: " : "; ") + s;
@@ -155,12 +188,11 @@ std::vector<ModelLayer> model_layers(const LayerArgs& args, const std::string& i
                                      std::to_string(p->width) + " to " + std::to_string(p->out_width) +
                                      " (operators' layers keep the width)");
   }
-  const auto values =
-      graph::evaluate_all(g, std::vector<graph::Tensor<double>>{model_input(g, input, args.model)});
+  if (model_in.data.empty()) model_in = model_input(g, input, args.model);
+  const auto values = graph::evaluate_all(g, std::vector<graph::Tensor<double>>{model_in});
   std::vector<ModelLayer> out;
   for (const graph::AttentionPattern* p : chosen) out.push_back(rebuild(*p, values, args.model));
   return out;
-#endif
 }
 
 }  // namespace regatta::cli

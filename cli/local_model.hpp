@@ -1,8 +1,9 @@
 #pragma once
-// The attention layers of an ONNX model as layers for `regatta local` and `regatta attend` (--model M.onnx
-// --node NAME --input X.npy; docs/cli.md#attention-layers-of-an-onnx-model): the graph evaluated at the
-// model's input, the tokens at the named layer's input, and the layer rebuilt from the weights the fusion
-// pass recorded.
+// The attention layers of a model as layers for `regatta local` and `regatta attend` (--model M.onnx or
+// M.safetensors --node NAME --input X.npy; docs/cli.md#attention-layers-of-an-onnx-model): the graph (the
+// ONNX import, or the graph of a safetensors layout, docs/graph.md#front-ends-safetensors-layouts) evaluated
+// at the model's input, the tokens at the named layer's input, and the layer rebuilt from the weights the
+// fusion pass recorded.
 #include <string>
 #include <vector>
 
@@ -28,12 +29,14 @@ struct ModelLayer {
 void add_model_options(CLI::App* cmd, LayerArgs& args);
 
 /// The layers named by --node (every attention layer for "all" when `allow_all`) of --model evaluated at
-/// the model input `input` (.npy/.npz/.safetensors; the model's input shape, or that shape without its
-/// leading 1). InputError, one line, for: --model with --layer/--random or with an option that would change
-/// the layer (--heads, --prefix, --kind, --causal, --residual, --prenorm, --sinkhorn, --norm-eps,
+/// the model input `input` (.npy/.npz/.safetensors; for an ONNX model the model's input shape, or that shape
+/// without its leading 1; for a safetensors model any shape with the model's flat input length: C·H·W pixels,
+/// or n x width token embeddings). InputError, one line, for: --model with --layer/--random or with an option
+/// that would change the layer (--heads, --prefix, --kind, --causal, --residual, --prenorm, --sinkhorn,
+/// --norm-eps,
 /// --no-out-proj, --rope), a model with no attention layer, --node missing or unknown (the names found are
 /// listed), an input of the wrong shape, an additive (non-causal) mask, cross-attention where
-/// `allow_cross` is false, and a regatta built without ONNX.
+/// `allow_cross` is false, and an ONNX model when regatta was built without ONNX.
 std::vector<ModelLayer> model_layers(const LayerArgs& args, const std::string& input, bool allow_all,
                                      bool allow_cross);
 

@@ -124,6 +124,15 @@ class Model:
         return (f"<regatta.Model {c.layout} depth={c.depth} width={c.width} input={c.input_shape} "
                 f"classes={c.classes} from {c.source}>")
 
+    def graph(self, tokens=None):
+        """This model as a GraphModel (docs/graph.md#front-ends-safetensors-layouts): the graph of its forward
+        function, after the fusion pass (attention_layers: one per block, except LLaMA's, whose rotary
+        embeddings the pass does not recognise), so that everything a GraphModel does (logits, certified
+        enclosures, robustness by affine forms over the graph) runs on it. `tokens`: a text model's number of
+        input rows (default: the context; its input_shape is (tokens, width)); an image model takes its whole
+        image (input_shape (1, C, H, W))."""
+        return GraphModel(self._core.graph(0 if tokens is None else integer(tokens, "tokens")))
+
     def embed_tokens(self, tokens):
         """A text model's input for token ids: the rows of its token-embedding table (n x width; positions
         and the embedding LayerNorm are applied by the model)."""

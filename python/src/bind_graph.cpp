@@ -191,6 +191,8 @@ constexpr const char* no_onnx =
 
 }  // namespace
 
+py::object graph_core(graph::Graph g) { return py::cast(core_of(std::move(g))); }
+
 void bind_graph(py::module_& m) {
 #ifdef REGATTA_HAVE_ONNX
   m.attr("onnx_available") = true;

@@ -12,6 +12,7 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_affine.hpp>
+#include <regatta/operators/model_graph.hpp>
 #include <regatta/operators/model_local.hpp>
 #include <regatta/operators/model_robustness.hpp>
 #include <regatta/operators/model_tensors.hpp>
@@ -106,6 +107,22 @@ void bind_model(py::module_& m) {
                 Eigen::Map<const Matrix<double>>(x.data(), Eigen::Index(ids.size()), model.width));
           },
           py::arg("tokens"))
+      .def(
+          "graph",
+          [](const ModelCore& c, int tokens) {
+            // The graph of the forward function (docs/graph.md#front-ends-safetensors-layouts); tokens = 0:
+            // a text model's context, an image model's whole image.
+            const operators::Model& model = *c.model;
+            if (tokens != 0 && !model.text())
+              throw InputError("tokens", "applies to text models; this is a " + model.layout + " model");
+            if (tokens < 0 || tokens > model.context)
+              throw InputError("tokens", std::to_string(tokens) + " rows, the model takes 1.." +
+                                             std::to_string(model.context));
+            const int n = tokens != 0 ? tokens : model.context;
+            const Eigen::Index length = model.text() ? Eigen::Index(n) * model.width : model.input_size();
+            return graph_core(operators::model_graph(model, length, c.source));
+          },
+          py::arg("tokens") = 0)
       .def_property_readonly("depth", [](const ModelCore& c) { return c.model->blocks.size(); })
       .def_property_readonly("width", [](const ModelCore& c) { return c.model->width; })
       .def(

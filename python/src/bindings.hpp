@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <regatta/graph/graph.hpp>
 #include <regatta/operators/attention.hpp>
 #include <regatta/operators/layer.hpp>
 
@@ -25,5 +26,9 @@ void bind_proofs(py::module_& m);
 void bind_model(py::module_& m);
 void bind_measure(py::module_& m);
 void bind_graph(py::module_& m);
+
+/// A graph with one input and one output as the GraphCore that regatta.GraphModel wraps (bind_graph.cpp);
+/// InputError naming the graph's source otherwise.
+py::object graph_core(graph::Graph g);
 
 }  // namespace regatta::python
