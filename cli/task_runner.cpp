@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/io/file_bytes.hpp>
@@ -13,6 +15,7 @@
 
 #include "lipschitz_mpi.hpp"
 #include "numbers.hpp"
+#include "report/interrupt.hpp"
 
 namespace regatta::cli {
 
@@ -124,9 +127,15 @@ bool run_tasks(long count, const mpi::Task& task, const mpi::Done& done, const T
   std::vector<long> todo;
   for (long i = 0; i < count; ++i)
     if (!finished.count(i)) todo.push_back(i);
+  // Ctrl-C (SIGINT, SIGTERM, SIGHUP) is taken by a watcher thread, which ends the process only between two
+  // checkpoint writes: the checkpoint is complete and no temporary file of it is left behind. (The guard
+  // has nothing of its own to remove: an empty path.)
+  std::optional<report::InterruptGuard> interrupts;
+  if (!checkpoint.path.empty()) interrupts.emplace(std::filesystem::path());
   const mpi::Done record = [&](long index, const std::string& result) {
     if (!checkpoint.path.empty()) {
       finished[index] = result;
+      const std::lock_guard lock(interrupts->swap_mutex());
       write_checkpoint(checkpoint, finished);
     }
     done(index, result);
