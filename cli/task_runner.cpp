@@ -112,7 +112,7 @@ bool run_tasks(long count, const mpi::Task& task, const mpi::Done& done, const T
   const int ranks = session ? session->size() : 1;
 #else
   (void)launched;
-  const int ranks = 1;
+  [[maybe_unused]] const int ranks = 1;
 #endif
   std::map<long, std::string> finished;
   try {
