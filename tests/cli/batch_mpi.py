@@ -11,8 +11,10 @@ exit 2 and one line naming it. Needs only the Python standard library.
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
+import zipfile
 
 REGATTA, MPIEXEC, DATA, WORK = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3]), sys.argv[4]
 shutil.rmtree(WORK, ignore_errors=True)
@@ -73,13 +75,19 @@ def verify(tag, ranks=1, extra=(), expect=0):
     if expect != 0:
         return None
     strip = lambda text: [",".join(line.split(",")[:3]) for line in text.splitlines()]
-    results = json.loads(js.stdout)
+    try:
+        results = json.loads(js.stdout)
+    except json.JSONDecodeError:
+        failures.append(f"verify {tag}: stdout is not JSON: {js.stdout[:200]!r}")
+        return None
     for r in results:
         r.pop("seconds")
     return {"rows": strip(rows.stdout), "table": strip(read(out)), "json": results}
 
 
 one = verify("one")
+if one is None:
+    sys.exit("FAIL: " + "; ".join(failures))
 verdicts = [r["result"] for r in one["json"]]
 if len(one["rows"]) != len(lines) or one["rows"] != one["table"]:
     failures.append(f"verify: the stdout rows and --out table differ: {one['rows']} vs {one['table']}")
@@ -125,7 +133,7 @@ def certify(tag, ranks=1, extra=(), expect=0):
     out = os.path.join(WORK, f"certify_{tag}.json")
     p = run(["certify", "--model", model, "--data", data, "--tolerance", "0.5", "--radii", "0,0.01",
              "--out", out, *extra], ranks, expect)
-    return (p.stdout, read(out)) if expect == 0 else p
+    return (p.stdout, read(out) if os.path.exists(out) else None) if expect == 0 else p
 
 
 c_one = certify("one")
@@ -142,7 +150,40 @@ p = run(["verify", "--instances", instances, "--checkpoint", c_checkpoint], expe
 if p.stderr.count("\n") != 1 or c_checkpoint not in p.stderr or "not a checkpoint" not in p.stderr:
     failures.append(f"verify on certify's checkpoint: not one line naming it: {p.stderr!r}")
 
+# certify on an ONNX graph (cli/certify_graph.cpp): the tiny MLP on 12 points of the plane, l-inf.
+def npy(array, dtype, shape):
+    header = f"{{'descr': '{dtype}', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    code = {"<f8": "d", "<i8": "q"}[dtype]
+    return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
+            struct.pack("<" + code * len(array), *array))
+
+
+points = [(0.1 * k - 0.5, 0.7 - 0.13 * k) for k in range(12)]
+graph_data = os.path.join(WORK, "plane.npz")
+with zipfile.ZipFile(graph_data, "w") as z:
+    z.writestr("images.npy", npy([v for p in points for v in p], "<f8", (12, 2)))
+    z.writestr("labels.npy", npy([k % 2 for k in range(12)], "<i8", (12,)))
+
+
+def certify_graph(tag, ranks=1, extra=()):
+    out = os.path.join(WORK, f"graph_{tag}.csv")
+    p = run(["certify", "--model", os.path.join(DATA, "onnx", "mlp_tiny.onnx"), "--data", graph_data,
+             "--norm", "inf", "--radii", "0,0.1", "--out", out, *extra], ranks)
+    return p.stdout, read(out) if os.path.exists(out) else None
+
+
+g_one = certify_graph("one")
+g_checkpoint = os.path.join(WORK, "graph.checkpoint")
+certify_graph("cp", extra=["--checkpoint", g_checkpoint])
+drop_checkpoint_results(g_checkpoint, keep={3, 4, 11})
+if certify_graph("resumed", extra=["--checkpoint", g_checkpoint]) != g_one:
+    failures.append("certify on an ONNX graph: the run resumed from a partial checkpoint differs")
+
 if MPIEXEC != "-":
+    for ranks in (2, 3):
+        if certify_graph(f"mpi{ranks}", ranks) != g_one:
+            failures.append(f"certify on an ONNX graph: mpiexec -n {ranks} differs from one process")
     for ranks in (2, 3):
         if verify(f"mpi{ranks}", ranks) != one:
             failures.append(f"verify: mpiexec -n {ranks} differs from one process")
