@@ -49,7 +49,20 @@ struct CertifyArgs {
   std::vector<std::string> compare;  ///< extra comparison columns: "local"
   std::string norm = "2";            ///< "2" or "inf" (inf: ONNX graphs only)
   std::vector<double> input_range;   ///< LO,HI (ONNX graphs only)
+  std::string checkpoint;            ///< finished rows kept here (task_runner.hpp)
 };
+
+// --checkpoint: what the rows depend on (the model, its config, the data, the options that change a row).
+TaskCheckpoint rows_checkpoint(const CertifyArgs& args, const std::string& config) {
+  if (args.checkpoint.empty()) return {};
+  check_checkpoint_path("--checkpoint", args.checkpoint);
+  std::vector<std::string> files{args.model, args.data};
+  if (!config.empty()) files.push_back(config);
+  const nlohmann::json options{{"limit", args.limit},   {"tolerance", args.tolerance},
+                               {"method", args.method}, {"compare", args.compare},
+                               {"norm", args.norm},     {"input_range", args.input_range}};
+  return {args.checkpoint, "regatta-certify-checkpoint-1", certify_fingerprint(files, options)};
+}
 
 using Row = operators::InputRobustness;
 
@@ -87,9 +100,9 @@ void run(const CertifyArgs& args, int& result) {
       throw InputError("--compare", "applies to safetensors models, not to an .onnx graph");
     if (args.method != "affine")
       throw InputError("--method", "an .onnx graph is certified by affine forms only (--method affine)");
-    GraphCertifyArgs g{args.model, args.data,        args.out,   args.plot,     args.norm,
-                       args.radii, args.input_range, args.limit, args.tolerance};
-    run_graph_certify(g, plot_dir ? &*plot_dir : nullptr);
+    GraphCertifyArgs g{args.model,      args.data,  args.out,         args.plot,  args.norm,
+                       args.checkpoint, args.radii, args.input_range, args.limit, args.tolerance};
+    run_graph_certify(g, rows_checkpoint(args, ""), plot_dir ? &*plot_dir : nullptr);
     result = exit_ok;
     return;
   }
@@ -98,6 +111,12 @@ void run(const CertifyArgs& args, int& result) {
   if (!args.input_range.empty())
     throw InputError("--input-range", "needs an .onnx model (a safetensors model's inputs are unbounded)");
   const Model m = operators::load_model(args.model, args.config);
+  std::string config = args.config;  // load_model's default: config.json beside the model, when there
+  if (config.empty()) {
+    const std::filesystem::path beside = std::filesystem::path(args.model).parent_path() / "config.json";
+    if (std::filesystem::is_regular_file(beside, ec)) config = beside.string();
+  }
+  const TaskCheckpoint checkpoint = rows_checkpoint(args, config);
   const TestSet data = read_test_set(args.data, m, args.limit);
 
   std::string why_naive;
@@ -111,16 +130,24 @@ void run(const CertifyArgs& args, int& result) {
   const operators::ConvertedModel<double> md(m);
   const operators::ConvertedModel<interval64> mi(m);
   retain_freed_memory();  // the region passes free and reallocate megabyte temporaries many times a second
-  std::vector<Row> rows = certify_rows(long(data.images.size()), [&](long i) {
-    return operators::input_robustness(
-        md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
-        args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine, local);
-  });
+  std::optional<std::vector<Row>> rows = certify_rows(
+      long(data.images.size()),
+      [&](long i) {
+        return operators::input_robustness(
+            md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
+            args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine,
+            local);
+      },
+      checkpoint);
+  if (!rows) {  // a rank > 0 of mpirun: rank 0 writes
+    result = exit_ok;
+    return;
+  }
 
   CertifyOutput o;
   o.model = args.model;
   o.data = args.data;
-  o.rows = std::move(rows);
+  o.rows = std::move(*rows);
   o.factors = factors;
   o.why_naive = why_naive;
   o.compare_local = compare_local;
@@ -199,6 +226,10 @@ void add_certify_command(CLI::App& app, int& result) {
   cmd->add_option("--tolerance", args->tolerance,
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
       ->check(finite_in(0, 1, Ends::open));
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "Keep each finished input's row in this file (rewritten atomically); a rerun with the same "
+                  "file and inputs skips them")
+      ->check(file_name());
   cmd->callback([args, &result] { run(*args, result); });
 }
 

@@ -81,7 +81,8 @@ GraphTestSet read_graph_test_set(const std::string& path, std::size_t size, std:
 
 }  // namespace
 
-void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir) {
+void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& checkpoint,
+                       report::OutputDir* plot_dir) {
   if (!args.input_range.empty() &&
       !(args.input_range.size() == 2 && std::isfinite(args.input_range[0]) &&
         std::isfinite(args.input_range[1]) && args.input_range[0] < args.input_range[1]))
@@ -109,15 +110,20 @@ void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir
     const double width = args.input_range[1] - args.input_range[0];
     c.cap = c.norm == graph::Norm::linf ? width : width * std::sqrt(double(size)) * (1 + 1e-12);
   }
-  std::vector<operators::InputRobustness> rows = certify_rows(long(data.inputs.size()), [&](long i) {
-    return operators::graph_input_robustness(g, data.inputs[std::size_t(i)], data.labels[std::size_t(i)], c);
-  });
+  std::optional<std::vector<operators::InputRobustness>> rows = certify_rows(
+      long(data.inputs.size()),
+      [&](long i) {
+        return operators::graph_input_robustness(g, data.inputs[std::size_t(i)], data.labels[std::size_t(i)],
+                                                 c);
+      },
+      checkpoint);
+  if (!rows) return;  // a rank > 0 of mpirun: rank 0 writes
 
   CertifyOutput o;
   o.model = args.model;
   o.data = args.data;
   o.norm = args.norm;
-  o.rows = std::move(rows);
+  o.rows = std::move(*rows);
   o.why_naive = "not computed for an ONNX graph (per-stage factors exist for the safetensors layouts)";
   o.compare_local = true;  // so the output says why there is no local column
   o.why_local = "not computed for an ONNX graph";

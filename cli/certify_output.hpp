@@ -3,7 +3,7 @@
 // (cli/certify.cpp) and an ONNX graph (cli/certify_graph.cpp). The per-input rows, the medians, the
 // accuracies at the radii (exact counts), the --out JSON or CSV with the kind of every number, and the --plot
 // figure (docs/models.md).
-#include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 
 #include "report/output.hpp"
 #include "report/progress.hpp"
+#include "task_runner.hpp"
 
 namespace regatta::cli {
 
@@ -36,36 +37,25 @@ struct CertifyOutput {
 /// Prints the table and summary on stdout, writes --out (atomically) and the --plot figure.
 void write_certify_output(const CertifyOutput& o);
 
-/// The rows one(i) for i in [0, count), on the OpenMP threads (one input per task), with the "certify"
-/// progress line; the first exception of any thread is rethrown after the loop.
-template <class One>
-std::vector<operators::InputRobustness> certify_rows(long count, One one) {
-  std::vector<operators::InputRobustness> rows(static_cast<std::size_t>(count));
-  report::Progress progress("certify", count, true);
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (long i = 0; i < count; ++i) {
-    try {
-      rows[std::size_t(i)] = one(i);
-    } catch (...) {
-#pragma omp critical(regatta_certify_failure)
-      if (!failure) failure = std::current_exception();
-    }
-#pragma omp critical(regatta_certify_progress)
-    progress.advance();
-  }
-  if (failure) std::rethrow_exception(failure);
-  return rows;
-}
+/// The rows one(i) for i in [0, count) with the "certify" progress line (certify_rows.cpp): in one process
+/// on the OpenMP threads (one input per task; the first exception of any thread is rethrown after the loop),
+/// under mpirun over the ranks (rank 0 gets the rows bit for bit as computed; nullopt on the other ranks,
+/// which write nothing); with a checkpoint, the rows it holds are not recomputed and each new one is added.
+std::optional<std::vector<operators::InputRobustness>> certify_rows(
+    long count, const std::function<operators::InputRobustness(long)>& one, const TaskCheckpoint& checkpoint);
+
+/// What a certify checkpoint depends on besides the model and data files: the options that change a row.
+nlohmann::json certify_fingerprint(const std::vector<std::string>& files, const nlohmann::json& options);
 
 /// The ".onnx" dispatch of `regatta certify` (certify_graph.cpp). `norm` is "2" or "inf"; `input_range`
 /// holds LO,HI or nothing.
 struct GraphCertifyArgs {
-  std::string model, data, out, plot, norm = "2";
+  std::string model, data, out, plot, norm = "2", checkpoint;
   std::vector<double> radii, input_range;
   long limit = 0;
   double tolerance = 0.01;
 };
-void run_graph_certify(const GraphCertifyArgs& args, report::OutputDir* plot_dir);
+void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& checkpoint,
+                       report::OutputDir* plot_dir);
 
 }  // namespace regatta::cli

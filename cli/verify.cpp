@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -35,13 +36,14 @@
 #endif
 
 #include "command.hpp"
+#include "task_runner.hpp"
 
 namespace regatta::cli {
 
 namespace {
 
 struct Options {
-  std::string onnx, vnnlib, out, instances;
+  std::string onnx, vnnlib, out, instances, checkpoint;
   double timeout = 60;
   bool json = false;
   std::uint64_t seed = 1;
@@ -256,14 +258,19 @@ void write_out(const std::string& path, const std::string& text) {
   io::write_file_atomic(path, std::span<const std::byte>(p, text.size()));
 }
 
-// instances.csv: onnx,vnnlib,timeout per line, paths relative to the file's folder.
-int run_instances(const Options& o) {
-  const std::vector<std::byte> bytes = io::read_file_bytes(o.instances, std::size_t{64} << 20);
+struct Instance {
+  std::string onnx, vnnlib;
+  double timeout = 0;  ///< the file's
+};
+
+// instances.csv: onnx,vnnlib,timeout per line, paths relative to the file's folder; every line is checked
+// before any instance runs.
+std::vector<Instance> read_instances(const std::string& file) {
+  const std::vector<std::byte> bytes = io::read_file_bytes(file, std::size_t{64} << 20);
   std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  const std::filesystem::path base = std::filesystem::path(o.instances).parent_path();
-  std::map<std::string, std::shared_ptr<graph::Graph>> models;
-  std::string line, table;
-  nlohmann::json all = nlohmann::json::array();
+  const std::filesystem::path base = std::filesystem::path(file).parent_path();
+  std::vector<Instance> list;
+  std::string line;
   std::size_t line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
@@ -278,25 +285,75 @@ int run_instances(const Options& o) {
       return s;
     };
     if (f.size() != 3)
-      throw InputError(o.instances, "line " + std::to_string(line_no) + ": expected onnx,vnnlib,timeout");
-    const std::string onnx = (base / trim(f[0])).string(), vnnlib = (base / trim(f[1])).string();
-    double timeout = 0;
+      throw InputError(file, "line " + std::to_string(line_no) + ": expected onnx,vnnlib,timeout");
+    Instance i{(base / trim(f[0])).string(), (base / trim(f[1])).string(), 0};
     const std::string t = trim(f[2]);
-    const auto r = std::from_chars(t.data(), t.data() + t.size(), timeout);
-    if (r.ec != std::errc() || r.ptr != t.data() + t.size() || !(timeout > 0) || timeout > 1e6)
-      throw InputError(o.instances, "line " + std::to_string(line_no) + ": timeout " + regatta::quoted(t) +
-                                        " is not a number of seconds in (0, 1e6]");
-    auto& model = models[onnx];
-    if (!model) model = std::make_shared<graph::Graph>(load_model(onnx));
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), i.timeout);
+    if (r.ec != std::errc() || r.ptr != t.data() + t.size() || !(i.timeout > 0) || i.timeout > 1e6)
+      throw InputError(file, "line " + std::to_string(line_no) + ": timeout " + regatta::quoted(t) +
+                                 " is not a number of seconds in (0, 1e6]");
+    list.push_back(std::move(i));
+  }
+  return list;
+}
+
+// What the instances' results depend on, for --checkpoint: the list, every model's and property's bytes,
+// and the options.
+nlohmann::json instances_fingerprint(const std::vector<Instance>& list, const Options& o) {
+  nlohmann::json instances = nlohmann::json::array(), files = nlohmann::json::object();
+  for (const Instance& i : list) {
+    instances.push_back({i.onnx, i.vnnlib, i.timeout});
+    for (const std::string& path : {i.onnx, i.vnnlib})
+      if (!files.contains(path)) files[path] = file_fingerprint(path)["crc32"];
+  }
+  return {{"instances", instances},
+          {"files", files},
+          {"options",
+           {{"timeout", o.timeout},
+            {"seed", o.seed},
+            {"method", o.method},
+            {"method_given", o.method_given},
+            {"no_split", o.no_split}}}};
+}
+
+// --instances: every instance's csv row and JSON object, in the file's order, from one process or from the
+// ranks of mpirun (task_runner.hpp); --checkpoint keeps the finished ones.
+int run_instances(const Options& o) {
+  const std::vector<Instance> list = read_instances(o.instances);
+  TaskCheckpoint checkpoint;
+  if (!o.checkpoint.empty()) {
+    check_checkpoint_path("--checkpoint", o.checkpoint);
+    checkpoint = {o.checkpoint, "regatta-verify-checkpoint-1", instances_fingerprint(list, o)};
+  }
+  std::map<std::string, std::shared_ptr<graph::Graph>> models;  // this process's, loaded once each
+  const mpi::Task task = [&](long index) {
+    const Instance& i = list[std::size_t(index)];
+    auto& model = models[i.onnx];
+    if (!model) model = std::make_shared<graph::Graph>(load_model(i.onnx));
     std::string why_not;
     const std::string method = bound_method(*model, o, why_not);
     const Outcome out =
-        run_one(*model, vnnlib, std::min(timeout, o.timeout > 0 ? o.timeout : timeout), o, method);
-    const std::string row = onnx + "," + vnnlib + "," + graph::verdict_name(out.result.verdict) + "," +
+        run_one(*model, i.vnnlib, std::min(i.timeout, o.timeout > 0 ? o.timeout : i.timeout), o, method);
+    const std::string row = i.onnx + "," + i.vnnlib + "," + graph::verdict_name(out.result.verdict) + "," +
                             shortest_decimal(std::round(out.result.seconds * 1000) / 1000);
-    table += row + "\n";
-    all.push_back(result_json(out, onnx, vnnlib, timeout, method, why_not, !o.no_split));
-    if (!o.json) std::cout << row << std::endl;
+    return nlohmann::json{
+        {"row", row}, {"result", result_json(out, i.onnx, i.vnnlib, i.timeout, method, why_not, !o.no_split)}}
+        .dump();
+  };
+  // Results arrive in any order; each is printed once all before it are.
+  std::vector<std::optional<nlohmann::json>> results(list.size());
+  std::size_t printed = 0;
+  const mpi::Done done = [&](long index, const std::string& text) {
+    results[std::size_t(index)] = nlohmann::json::parse(text);
+    for (; printed < results.size() && results[printed]; ++printed)
+      if (!o.json) std::cout << (*results[printed])["row"].get<std::string>() << std::endl;
+  };
+  if (!run_tasks(long(list.size()), task, done, checkpoint)) return exit_ok;  // a rank > 0 of mpirun
+  std::string table;
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& r : results) {
+    table += (*r)["row"].get<std::string>() + "\n";
+    all.push_back((*r)["result"]);
   }
   if (o.json) std::cout << all.dump(2) << "\n";
   if (!o.out.empty()) write_out(o.out, table);
@@ -322,6 +379,10 @@ void add_verify_command(CLI::App& app, int& result) {
   cmd->add_option("--out", o->out,
                   "Also write the result (VNN-COMP format; with --instances the table) atomically here");
   cmd->add_flag("--json", o->json, "JSON on stdout");
+  cmd->add_option("--checkpoint", o->checkpoint,
+                  "With --instances: keep each finished instance's result in this file (rewritten "
+                  "atomically); a rerun with the same file skips them")
+      ->needs("--instances");
   cmd->add_option("--method", o->method,
                   "The bounds of a box: affine (the default: IBP and affine forms over the graph, the better "
                   "for each inequality; IBP alone where the forms do not apply) or ibp")
