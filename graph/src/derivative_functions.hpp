@@ -19,6 +19,7 @@ namespace regatta::graph::detail {
 /// overlapping intervals).
 inline bool is_zero(double v) { return v == 0; }
 inline bool is_zero(const interval64& v) { return v.lower() == 0 && v.upper() == 0; }
+inline bool is_zero(const interval& v) { return lower_bound(v) == 0 && upper_bound(v) == 0; }
 
 double relu_derivative(double x);
 interval64 relu_derivative(const interval64& x);

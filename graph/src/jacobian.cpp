@@ -6,6 +6,7 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/core/precision.hpp>
 #include <regatta/graph/derivatives.hpp>
 
 #include "gradient.hpp"
@@ -56,6 +57,16 @@ std::vector<interval64> input_box(const Graph& g, const std::vector<double>& lo,
 }
 
 Jacobian<double> jacobian(const Graph& g, const std::vector<double>& x) { return jacobian_of(g, x); }
+
+Jacobian<interval64> jacobian_enclosure_at(const Graph& g, const std::vector<double>& x, int bits) {
+  input_box(g, x, x);  // finite, sized like the input
+  PrecisionGuard guard(bits);
+  const Jacobian<interval> M = jacobian_of(g, std::vector<interval>(x.begin(), x.end()));
+  Jacobian<interval64> J{M.rows, M.cols, {}};
+  J.data.reserve(M.data.size());
+  for (const interval& e : M.data) J.data.emplace_back(e);  // outward to binary64 endpoints
+  return J;
+}
 
 Jacobian<interval64> jacobian_enclosure(const Graph& g, const std::vector<double>& lo,
                                         const std::vector<double>& hi) {

@@ -47,7 +47,7 @@ WholeLipschitz local_lipschitz(const Graph& g, const std::vector<double>& x, int
     v = std::move(w);
     if (k > 0 && std::fabs(r.estimate - previous) <= tolerance * r.estimate) break;
   }
-  const Jacobian<interval64> J = jacobian_enclosure(g, x, x);
+  const Jacobian<interval64> J = jacobian_enclosure_at(g, x);
   r.rows = J.rows;
   r.cols = J.cols;
   Matrix<interval64> M(Eigen::Index(J.rows), Eigen::Index(J.cols));

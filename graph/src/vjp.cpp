@@ -68,6 +68,8 @@ template std::vector<double> reverse_sweep<double>(const Graph&, const std::vect
 template std::vector<interval64> reverse_sweep<interval64>(const Graph&,
                                                            const std::vector<Tensor<interval64>>&,
                                                            const std::vector<char>&, std::vector<interval64>);
+template std::vector<interval> reverse_sweep<interval>(const Graph&, const std::vector<Tensor<interval>>&,
+                                                       const std::vector<char>&, std::vector<interval>);
 
 ValueAndGradient value_and_gradient(
     const Graph& g, const std::vector<double>& input,
@@ -123,5 +125,7 @@ template std::vector<std::vector<double>> vjps<double>(const Graph&, const std::
                                                        const std::vector<std::vector<double>>&);
 template std::vector<std::vector<interval64>> vjps<interval64>(const Graph&, const std::vector<interval64>&,
                                                                const std::vector<std::vector<interval64>>&);
+template std::vector<std::vector<interval>> vjps<interval>(const Graph&, const std::vector<interval>&,
+                                                           const std::vector<std::vector<interval>>&);
 
 }  // namespace regatta::graph

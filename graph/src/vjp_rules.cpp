@@ -347,6 +347,7 @@ void node_vjp(const Graph& graph, const Node& node, const std::vector<const Tens
                             const Tensor<S>&, const std::vector<S>&, const std::vector<std::vector<S>*>&);
 REGATTA_GRAPH_NODE_VJP(double)
 REGATTA_GRAPH_NODE_VJP(::regatta::interval64)
+REGATTA_GRAPH_NODE_VJP(::regatta::interval)
 #undef REGATTA_GRAPH_NODE_VJP
 
 }  // namespace regatta::graph::detail

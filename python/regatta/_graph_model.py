@@ -226,7 +226,8 @@ class GraphModel:
     def local_lipschitz(self, x):
         """The local Lipschitz constant ||J(x)||_2 of the whole model at x, as a dict: 'estimate' (an ESTIMATE:
         power iteration on J^T J with forward- and reverse-mode sweeps), 'certified_upper' (CERTIFIED: an upper
-        bound from the interval Jacobian at x and a certified spectral-norm bound) and 'iterations'."""
+        bound from the Jacobian at x enclosed in MPFI at 128 bits and a certified spectral-norm bound) and
+        'iterations'."""
         return dict(self._core.local_lipschitz(array(x)))
 
     def robustness(self, x, label, *, norm="2", tolerance=0.01, input_range=None):

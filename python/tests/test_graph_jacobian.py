@@ -55,5 +55,5 @@ def test_local_lipschitz_estimate_is_torchs_largest_singular_value_below_the_cer
     sigma = np.linalg.norm(torch_jacobian(module, x), 2)
     assert abs(result["estimate"] - sigma) <= 1e-6 * sigma, (result, sigma)
     assert sigma <= result["certified_upper"] * (1 + 1e-12)
-    assert result["certified_upper"] <= 1.01 * sigma  # at a point the interval Jacobian is nearly exact
+    assert result["certified_upper"] <= (1 + 1e-6) * sigma  # at a point the MPFI Jacobian is nearly exact
     assert result["iterations"] >= 1

@@ -14,8 +14,8 @@ struct WholeLipschitz {
   /// in binary64 (no rounding error bounded; a lower estimate up to that rounding, since ‖J·v‖ ≤ ‖J‖₂ for a
   /// unit v).
   double estimate = 0;
-  /// CERTIFIED: an upper bound on ‖J(x)‖₂ of the exact real-number function, from the interval64 Jacobian at
-  /// the point (jacobian_enclosure(x, x)) and core's certified interval-matrix spectral bound
+  /// CERTIFIED: an upper bound on ‖J(x)‖₂ of the exact real-number function, from the Jacobian at the point
+  /// enclosed in MPFI at 128 bits (jacobian_enclosure_at) and core's certified interval-matrix spectral bound
   /// (spectral_norm_bound). +inf when an entry of the enclosure is not finite.
   double certified = 0;
   int iterations = 0;              ///< power steps run
