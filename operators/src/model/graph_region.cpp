@@ -19,9 +19,6 @@
 namespace regatta::operators {
 namespace {
 
-using regatta::detail::i64::add;
-using regatta::detail::i64::mul;
-
 constexpr double minus_inf = -std::numeric_limits<double>::infinity();
 
 /// Per class c the lower end of y_label − y_c of the interval64 forward at the centre (−∞ when NaN); the
@@ -45,6 +42,8 @@ std::vector<double> centre_margins(const graph::Graph& graph, const Vector<doubl
 /// An upper bound of max over G of ‖g‖_dual, rounded up: ‖·‖₂ for the ball, Σ_j scale_j·|g_j| for the box.
 /// +∞ when an entry is not finite.
 double dual_norm_upper(const std::vector<interval64>& G, const InputSet& set) {
+  using regatta::detail::i64::add;
+  using regatta::detail::i64::mul;
   double sum = 0;
   for (std::size_t j = 0; j < G.size(); ++j) {
     if (!isfinite(G[j])) return std::numeric_limits<double>::infinity();
@@ -60,6 +59,8 @@ double dual_norm_upper(const std::vector<interval64>& G, const InputSet& set) {
 /// The bound of graph_region.hpp at radius set.radius, given the centre's margins.
 double region_margin(const graph::Graph& graph, const InputSet& set, int label,
                      const std::vector<double>& at_x) {
+  using regatta::detail::i64::add;
+  using regatta::detail::i64::mul;
   const double r = set.radius;
   if (!(r >= 0) || !std::isfinite(r))
     throw std::logic_error("graph_region_margin: the radius must be finite and >= 0");
