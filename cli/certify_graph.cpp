@@ -1,8 +1,9 @@
 // regatta certify --model M.onnx: robustness of any ONNX graph (one input, logits out) on a labelled test set
 // in l2 or l-inf (docs/models.md#certifying-an-onnx-graph): per input the certified radius by affine forms
-// over the graph (graph_certified_radius, CERTIFIED) below the attack radius (the smallest radius at which
-// projected gradient descent found a misclassification, by bisection: an ESTIMATE); the printing and
-// writing are certify's own (certify_output.hpp).
+// over the graph (graph_certified_radius, CERTIFIED; with --method region by region enclosures of the
+// margin's gradient, graph_region_radius, docs/models.md#region-enclosures-of-a-graph) below the attack
+// radius (the smallest radius at which projected gradient descent found a misclassification, by bisection: an
+// ESTIMATE); the printing and writing are certify's own (certify_output.hpp).
 #include <omp.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_region.hpp>
 #include <regatta/operators/graph_robustness.hpp>
 #include <string>
 #include <vector>
@@ -92,7 +94,9 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
                    "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
 #else
   const graph::Graph g = graph::import_onnx(args.model);
-  const std::string why = operators::graph_affine_unsupported(g);
+  const bool region = args.method == "region";
+  const std::string why =
+      region ? operators::graph_region_unsupported(g) : operators::graph_affine_unsupported(g);
   if (!why.empty()) throw InputError(args.model, why);
   const std::size_t size = std::size_t(graph::element_count(g.values[std::size_t(g.inputs[0])].shape));
   const std::size_t classes = std::size_t(graph::element_count(g.values[std::size_t(g.outputs[0])].shape));
@@ -103,6 +107,7 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
 
   operators::GraphRobustnessOptions c{
       args.norm == "inf" ? graph::Norm::linf : graph::Norm::l2, {}, {}, 100, args.tolerance};
+  c.method = region ? operators::RadiusMethod::region : operators::RadiusMethod::affine;
   if (!args.input_range.empty()) {
     c.lower.assign(size, args.input_range[0]);
     c.upper.assign(size, args.input_range[1]);
@@ -128,7 +133,9 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
   o.compare_local = true;  // so the output says why there is no local column
   o.why_local = "not computed for an ONNX graph";
   o.method_line =
-      "certified radius by affine forms over the graph (" + std::to_string(g.nodes.size()) + " nodes)" +
+      (region ? "certified radius by region enclosures of the margin's gradient over the graph ("
+              : "certified radius by affine forms over the graph (") +
+      std::to_string(g.nodes.size()) + " nodes)" +
       (args.input_range.empty() ? std::string()
                                 : ", the ball intersected with the input range [" +
                                       number(args.input_range[0]) + ", " + number(args.input_range[1]) + "]");

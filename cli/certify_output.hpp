@@ -54,6 +54,7 @@ struct GraphCertifyArgs {
   std::vector<double> radii, input_range;
   long limit = 0;
   double tolerance = 0.01;
+  std::string method = "affine";  ///< affine forms, or region enclosures of the gradient (graph_region.hpp)
 };
 void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& checkpoint,
                        report::OutputDir* plot_dir);

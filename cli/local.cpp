@@ -30,6 +30,7 @@
 #include "layer_options.hpp"
 #include "local_args.hpp"
 #include "local_model.hpp"
+#include "local_whole.hpp"
 #include "numbers.hpp"
 #include "report/progress.hpp"
 #include "validate.hpp"
@@ -251,6 +252,12 @@ void run_model(const LocalArgs& args, int& result) {
 }
 
 void run(const LocalArgs& args, int& result) {
+  if (args.whole) {
+    if (args.layer.model.empty()) throw InputError("--whole", "needs --model");
+    run_whole_model(args.layer.model, args.layer.node, args.input, args.json);
+    result = exit_ok;
+    return;
+  }
   if (!args.layer.model.empty()) return run_model(args, result);
   if (!args.layer.node.empty()) throw InputError("--node", "needs --model");
   const ResolvedLayer resolved = resolve_layer(args.layer);
@@ -293,6 +300,9 @@ void add_local_command(CLI::App& app, int& result) {
       "Local Lipschitz constant ||J(X)|| (2 and inf norm) and local sensitivity delta(X, eps) at an input");
   add_layer_options(cmd, args->layer);
   add_model_options(cmd, args->layer);
+  cmd->add_flag("--whole", args->whole,
+                "With --model: the local Lipschitz constant ||J(x)||_2 of the whole network at --input (an "
+                "estimate by power iteration and a certified upper bound), instead of one attention layer");
   cmd->add_option("--input", args->input,
                   "Tokens X (n x d), or a batch (B x n x d: each input analysed on its own): FILE.npy, "
                   "FILE.npz[:NAME], FILE.safetensors[:NAME]; with --model, the model's input")

@@ -34,6 +34,7 @@ struct LocalArgs {
   long long region_limit = 4096;
   int region_pieces = 0;  // 0: automatic (lip::region_pieces)
   bool json = false;
+  bool whole = false;  // --whole: ‖J(x)‖₂ of the whole --model (local_whole.hpp)
 };
 
 /// The Havens quantities at ε (estimates), their certified counterparts (with --certify) and the radius.

@@ -7,6 +7,7 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/scalar_traits.hpp>
 
+#include "evaluate_node.hpp"
 #include "scalar_functions.hpp"
 #include "shapes.hpp"
 
@@ -174,10 +175,7 @@ Data<S> layer_norm(const Tensor<S>& x, const Tensor<S>& scale, const Tensor<S>* 
     for (int64_t l = 0; l < b.len; ++l) mean += row[l];
     mean = mean / n;
     S var(0.0);
-    for (int64_t l = 0; l < b.len; ++l) {
-      const S d = row[l] - mean;
-      var += d * d;
-    }
+    for (int64_t l = 0; l < b.len; ++l) var += detail::square_of(S(row[l] - mean));  // ≥ 0 for intervals
     const S inv = S(1.0) / detail::sqrt_of(S(var / n + eps));
     for (int64_t l = 0; l < b.len; ++l) {
       S v = (row[l] - mean) * inv * scale.data[static_cast<size_t>(ms[static_cast<size_t>(l)])];
@@ -325,6 +323,12 @@ Data<S> run(const Graph& g, const Node& node, const std::vector<const Tensor<S>*
 }  // namespace
 
 template <class S>
+std::vector<S> detail::evaluate_node(const Graph& g, const Node& node,
+                                     const std::vector<const Tensor<S>*>& in, const Shape& out) {
+  return run(g, node, in, out);
+}
+
+template <class S>
 std::vector<Tensor<S>> evaluate_all(const Graph& g, const std::vector<Tensor<S>>& inputs) {
   if (inputs.size() != g.inputs.size())
     throw InputError(g.source, "the graph takes " + std::to_string(g.inputs.size()) + " inputs, got " +
@@ -360,9 +364,11 @@ std::vector<Tensor<S>> evaluate(const Graph& g, const std::vector<Tensor<S>>& in
   return out;
 }
 
-#define REGATTA_GRAPH_EVALUATE(S)                                                           \
-  template std::vector<Tensor<S>> evaluate<S>(const Graph&, const std::vector<Tensor<S>>&); \
-  template std::vector<Tensor<S>> evaluate_all<S>(const Graph&, const std::vector<Tensor<S>>&);
+#define REGATTA_GRAPH_EVALUATE(S)                                                               \
+  template std::vector<Tensor<S>> evaluate<S>(const Graph&, const std::vector<Tensor<S>>&);     \
+  template std::vector<Tensor<S>> evaluate_all<S>(const Graph&, const std::vector<Tensor<S>>&); \
+  template std::vector<S> detail::evaluate_node<S>(const Graph&, const Node&,                   \
+                                                   const std::vector<const Tensor<S>*>&, const Shape&);
 REGATTA_GRAPH_EVALUATE(double)
 REGATTA_GRAPH_EVALUATE(::regatta::interval64)
 REGATTA_GRAPH_EVALUATE(::regatta::interval)

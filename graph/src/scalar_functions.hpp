@@ -48,6 +48,14 @@ S log_of(const S& x) {
   return log(x);
 }
 
+/// x² as a product of magnitudes: for an interval straddling 0, |x|·|x| is never negative where x·x is.
+inline double square_of(double x) { return x * x; }
+template <class S>
+S square_of(const S& x) {
+  const S m = abs(x);
+  return m * m;
+}
+
 /// 1/√2 and √(2/π) enclosed in S (a point for double).
 double inv_sqrt2(double);
 interval64 inv_sqrt2(const interval64&);

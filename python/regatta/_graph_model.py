@@ -217,6 +217,19 @@ class GraphModel:
         lower, upper = self._core.logits_enclosure(array(x))
         return [Interval(lo, hi) for lo, hi in zip(lower.ravel(), upper.ravel())]
 
+    def jacobian(self, x):
+        """J(x), the derivative of the flattened output with respect to the flattened input at x, in binary64:
+        an ESTIMATE (ndarray of shape (output elements, input elements); forward or reverse mode, whichever
+        needs fewer sweeps; docs/graph.md#forward-mode-and-jacobian-enclosures)."""
+        return self._core.jacobian(array(x))
+
+    def local_lipschitz(self, x):
+        """The local Lipschitz constant ||J(x)||_2 of the whole model at x, as a dict: 'estimate' (an ESTIMATE:
+        power iteration on J^T J with forward- and reverse-mode sweeps), 'certified_upper' (CERTIFIED: an upper
+        bound from the Jacobian at x enclosed in MPFI at 128 bits and a certified spectral-norm bound) and
+        'iterations'."""
+        return dict(self._core.local_lipschitz(array(x)))
+
     def robustness(self, x, label, *, norm="2", tolerance=0.01, input_range=None):
         """The robustness of one labelled input in the l2 ball (norm='2') or the l-inf box (norm='inf'), as one
         row of `regatta certify --model M.onnx` (docs/models.md#certifying-an-onnx-graph): prediction and

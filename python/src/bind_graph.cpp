@@ -15,8 +15,10 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
+#include <regatta/graph/derivatives.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/graph/local_lipschitz.hpp>
 #include <regatta/operators/graph_robustness.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
@@ -305,7 +307,34 @@ void bind_graph(py::module_& m) {
           },
           py::arg("input"),
           "(lower, upper): certified enclosures of the exact outputs (interval64 forward), in the output's "
-          "shape");
+          "shape")
+      .def(
+          "jacobian",
+          [](const GraphCore& c, const py::handle& x) {
+            const graph::Tensor<double> input = input_arg(c, x);
+            graph::Jacobian<double> J;
+            {
+              py::gil_scoped_release release;
+              J = graph::jacobian(*c.graph, input.data);
+            }
+            return array_of(graph::Shape{std::int64_t(J.rows), std::int64_t(J.cols)}, J.data);
+          },
+          py::arg("input"),
+          "J(x), output elements x input elements, in binary64 (an estimate): forward or reverse mode")
+      .def(
+          "local_lipschitz",
+          [](const GraphCore& c, const py::handle& x) {
+            const graph::Tensor<double> input = input_arg(c, x);
+            graph::WholeLipschitz w;
+            {
+              py::gil_scoped_release release;
+              w = graph::local_lipschitz(*c.graph, input.data);
+            }
+            return py::dict(py::arg("estimate") = w.estimate, py::arg("certified_upper") = w.certified,
+                            py::arg("iterations") = w.iterations);
+          },
+          py::arg("input"),
+          "||J(x)||_2: estimate (power iteration) and certified_upper (interval Jacobian at the point)");
 
   m.def(
       "import_onnx_file",

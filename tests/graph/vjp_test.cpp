@@ -1,8 +1,10 @@
-// The reverse sweep of every node kind (graph/src/vjp_rules.cpp) against a second computation: central finite
-// differences of Σ w_k·y_k evaluated in MPFI at 256 bits with the step 2^-40, so the difference quotient is
-// the exact derivative to ~1e-24 (truncation) and the only error left is the binary64 rounding of the sweep
-// (docs/graph.md, "Derivatives"). Small hand-built graphs, one or two per node kind, with constant and
-// runtime operands and broadcasting.
+// The reverse and forward sweeps of every node kind (graph/src/vjp_rules.cpp, jvp_rules.cpp) against a second
+// computation: central finite differences evaluated in MPFI at 256 bits with the step 2^-40, so the
+// difference quotient is the exact derivative to ~1e-24 (truncation) and the only error left is the binary64
+// rounding of the sweep (docs/graph.md, "Derivatives" and "Forward mode and Jacobian enclosures"). Each graph
+// also checks that the MPFI tangent encloses the directional quotient, uᵀ(J·v) = (Jᵀu)ᵀ·v, and that the
+// interval64 Jacobian and gradient over a small box contain the binary64 ones at points of the box. Small
+// hand-built graphs, one or two per node kind, with constant and runtime operands and broadcasting.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/core/scalar_traits.hpp>
 #include <regatta/graph/attack.hpp>
+#include <regatta/graph/derivatives.hpp>
 #include <regatta/graph/evaluate.hpp>
 
 namespace {
@@ -52,6 +55,104 @@ struct Builder {
   }
 };
 
+// J·v (binary64) against the MPFI central difference quotient along v, the MPFI tangent containing that
+// quotient (to its truncation error), and uᵀ(J·v) = (Jᵀu)ᵀ·v with u = w and the gradient Jᵀu already checked.
+void check_forward_mode(const Graph& g, const std::vector<double>& x, const std::vector<double>& w,
+                        const std::vector<double>& grad, std::mt19937_64& rng) {
+  const Value& in = g.values[static_cast<std::size_t>(g.inputs[0])];
+  std::vector<double> v(x.size());
+  for (double& e : v) e = std::uniform_real_distribution<double>(-1, 1)(rng);
+  const std::vector<double> jv = jvp(g, x, v);
+  ASSERT_EQ(jv.size(), w.size());
+
+  PrecisionGuard guard(256);
+  const interval h = interval(1) / interval(std::ldexp(1.0, 40));
+  const auto at = [&](int sign) {
+    Tensor<interval> t{in.shape, {}};
+    for (std::size_t i = 0; i < x.size(); ++i)
+      t.data.emplace_back(sign > 0 ? interval(interval(x[i]) + h * interval(v[i]))
+                                   : interval(interval(x[i]) - h * interval(v[i])));
+    return evaluate<interval>(g, {t})[0].data;
+  };
+  const std::vector<interval> plus = at(1), minus = at(-1);
+  std::vector<interval> xi, vi;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xi.emplace_back(x[i]);
+    vi.emplace_back(v[i]);
+  }
+  const std::vector<interval> jv_mpfi = jvp<interval>(g, xi, vi);
+  double scale = 0, dot_jv = 0, dot_grad = 0, dot_scale = 0;
+  std::vector<double> fd(jv.size());
+  for (std::size_t k = 0; k < jv.size(); ++k) {
+    const interval q = (plus[k] - minus[k]) / (interval(2) * h);
+    fd[k] = scalar_traits<interval>::to_double(q);
+    scale = std::max(scale, std::fabs(fd[k]));
+    // The quotient differs from J·v by the truncation O(h²) ≈ 1e-24: the MPFI tangent, widened by 1e-20,
+    // holds it.
+    const mpfr slack(1e-20);
+    EXPECT_TRUE(lower_bound(jv_mpfi[k]) - slack <= lower_bound(q) &&
+                upper_bound(q) <= upper_bound(jv_mpfi[k]) + slack)
+        << "entry " << k << " of the MPFI tangent of " << op_name(g.nodes.back().op)
+        << " misses the quotient";
+    dot_jv += w[k] * jv[k];
+    dot_scale += std::fabs(w[k] * jv[k]);
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    dot_grad += grad[i] * v[i];
+    dot_scale += std::fabs(grad[i] * v[i]);
+  }
+  EXPECT_GT(scale, 1e-3) << "a test whose tangent vanishes checks nothing";
+  for (std::size_t k = 0; k < jv.size(); ++k)
+    EXPECT_NEAR(jv[k], fd[k], 1e-10 * scale) << "entry " << k << " of J·v of " << op_name(g.nodes.back().op);
+  EXPECT_NEAR(dot_jv, dot_grad, 1e-12 * dot_scale)
+      << "uᵀ(J·v) against (Jᵀu)ᵀ·v, " << op_name(g.nodes.back().op);
+}
+
+// The interval64 Jacobian over [x − d, x + d] and the interval64 gradient of w·y over it contain the binary64
+// Jacobian and gradient at the centre and at 20 random points of the box (up to their own rounding, 1e-12
+// relative); the binary64 Jacobian's rows or columns also reproduce J·v by the other mode.
+void check_enclosures(const Graph& g, const std::vector<double>& x, const std::vector<double>& w, double d,
+                      std::mt19937_64& rng) {
+  std::vector<double> lo(x.size()), hi(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    lo[i] = x[i] - d;
+    hi[i] = x[i] + d;
+  }
+  const Jacobian<interval64> J = jacobian_enclosure(g, lo, hi);
+  std::vector<interval64> wi(w.begin(), w.end());
+  const std::vector<interval64> G = vjps<interval64>(g, input_box(g, lo, hi), {wi})[0];
+  const auto inside = [](const interval64& e, double v) {
+    const double slack = 1e-12 * (1 + std::fabs(v));
+    return e.lower() - slack <= v && v <= e.upper() + slack;
+  };
+  for (int s = 0; s <= 20; ++s) {
+    std::vector<double> p = x;
+    if (s > 0)
+      for (std::size_t i = 0; i < x.size(); ++i)
+        p[i] = std::uniform_real_distribution<double>(lo[i], hi[i])(rng);
+    const Jacobian<double> Jp = jacobian(g, p);
+    ASSERT_EQ(Jp.rows, J.rows);
+    ASSERT_EQ(Jp.cols, J.cols);
+    for (std::size_t e = 0; e < Jp.data.size(); ++e)
+      ASSERT_TRUE(inside(J.data[e], Jp.data[e]))
+          << "Jacobian entry " << e << " of " << op_name(g.nodes.back().op) << " at sample " << s << ": "
+          << Jp.data[e] << " outside [" << J.data[e].lower() << ", " << J.data[e].upper() << "]";
+    const std::vector<double> gp = vjp(g, p, w);
+    for (std::size_t i = 0; i < gp.size(); ++i)
+      ASSERT_TRUE(inside(G[i], gp[i])) << "gradient entry " << i << " of " << op_name(g.nodes.back().op);
+    if (s ==
+        0) {  // the other mode: J·e_j by forward mode when jacobian used rows, eᵢᵀ·J by reverse otherwise
+      for (std::size_t j = 0; j < Jp.cols; ++j) {
+        std::vector<double> e(Jp.cols, 0.0);
+        e[j] = 1;
+        const std::vector<double> col = jvp(g, p, e);
+        for (std::size_t i = 0; i < Jp.rows; ++i)
+          EXPECT_NEAR(col[i], Jp(i, j), 1e-12 * (1 + std::fabs(Jp(i, j))));
+      }
+    }
+  }
+}
+
 // Compares vjp with the MPFI difference quotient in every input coordinate, at a random point of [lo, hi]^n
 // and random weights; the tolerance is 1e-10 of the largest gradient entry (the sweep's rounding is ~1e-15).
 void check(const Graph& g, double lo, double hi, std::uint64_t seed = 1) {
@@ -88,6 +189,8 @@ void check(const Graph& g, double lo, double hi, std::uint64_t seed = 1) {
   EXPECT_GT(scale, 1e-3) << "a test whose gradient vanishes checks nothing";
   for (std::size_t i = 0; i < x.size(); ++i)
     EXPECT_NEAR(grad[i], fd[i], 1e-10 * scale) << "coordinate " << i << " of " << op_name(g.nodes.back().op);
+  check_forward_mode(g, x, w, grad, rng);
+  check_enclosures(g, x, w, 1e-3 * (hi - lo), rng);
 }
 
 TEST(Vjp, ConvWithPaddingStridesDilations) {
@@ -310,6 +413,9 @@ TEST(Vjp, AnOutputThatIgnoresTheInputHasGradientZero) {
   b.node(Op::neg, {x}, {2});
   const Graph g = b.done(y);
   EXPECT_EQ(vjp(g, {1, 2}, {1, 1}), (std::vector<double>{0, 0}));
+  EXPECT_EQ(jvp<double>(g, {1, 2}, {1, 1}), (std::vector<double>{0, 0}));
+  const Jacobian<interval64> J = jacobian_enclosure(g, {0, 1}, {1, 2});
+  for (const interval64& e : J.data) EXPECT_TRUE(e.lower() == 0 && e.upper() == 0);
 }
 
 TEST(Vjp, WrongSizesAreInputErrorsNamingTheSource) {
@@ -321,6 +427,29 @@ TEST(Vjp, WrongSizesAreInputErrorsNamingTheSource) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("hand-built"), std::string::npos) << e.what();
   }
+}
+
+TEST(Jvp, WrongSizesAndBoxesAreInputErrorsNamingTheSource) {
+  const Graph g = unary_chain(Op::tanh);
+  EXPECT_THROW(jvp<double>(g, {1, 2, 3}, {1, 2, 3}), InputError);
+  EXPECT_THROW(jvp<double>(g, {1, 2, 3, 4, 5, 6}, {1, 2}), InputError);
+  EXPECT_THROW(jacobian_enclosure(g, {0, 0, 0, 0, 0, 0}, {1, 1, 1, -1, 1, 1}), InputError);
+  try {
+    jacobian_enclosure(g, {0, 0, 0, 0, 0, 0}, {1, 1, 1, NAN, 1, 1});
+    FAIL() << "no error for a NaN end";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hand-built"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Jvp, ReluEnclosureIsTheGeneralisedDerivativeAcrossTheKink) {  // [0, 1] where the box straddles 0
+  Builder b;
+  const Graph g = b.done(b.node(Op::relu, {b.input({3})}, {3}));
+  const Jacobian<interval64> J = jacobian_enclosure(g, {-1, -0.5, 0.5}, {-0.5, 0.5, 1});
+  EXPECT_TRUE(J(0, 0).lower() == 0 && J(0, 0).upper() == 0);
+  EXPECT_TRUE(J(1, 1).lower() == 0 && J(1, 1).upper() == 1);
+  EXPECT_TRUE(J(2, 2).lower() == 1 && J(2, 2).upper() == 1);
+  EXPECT_TRUE(J(0, 1).lower() == 0 && J(0, 1).upper() == 0);
 }
 
 }  // namespace

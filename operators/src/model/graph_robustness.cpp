@@ -13,6 +13,7 @@
 #include <regatta/graph/attack.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_region.hpp>
 
 namespace regatta::operators {
 
@@ -65,7 +66,7 @@ InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vec
                                        const GraphRobustnessOptions& c) {
   InputRobustness r;
   r.label = label;
-  r.method = RadiusMethod::affine;
+  r.method = c.method;
   r.refuted = std::numeric_limits<double>::quiet_NaN();  // graph_certified_radius does not report it
   const graph::Shape& shape = graph.values[std::size_t(graph.inputs[0])].shape;
   const std::vector<double> y = graph::evaluate<double>(graph, {graph::Tensor<double>{shape, x}})[0].data;
@@ -93,8 +94,15 @@ InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vec
       set.lower = Eigen::Map<const Vector<double>>(c.lower.data(), Eigen::Index(c.lower.size()));
       set.upper = Eigen::Map<const Vector<double>>(c.upper.data(), Eigen::Index(c.upper.size()));
     }
-    r.certified = graph_certified_radius(graph, set, label, std::isfinite(r.attack) ? r.attack : c.cap,
-                                         c.tolerance, GraphAffineOptions{c.stop});
+    const double upper = std::isfinite(r.attack) ? r.attack : c.cap;
+    if (c.method == RadiusMethod::region) {
+      const CertifiedRadius region = graph_region_radius(graph, set, label, upper, c.tolerance, c.stop);
+      r.certified = region.radius;
+      r.refuted = region.refuted;
+      r.checks = region.checks;
+    } else {
+      r.certified = graph_certified_radius(graph, set, label, upper, c.tolerance, GraphAffineOptions{c.stop});
+    }
   }
   return r;
 }

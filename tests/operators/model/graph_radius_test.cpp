@@ -5,10 +5,17 @@
 // (the affine forms are exact on a linear map). On a torch-exported ViT: the affine margin at the returned
 // radius is positive, it fails just above (the bracket closed), and projected gradient descent finds no
 // misclassification inside.
+//
+// graph_region_radius (graph_region.hpp, docs/models.md#region-enclosures-of-a-graph): on the linear graph
+// the gradient is constant, so the region bound is exact without a range box and the radius must match the
+// closed form as the affine one does; on the ViT the region radius is positive, at most the affine radius
+// (the affine forms keep first-order dependence the box loses), its own test passes, and the double forward
+// classifies sampled points of the certified set (on its sphere and inside) as the label.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <string>
@@ -18,6 +25,7 @@
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_region.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/core/io/npy.hpp>
 #include <regatta/graph/onnx_import.hpp>
@@ -194,6 +202,34 @@ TEST(GraphCertifiedRadius, NeverAboveUpper) {
   EXPECT_LE(r, upper);
 }
 
+TEST(GraphRegionRadius, LinearGraphMatchesTheClosedFormInBothNorms) {
+  for (unsigned seed = 21; seed <= 25; ++seed) {
+    const Linear L = random_linear(seed);
+    const graph::Graph g = linear_graph(L.W, L.b, L.n, L.m);
+    for (InputNorm norm : {InputNorm::l2, InputNorm::linf}) {
+      const long double exact = exact_radius(L, norm, {});
+      const double tol = 0.01;
+      const operators::CertifiedRadius r =
+          operators::graph_region_radius(g, set_at(L.x, norm), L.label, 100.0, tol);
+      EXPECT_LE((long double)r.radius, exact) << "seed " << seed << ": certified above the exact radius";
+      EXPECT_GE((long double)r.radius, exact / ((1 + tol) * (1 + tol))) << "seed " << seed;
+      EXPECT_GT(r.checks, 0);
+    }
+  }
+}
+
+TEST(GraphRegionRadius, ZeroWhenTheLabelIsNotThePredictionAndSoundInsideARange) {
+  const Linear L = random_linear(3);
+  const graph::Graph g = linear_graph(L.W, L.b, L.n, L.m);
+  const int other = (L.label + 1) % int(L.m);
+  EXPECT_EQ(operators::graph_region_radius(g, set_at(L.x, InputNorm::l2), other, 100.0).radius, 0.0);
+  InputSet s = set_at(L.x, InputNorm::linf);
+  s.lower = Vector<double>::Constant(Eigen::Index(L.n), 0.2);
+  s.upper = Vector<double>::Constant(Eigen::Index(L.n), 0.8);
+  const double r = operators::graph_region_radius(g, s, L.label, 10.0, 0.01).radius;
+  EXPECT_LE((long double)r, exact_boxed_linf(L, 0.2, 0.8));
+}
+
 #ifdef REGATTA_HAVE_ONNX
 // The VNN-COMP-like ViT of tests/data/onnx (conv patches, attention, LayerNorm, ReLU MLP), at torch's input.
 TEST(GraphCertifiedRadius, VitBracketAndAttack) {
@@ -220,6 +256,45 @@ TEST(GraphCertifiedRadius, VitBracketAndAttack) {
     o.restarts = 4;
     EXPECT_FALSE(graph::pgd_attack(g, a, label, o).found)
         << "a misclassified point inside the certified ball";
+  }
+}
+
+TEST(GraphRegionRadius, VitPositiveBelowAffineAndHoldsAtSampledPoints) {
+  const std::string dir = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
+  const graph::Graph g = graph::import_onnx(dir + "vit_vnncomp_like.onnx");
+  ASSERT_EQ(operators::graph_region_unsupported(g), "");
+  const io::Array x = io::read_npy(dir + "vit_vnncomp_like.input.npy");
+  const graph::Shape shape = g.values[std::size_t(g.inputs[0])].shape;
+  const auto logits = [&](const std::vector<double>& p) {
+    return graph::evaluate<double>(g, {graph::Tensor<double>{shape, p}})[0].data;
+  };
+  const std::vector<double> y = logits(x.data);
+  const int label = int(std::max_element(y.begin(), y.end()) - y.begin());
+  std::mt19937_64 rng(5);
+  for (InputNorm norm : {InputNorm::l2, InputNorm::linf}) {
+    const InputSet s = set_at(x.data, norm);
+    const operators::CertifiedRadius r = operators::graph_region_radius(g, s, label, 10.0, 0.02);
+    const double affine = operators::graph_certified_radius(g, s, label, 10.0, 0.02);
+    ASSERT_GT(r.radius, 0) << "norm " << int(norm);
+    EXPECT_LE(r.radius, affine * 1.05) << "norm " << int(norm);
+    std::cout << "vit_vnncomp_like " << (norm == InputNorm::l2 ? "l2" : "linf") << ": region radius "
+              << r.radius << " (" << r.checks << " tests), affine radius " << affine << "\n";
+    InputSet at = s;
+    at.radius = r.radius;
+    EXPECT_GT(operators::graph_region_margin(g, at, label), 0);  // the radius returned passed its test
+    for (int k = 0; k < 200; ++k) {  // points of the set: the sphere (ℓ2) or the corners (ℓ∞), and inside
+      std::vector<double> d(x.data.size());
+      double len = 0;
+      for (double& v : d) {
+        v = norm == InputNorm::l2 ? std::normal_distribution<double>()(rng) : (rng() % 2 ? 1.0 : -1.0);
+        len = std::hypot(len, v);
+      }
+      const double t = r.radius * (k % 2 ? 1.0 : 0.5) / (norm == InputNorm::l2 ? len : 1.0);
+      std::vector<double> p = x.data;
+      for (std::size_t j = 0; j < p.size(); ++j) p[j] += t * d[j];
+      const std::vector<double> q = logits(p);
+      EXPECT_EQ(int(std::max_element(q.begin(), q.end()) - q.begin()), label) << "sample " << k;
+    }
   }
 }
 #endif

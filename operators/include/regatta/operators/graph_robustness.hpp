@@ -19,6 +19,8 @@ struct GraphRobustnessOptions {
   /// Checked by the attack and the affine passes: once set, they stop; the row is then meaningless and the
   /// caller discards it (Python raises KeyboardInterrupt).
   const std::atomic<bool>* stop = nullptr;
+  /// affine: graph_certified_radius (affine forms); region: graph_region_radius (graph_region.hpp).
+  RadiusMethod method = RadiusMethod::affine;
 };
 
 /// ESTIMATE: the smallest radius at which PGD (graph::pgd_attack) finds a point the double forward
@@ -30,9 +32,9 @@ double graph_attack_radius(const graph::Graph& graph, const std::vector<double>&
 
 /// One row of `regatta certify` for a graph: prediction and margin (ESTIMATES, double forward), the margin's
 /// CERTIFIED lower end (interval64 forward), the attack radius (ESTIMATE) and, when the prediction is the
-/// label and the certified margin is positive, the CERTIFIED radius (graph_certified_radius below the attack
-/// radius, or below options.cap when the attack found nothing). `refuted` is NaN: the graph search does not
-/// report it.
+/// label and the certified margin is positive, the CERTIFIED radius (graph_certified_radius, or
+/// graph_region_radius for options.method = region, below the attack radius, or below options.cap when the
+/// attack found nothing). `refuted` is NaN for affine forms (graph_certified_radius does not report it).
 InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vector<double>& x, int label,
                                        const GraphRobustnessOptions& options);
 
