@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
 """`regatta certify` on the digits ViT twice: from its safetensors file and from its ONNX export, which the
-graph path recognises as a transformer and certifies by the block pipeline (docs/models.md#recognised-
-transformers). The ONNX file's LayerNorm epsilon is a float32 attribute (1e-6 rounded to single precision), so
-the safetensors run is given that epsilon too (--config): then the per-input certified radii and attack radii
-must be identical. With the safetensors file's own 1e-6 they must agree to 1e-8 relative (the effect of the
-epsilon's rounding alone). The ONNX run must say that it used the recognised transformer.
+graph path recognises as a transformer and certifies by the block pipeline
+(docs/models.md#recognised-transformers). The ONNX file's LayerNorm epsilon is a float32 attribute (1e-6
+rounded to single precision), so the safetensors run is given that epsilon too (--config): then the per-input
+certified radii and attack radii must be identical. With the safetensors file's own 1e-6 they must agree to
+1e-8 relative (the effect of the epsilon's rounding alone). The ONNX run must say that it used the recognised
+transformer.
 
     certify_onnx_recognised.py REGATTA VIT_DIR WORK_DIR
 """

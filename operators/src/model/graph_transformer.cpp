@@ -124,7 +124,8 @@ int residual(Matcher& m, int x, int branch, const std::string& what) {
   branch = m.skip_identity(branch);
   const int k = m.only_user(branch, Op::add, what);
   const Node& a = m.graph().nodes[std::size_t(k)];
-  if (m.other_operand(a, branch, what) != x || m.shape(a.output) != m.shape(x))
+  if (m.other_operand(a, branch, what) != x || m.shape(a.output) != m.shape(x) ||
+      graph::element_count(m.shape(branch)) != graph::element_count(m.shape(x)))
     throw Refusal{describe(a) + " is not the " + what};
   m.consume(k);
   return a.output;

@@ -57,6 +57,31 @@ bool Matcher::input_free(int v) const {
   return std::all_of(n->inputs.begin(), n->inputs.end(), [this](int u) { return input_free(u); });
 }
 
+bool Matcher::same_order(const Node& n) const {
+  if (n.op == Op::reshape || n.op == Op::identity) return true;
+  if (n.op != Op::transpose) return false;
+  const graph::Shape& in = shape(n.inputs[0]);
+  std::int64_t last = -1;
+  for (std::int64_t axis : std::get<graph::TransposeAttrs>(n.attributes).perm)
+    if (in[std::size_t(axis)] != 1) {
+      if (axis < last) return false;
+      last = axis;
+    }
+  return true;
+}
+
+bool Matcher::same_order_path(int u, int v) {
+  std::vector<int> path;
+  while (u != v) {
+    const int k = producer_[std::size_t(u)];
+    if (k < 0 || !same_order(g_.nodes[std::size_t(k)])) return false;
+    path.push_back(k);
+    u = g_.nodes[std::size_t(k)].inputs[0];
+  }
+  for (int k : path) consumed_[std::size_t(k)] = true;
+  return true;
+}
+
 int Matcher::skip_identity(int v) {
   while (users(v).size() == 1 && g_.nodes[std::size_t(users(v)[0])].op == Op::identity &&
          std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end()) {
@@ -262,6 +287,7 @@ AttentionLayer Matcher::attention(int& v, int width, int& heads, const std::stri
         }
         continue;
       }
+      if (same_order_path(u, v)) continue;
       if (!input_free(u))
         throw Refusal{describe(n) + " in the " + what + " reads '" + value(u).name +
                       "' from outside the layer"};
@@ -302,6 +328,13 @@ AttentionLayer Matcher::attention(int& v, int width, int& heads, const std::stri
   a.WO = Eigen::Map<const RowMajor>(p.wo.data(), d, d);
   if (!p.bo.empty()) a.bO = Eigen::Map<const Vector<double>>(p.bo.data(), d);
   v = p.output;
+  // Back to tokens x width through same-order data movement.
+  for (v = skip_identity(v); users(v).size() == 1 &&
+                             std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end() &&
+                             same_order(g_.nodes[std::size_t(users(v)[0])]);) {
+    consume(users(v)[0]);
+    v = g_.nodes[std::size_t(users(v)[0])].output;
+  }
   return a;
 }
 

@@ -62,7 +62,9 @@ class Matcher {
   /// The self-attention layer the fusion pass recorded on input v (Graph::attention), consumed: every node
   /// it lists and the input-free nodes of its scale. The layer's graph nodes read only v, each other's
   /// outputs and constants; its scale's real value must lie inside the enclosure 1/√head_dim of the block
-  /// pipeline (model/affine/attention.cpp). Advances v to the layer's output.
+  /// pipeline (model/affine/attention.cpp). The layer may read v through same-order data movement (the
+  /// fusion pass looks through it) and its output may be carried back to tokens × width the same way
+  /// (torchvision's sequence-first attention): both are consumed. Advances v to the layer's output.
   AttentionLayer attention(int& v, int width, int& heads, const std::string& what);
 
  private:
@@ -70,6 +72,12 @@ class Matcher {
   /// compute it (a constant; Pow(constant, ±1/2); Sqrt(constant)).
   std::pair<double, double> scalar_enclosure(int v, const std::string& what);
   bool input_free(int v) const;
+  /// Whether the node keeps its input's data in the same row-major order (reshape, identity, a transpose that
+  /// moves only axes of length 1).
+  bool same_order(const graph::Node& node) const;
+  /// Whether u is v carried through same-order nodes only; if so consumes them (each once: the query, key
+  /// and value projections may read one such path).
+  bool same_order_path(int u, int v);
 
   const graph::Graph& g_;
   std::vector<std::vector<int>> users_;

@@ -3,10 +3,12 @@
 // must give the model the safetensors reader gives (every weight bit for bit: two independent readers of two
 // files), and graph_input_robustness on the graph the certified radii of the safetensors path. A graph with
 // one extra node, another attention scale or another LayerNorm ε, and a recorded attention layer that is not
-// the graph's, are refused with a reason; the other exported ViTs of tests/data/onnx are recognised or
-// refused with one, and where recognised their model computes the graph's logits.
+// the graph's, are refused with a reason. Two other exported ViTs of tests/data/onnx are recognised (their
+// models give torch's logits, and the graph's own attack finds nothing inside a certified ball); a third is
+// refused with a reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -15,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <regatta/core/io/npy.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/resources.hpp>
+#include <regatta/graph/attack.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/fuse.hpp>
 #include <regatta/graph/onnx_import.hpp>
@@ -211,30 +215,48 @@ TEST(GraphTransformer, AGraphWithoutAttentionIsRefused) {
   refusal(g);
 }
 
-// The other exported ViTs: recognised or refused with a reason; where recognised, the model's logits at the
-// stored torch input are the graph's (and torch's, which the import tests check against the graph).
+// The other exported ViTs of tests/data/onnx: torchvision's VisionTransformer (sequence-first attention
+// inside nn.MultiheadAttention, class token) and a ViT with mean pooling and no class token are recognised,
+// and the recognised model reproduces torch's float64 logits at the stored input (an independent
+// computation); the VNN-COMP-like ViT (BatchNorm instead of LayerNorm) is refused with a reason.
 TEST(GraphTransformer, TheOtherExportedVits) {
-  for (const std::string name : {"vit_torchvision", "vit_conv_mha", "vit_vnncomp_like"}) {
-    const graph::Graph g = graph::import_onnx(std::string(REGATTA_TEST_DATA_DIR) + "/onnx/" + name + ".onnx");
+  const std::string onnx = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
+  for (const std::string name : {"vit_torchvision", "vit_conv_mha"}) {
+    const graph::Graph g = graph::import_onnx(onnx + name + ".onnx");
     std::string why;
     const auto t = recognise_transformer(g, &why);
-    if (!t) {
-      EXPECT_FALSE(why.empty()) << name;
-      std::cout << name << ": not recognised: " << why << "\n";
-      continue;
-    }
+    ASSERT_TRUE(t.has_value()) << name << ": " << why;
     std::cout << name << ": " << t->summary() << "\n";
-    const graph::Shape& shape = g.values[std::size_t(g.inputs[0])].shape;
-    std::mt19937_64 rng(7);
-    std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<double> x(std::size_t(graph::element_count(shape)));
-    for (double& e : x) e = u(rng);
-    const std::vector<double> y = graph::evaluate<double>(g, {graph::Tensor<double>{shape, x}})[0].data;
-    const Vector<double> z = forward<double>(t->model, t->model_input(x));
-    ASSERT_EQ(z.size(), Eigen::Index(y.size()));
-    for (std::size_t j = 0; j < y.size(); ++j)
-      EXPECT_NEAR(z(Eigen::Index(j)), y[j], 1e-10 * (1 + std::fabs(y[j])));
+    const io::Array x = io::read_npy(onnx + name + ".input.npy");
+    const io::Array torch = io::read_npy(onnx + name + ".logits.npy");
+    const Vector<double> z = forward<double>(t->model, t->model_input(x.data));
+    ASSERT_EQ(z.size(), Eigen::Index(torch.data.size()));
+    for (std::size_t j = 0; j < torch.data.size(); ++j)
+      EXPECT_NEAR(z(Eigen::Index(j)), torch.data[j], 1e-11) << name << " logit " << j;
   }
+  EXPECT_EQ(recognise_transformer(graph::import_onnx(onnx + "vit_conv_mha.onnx"), nullptr)->model.pooling,
+            Pooling::mean);
+  const std::string why = refusal(graph::import_onnx(onnx + "vit_vnncomp_like.onnx"));
+  std::cout << "vit_vnncomp_like: " << why << "\n";
+}
+
+// A certificate of the recognised model is one of the graph: projected gradient descent on the graph itself
+// finds no misclassified point inside the certified ball (the mean-pooled ViT, at torch's input).
+TEST(GraphTransformer, TheGraphAttackFindsNothingInsideTheCertifiedBall) {
+  const std::string onnx = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
+  const graph::Graph g = graph::import_onnx(onnx + "vit_conv_mha.onnx");
+  const io::Array x = io::read_npy(onnx + "vit_conv_mha.input.npy");
+  const graph::Shape& shape = g.values[std::size_t(g.inputs[0])].shape;
+  const std::vector<double> y = graph::evaluate<double>(g, {graph::Tensor<double>{shape, x.data}})[0].data;
+  const int label = int(std::max_element(y.begin(), y.end()) - y.begin());
+  const InputRobustness r = graph_input_robustness(g, x.data, label, GraphRobustnessOptions{});
+  ASSERT_GT(r.certified, 0);
+  EXPECT_LE(r.certified, r.attack);
+  graph::AttackSet a{graph::Norm::l2, x.data, r.certified, {}, {}, {}};
+  graph::AttackOptions o;
+  o.steps = 200;
+  o.restarts = 4;
+  EXPECT_FALSE(graph::pgd_attack(g, a, label, o).found) << "a misclassified point inside the certified ball";
 }
 
 }  // namespace
