@@ -19,6 +19,7 @@
 #include <regatta/operators/graph_affine.hpp>
 #include <regatta/operators/graph_region.hpp>
 #include <regatta/operators/graph_robustness.hpp>
+#include <regatta/operators/graph_transformer.hpp>
 #include <string>
 #include <vector>
 #ifdef REGATTA_HAVE_ONNX
@@ -147,6 +148,19 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
       "attack: projected gradient descent (100 steps) at radii doubled from the first-order guess "
       "margin/|grad|, then bisected to 2 %; the certified search runs below it (" +
       number(c.cap) + " when none was found)";
+  // A recognised transformer in l2 without a box: graph_input_robustness ran the block pipeline's row
+  // (docs/models.md#recognised-transformers).
+  if (c.norm == graph::Norm::l2 && c.lower.empty())
+    if (const auto t = operators::recognise_transformer(g, nullptr)) {
+      o.method_line =
+          "certified radius by affine forms over the graph's recognised transformer (the block "
+          "pipeline of the model path; " +
+          t->summary() + ")";
+      o.attack_kind = "estimate (upper bound on the true radius; null: no attack succeeded)";
+      o.attack_line =
+          "attack: the model attack (DeepFool, then PGD rounds on shrinking spheres) of the "
+          "recognised transformer; the certified search runs below it";
+    }
   o.tolerance = args.tolerance;
   o.radii = args.radii;
   o.out = args.out;

@@ -1,5 +1,6 @@
 // regatta inspect M.onnx: inputs, outputs, node kinds, what was folded, what the fusion pass rewrote and the
-// attention layers it found, every node with its shapes (docs/graph.md, "Inspecting a model").
+// attention layers it found, whether the graph is a recognised transformer, every node with its shapes
+// (docs/graph.md, "Inspecting a model").
 #include "inspect_graph.hpp"
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <regatta/graph/graph.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
+#include <regatta/operators/graph_transformer.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -88,6 +90,27 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
          {"output_projection", p.output_projection},
          {"output_bias", !p.bo.empty()},
          {"nodes", p.nodes.size()}});
+  // A whole transformer recognised (docs/models.md#recognised-transformers), or why not.
+  std::string why_not;
+  const auto transformer = operators::recognise_transformer(g, &why_not);
+  if (transformer) {
+    const operators::Model& m = transformer->model;
+    out["transformer"] = {{"recognised", true},
+                          {"summary", transformer->summary()},
+                          {"blocks", m.blocks.size()},
+                          {"width", m.width},
+                          {"heads", m.heads},
+                          {"mlp_width", m.mlp_width},
+                          {"norm", m.prenorm ? "pre" : "post"},
+                          {"activation", operators::to_string(m.activation)},
+                          {"pooling", operators::to_string(m.pooling)},
+                          {"class_token", m.class_token},
+                          {"final_norm", m.final_norm.present()},
+                          {"patch_size", m.patch_size},
+                          {"eps", m.eps}};
+  } else {
+    out["transformer"] = {{"recognised", false}, {"why_not", why_not}};
+  }
   if (!json) {
     std::cout << path << "  " << origin << "  " << g.nodes.size() << " nodes, " << constants << " constants ("
               << weights << " values)\n";
@@ -119,6 +142,11 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
     }
     for (const auto& s : g.fusion.not_attention)
       std::cout << "  softmax not recognised as attention: " << printable(s) << "\n";
+    if (transformer)
+      std::cout << "  transformer: recognised, " << transformer->summary()
+                << " (certify in l2 without --input-range runs the block pipeline on it)\n";
+    else
+      std::cout << "  transformer: not recognised: " << printable(why_not) << "\n";
     std::cout << "  unsupported operators: none (a model with any is refused with their list, exit 2)\n";
     for (const auto& n : g.nodes) {
       std::cout << "  " << graph::op_name(n.op) << "  " << printable(n.name) << " (" << n.source_op << ")  ";

@@ -235,7 +235,9 @@ class GraphModel:
         row of `regatta certify --model M.onnx` (docs/models.md#certifying-an-onnx-graph): prediction and
         margin (ESTIMATES), margin_lower (CERTIFIED), attack_radius (an ESTIMATE: the smallest radius at which
         projected gradient descent misclassifies; None when it found nothing) and certified_radius (CERTIFIED
-        by affine forms over the graph; 0 when none). input_range=(lo, hi): the valid input range (pixels in
+        by affine forms over the graph; 0 when none). A graph recognised as a transformer gets, in l2 without
+        input_range, its model's row (the model attack, the block pipeline's radius;
+        docs/models.md#recognised-transformers). input_range=(lo, hi): the valid input range (pixels in
         [0, 1]); the attack stays inside it, and the l-inf certificate is over the box intersected with it.
         The GIL is released; Ctrl-C raises KeyboardInterrupt."""
         from ._model import RobustnessRow

@@ -1,7 +1,8 @@
 // The robustness of one labelled input of a graph::Graph (graph_robustness.hpp): the PGD attack radius, an
 // ESTIMATE, bounds the search of the certified radius by affine forms (graph_radius.cpp) from above
-// (docs/models.md#certifying-an-onnx-graph). One implementation for `regatta certify --model M.onnx` and
-// Python's GraphModel.robustness.
+// (docs/models.md#certifying-an-onnx-graph); a graph recognised as a transformer gets the block pipeline's
+// row instead (docs/models.md#recognised-transformers). One implementation for `regatta certify --model
+// M.onnx` and Python's GraphModel.robustness.
 #include <regatta/operators/graph_robustness.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/operators/graph_affine.hpp>
 #include <regatta/operators/graph_region.hpp>
+#include <regatta/operators/graph_transformer.hpp>
 
 namespace regatta::operators {
 
@@ -64,6 +66,11 @@ double graph_attack_radius(const graph::Graph& graph, const std::vector<double>&
 
 InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vector<double>& x, int label,
                                        const GraphRobustnessOptions& c) {
+  // A recognised transformer on the ball without a box: the block pipeline's row
+  // (docs/models.md#recognised-transformers).
+  if (c.method == RadiusMethod::affine && c.norm == graph::Norm::l2 && c.lower.empty())
+    if (const auto t = recognise_transformer(graph, nullptr))
+      return transformer_input_robustness(*t, x, label, c);
   InputRobustness r;
   r.label = label;
   r.method = c.method;
