@@ -178,7 +178,7 @@ TEST(PhaseBranching, ConvergesToTheGridMinimumOnATwoInputNet) {
     const Vector<double> lo = Vector<double>::Constant(2, -1.0), hi = Vector<double>::Constant(2, 1.0);
     Matrix<double> C(1, 1);
     C << 1;
-    operators::GraphAffineBranching bounder(m.g, box(lo, hi), C, Vector<double>(), {}, 200);
+    operators::GraphAffineBranching bounder(m.g, box(lo, hi), C, Vector<double>(), {}, 80);
     double grid = inf;  // the minimum over a 1001 × 1001 grid: an upper bound of the true minimum
     std::vector<Vector<double>> pre;
     for (int i = 0; i <= 1000; ++i)
@@ -270,7 +270,7 @@ TEST(PhaseBranching, VerifyProvesWhatInputSplittingDoesNot) {
   const double t = affine + 0.5 * (sampled - affine);
   const graph::Property p = graph::parse_vnnlib(property(n, r, t), "p.vnnlib");
   graph::VerifyOptions phase, input;
-  phase.timeout_seconds = input.timeout_seconds = 20;
+  phase.timeout_seconds = input.timeout_seconds = 10;
   phase.phase_bounds = phase_factory(m.g);
   input.box_lower_bounds = box_factory(m.g);
   const graph::VerifyResult by_phase = graph::verify(m.g, p, phase);
