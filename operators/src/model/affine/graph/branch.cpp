@@ -282,12 +282,18 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
         out.lower[k] = certified_bound(objs[k], rows, beta, p);
       }
       const Row v = combined(objs[k], rows, beta);
+      // The element with the largest share of the bound's width per node its children must recompute
+      // (those from the earlier of its node and this branch's first split node to the end).
       double top = 0;
-      for (Index j = std::min(p.q, v.size()); j < v.size(); ++j)
-        if (std::size_t(j) < owner.size() && owner[std::size_t(j)] != none && std::fabs(v(j)) > top) {
-          top = std::fabs(v(j));
-          out.branch_on[k] = {owner[std::size_t(j)] >> 32, owner[std::size_t(j)] & 0xffffffffu};
+      for (Index j = std::min(p.q, v.size()); j < v.size(); ++j) {
+        if (std::size_t(j) >= owner.size() || owner[std::size_t(j)] == none) continue;
+        const std::size_t node = owner[std::size_t(j)] >> 32;
+        const double share = std::fabs(v(j)) / double(g.nodes.size() - std::min(node, first));
+        if (share > top) {
+          top = share;
+          out.branch_on[k] = {node, owner[std::size_t(j)] & 0xffffffffu};
         }
+      }
       out.multipliers[k] = std::move(beta);
     }
   } catch (const Vacuous&) {
