@@ -132,7 +132,7 @@ bool contradicts(const SplitRow& row, const Pass& p) {
 
 /// β maximising the bound by projected supergradient steps of the binary64 dual from `beta`: Polyak's step
 /// towards a target above the best bound so far (half its magnitude higher), at most 1 + max β per
-/// coordinate, its scale shrunk by 0.8 after each step that does not improve. The best β by the CERTIFIED
+/// coordinate, its scale shrunk by 0.95 after each step that does not improve. The best β by the CERTIFIED
 /// bound (the binary64 dual only steers: with large β it can cancel), which is returned with it. Starts
 /// from `beta` or from 0, whichever is better.
 std::vector<double> optimise(const Objective& o, const std::vector<SplitRow>& rows, std::vector<double> beta,
@@ -149,7 +149,7 @@ std::vector<double> optimise(const Objective& o, const std::vector<SplitRow>& ro
       best_value = certified;
       best = beta;
     } else {
-      rho *= 0.8;
+      rho *= 0.95;
     }
     if (t == steps || !std::isfinite(g)) break;
     double norm2 = 0, top = 0;
