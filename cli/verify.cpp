@@ -31,6 +31,7 @@
 #include <regatta/graph/verify.hpp>
 #include <regatta/graph/vnnlib.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_affine_branch.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -50,38 +51,63 @@ struct Options {
   std::string method = "affine";  ///< the bounds of a box: ibp, or affine (IBP and affine forms, the better)
   bool method_given = false;      ///< --method named: a model the affine forms refuse is then an error
   bool no_split = false;          ///< no branch and bound: only the bounds of the whole box
+  std::string split = "phase";    ///< phase (ReLU phases, where the affine forms apply), input, or none
 };
 
-// The bounds of a box by affine forms over the graph (graph_affine_lower_bounds): the l-inf set around the
-// box's midpoint with per-coordinate half-widths rounded up (a box containing [lo, hi]), intersected with
-// [lo, hi] itself as the valid range, so the set is exactly the box.
-graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g, const std::atomic<bool>* stop) {
+// The l-inf set around the box's midpoint with per-coordinate half-widths rounded up (a box containing
+// [lo, hi]), intersected with [lo, hi] itself as the valid range, so the set is exactly the box.
+operators::InputSet box_set(const std::vector<double>& lo, const std::vector<double>& hi) {
+  const Eigen::Index n = static_cast<Eigen::Index>(lo.size());
+  operators::InputSet set;
+  set.norm = operators::InputNorm::linf;
+  set.radius = 1;
+  set.centre.resize(n);
+  set.scale.resize(n);
+  set.lower = Eigen::Map<const Vector<double>>(lo.data(), n);
+  set.upper = Eigen::Map<const Vector<double>>(hi.data(), n);
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const double c = 0.5 * lo[std::size_t(k)] + 0.5 * hi[std::size_t(k)];
+    set.centre(k) = c;
+    set.scale(k) = std::max((interval64(hi[std::size_t(k)]) - interval64(c)).upper(),
+                            (interval64(c) - interval64(lo[std::size_t(k)])).upper());
+  }
+  return set;
+}
+
+// The functionals as the rows of a matrix over the graph's flattened output.
+Matrix<double> functional_matrix(const graph::Graph& g,
+                                 const std::vector<graph::OutputFunctional>& functionals) {
   const std::size_t outputs =
       static_cast<std::size_t>(graph::element_count(g.values[static_cast<std::size_t>(g.outputs[0])].shape));
-  return [&g, outputs, stop](const std::vector<double>& lo, const std::vector<double>& hi,
-                             const std::vector<graph::OutputFunctional>& functionals) {
-    const Eigen::Index n = static_cast<Eigen::Index>(lo.size());
-    operators::InputSet set;
-    set.norm = operators::InputNorm::linf;
-    set.radius = 1;
-    set.centre.resize(n);
-    set.scale.resize(n);
-    set.lower = Eigen::Map<const Vector<double>>(lo.data(), n);
-    set.upper = Eigen::Map<const Vector<double>>(hi.data(), n);
-    for (Eigen::Index k = 0; k < n; ++k) {
-      const double c = 0.5 * lo[std::size_t(k)] + 0.5 * hi[std::size_t(k)];
-      set.centre(k) = c;
-      set.scale(k) = std::max((interval64(hi[std::size_t(k)]) - interval64(c)).upper(),
-                              (interval64(c) - interval64(lo[std::size_t(k)])).upper());
-    }
-    Matrix<double> C = Matrix<double>::Zero(static_cast<Eigen::Index>(functionals.size()),
-                                            static_cast<Eigen::Index>(outputs));
-    for (std::size_t r = 0; r < functionals.size(); ++r)
-      for (const auto& [index, coefficient] : functionals[r].terms)
-        C(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(index)) += coefficient;
+  Matrix<double> C =
+      Matrix<double>::Zero(static_cast<Eigen::Index>(functionals.size()), static_cast<Eigen::Index>(outputs));
+  for (std::size_t r = 0; r < functionals.size(); ++r)
+    for (const auto& [index, coefficient] : functionals[r].terms)
+      C(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(index)) += coefficient;
+  return C;
+}
+
+// The bounds of a box by affine forms over the graph (graph_affine_lower_bounds) on box_set.
+graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g, const std::atomic<bool>* stop) {
+  return [&g, stop](const std::vector<double>& lo, const std::vector<double>& hi,
+                    const std::vector<graph::OutputFunctional>& functionals) {
+    const Matrix<double> C = functional_matrix(g, functionals);
     const Vector<double> d = Vector<double>::Zero(C.rows());
-    return operators::graph_affine_lower_bounds(g, set, C, d, operators::GraphAffineOptions{stop});
+    return operators::graph_affine_lower_bounds(g, box_set(lo, hi), C, d,
+                                                operators::GraphAffineOptions{stop});
   };
+}
+
+// The phase splitting's bounds of a box (graph_affine_branch.hpp, docs/verify.md#phase-splitting).
+graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std::atomic<bool>* stop) {
+  return
+      [&g, stop](
+          const std::vector<double>& lo, const std::vector<double>& hi,
+          const std::vector<graph::OutputFunctional>& functionals) -> std::unique_ptr<graph::PhaseBounder> {
+        const Matrix<double> C = functional_matrix(g, functionals);
+        return std::make_unique<operators::GraphAffineBranching>(
+            g, box_set(lo, hi), C, Vector<double>::Zero(C.rows()), operators::GraphAffineOptions{stop});
+      };
 }
 
 // Sets `passed` once `seconds` have elapsed (a thread waiting on a condition variable; the destructor wakes
@@ -178,9 +204,11 @@ Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, doubl
   graph::VerifyOptions options;
   options.timeout_seconds = timeout;
   options.seed = args.seed;
-  options.split = !args.no_split;
+  options.split = !args.no_split && args.split != "none";
   const Deadline deadline(timeout);
   if (method == "affine") options.box_lower_bounds = affine_box_bounds(model, &deadline.passed);
+  if (method == "affine" && args.split == "phase" && operators::GraphAffineBranching::has_relu(model))
+    options.phase_bounds = affine_phase_bounds(model, &deadline.passed);
   Outcome o{graph::verify(model, property, options), {}, {}};
   if (o.result.verdict == graph::Verdict::sat) {
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
@@ -231,7 +259,11 @@ nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std:
                      {"boxes_split", r.boxes_split},
                      {"boxes_proved", r.boxes_proved},
                      {"max_frontier", r.max_frontier},
-                     {"proved_volume_fraction", r.proved_volume_fraction}}}};
+                     {"proved_volume_fraction", r.proved_volume_fraction},
+                     {"split_method", r.splitting.empty() ? nlohmann::json() : nlohmann::json(r.splitting)},
+                     {"phase_branches", r.phase_branches},
+                     {"phase_branches_proved", r.phase_branches_proved},
+                     {"phase_max_depth", r.phase_max_depth}}}};
   if (r.verdict == graph::Verdict::sat) j["counterexample"] = {{"X", o.x_text}, {"Y", o.y_text}};
   if (!why_not.empty() && method == "ibp") j["affine_unavailable"] = why_not;
   // What each number is (docs/conventions.md#what-a-number-means).
@@ -313,7 +345,8 @@ nlohmann::json instances_fingerprint(const std::vector<Instance>& list, const Op
             {"seed", o.seed},
             {"method", o.method},
             {"method_given", o.method_given},
-            {"no_split", o.no_split}}}};
+            {"no_split", o.no_split},
+            {"split", o.split}}}};
 }
 
 // --instances: every instance's csv row and JSON object, in the file's order, from one process or from the
@@ -387,6 +420,11 @@ void add_verify_command(CLI::App& app, int& result) {
                   "The bounds of a box: affine (the default: IBP and affine forms over the graph, the better "
                   "for each inequality; IBP alone where the forms do not apply) or ibp")
       ->check(CLI::IsMember({"ibp", "affine"}));
+  cmd->add_option(
+         "--split", o->split,
+         "Branch and bound by: phase (the default: ReLU phases, where the model has ReLUs and the affine "
+         "forms apply; else input), input (input splitting) or none")
+      ->check(CLI::IsMember({"phase", "input", "none"}));
   cmd->add_flag("--no-split", o->no_split,
                 "No branch and bound: unsat only when the bounds of the whole box refute the property");
   cmd->callback([o, cmd, &result] {

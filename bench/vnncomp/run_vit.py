@@ -58,12 +58,16 @@ def main():
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--method", choices=["affine", "ibp"], default="affine")
     ap.add_argument("--no-split", action="store_true")
+    ap.add_argument("--split", choices=["phase", "input", "none"], default=None)
+    ap.add_argument("--status", default=None, help="only the instances with this abcrown2023_status (e.g. unsat)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     model = os.path.join(a.repo, "models", "ibp_3_3_8", "model.onnx")
     data = torch.load(os.path.join(a.repo, "models", "ibp_3_3_8", "data.pt"))
     with open(a.csv) as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    if a.status:
+        rows = [r for r in rows if r["abcrown2023_status"] == a.status]
     rows = rows[a.first:a.first + a.count]
     results = []
     for r in rows:
@@ -73,7 +77,8 @@ def main():
         write_vnnlib(vnnlib, data[0][row], label)
         t0 = time.time()
         p = subprocess.run([a.regatta, "verify", "--json", "--onnx", model, "--vnnlib", vnnlib,
-                            "--timeout", str(a.timeout), "--method", a.method] + (["--no-split"] if a.no_split else []),
+                            "--timeout", str(a.timeout), "--method", a.method] + (["--no-split"] if a.no_split else []) +
+                           (["--split", a.split] if a.split else []),
                            capture_output=True, text=True)
         wall = time.time() - t0
         if p.returncode != 0:
@@ -84,6 +89,8 @@ def main():
                         "root_ibp_margin": j["root_ibp_margin_upper"],
                         "root_margin": j.get("root_margin_upper"), "boxes_split": j["statistics"]["boxes_split"],
                         "point_evaluations": j["statistics"]["point_evaluations"],
+                        "phase_branches": j["statistics"].get("phase_branches", 0),
+                        "phase_max_depth": j["statistics"].get("phase_max_depth", 0),
                         "abcrown2023": r["abcrown2023_status"], "abcrown2023_seconds": r["abcrown2023_seconds"]})
         print(",".join(str(v) for v in results[-1].values()), flush=True)
         os.remove(vnnlib)  # 250 kB each; regenerated on demand

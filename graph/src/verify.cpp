@@ -17,6 +17,7 @@
 #include <regatta/graph/evaluate.hpp>
 
 #include "pgd.hpp"
+#include "phase_search.hpp"
 
 namespace regatta::graph {
 
@@ -143,7 +144,7 @@ class Search {
     n_ = p.input_count;
     for (std::size_t k = 0; k < n_; ++k)
       if (!(p.inner_lower[k] <= p.inner_upper[k])) inner_empty_ = true;
-    if (o.box_lower_bounds) functionals_ = atom_functionals(p);
+    if (o.box_lower_bounds || (o.phase_bounds && o.split)) functionals_ = atom_functionals(p);
   }
 
   VerifyResult run() {
@@ -157,8 +158,11 @@ class Search {
       return done(Verdict::unsat, "interval bound propagation on the whole box refutes every disjunct");
     }
     root.score = rb.score;
-    if (!functionals_.empty()) {
-      const std::vector<double> affine = affine_uppers(root.lo, root.hi);
+    if (o_.phase_bounds && o_.split) phases_ = o_.phase_bounds(root.lo, root.hi, functionals_);
+    if (!functionals_.empty() && (phases_ || o_.box_lower_bounds)) {
+      const std::vector<double> affine =
+          phases_ ? (++r_.affine_evaluations, functional_uppers(p_, phases_->root().lower))
+                  : affine_uppers(root.lo, root.hi);
       const BoxBound ab = box_bound(p_, affine);
       for (std::size_t k = 0; k < upper.size(); ++k) upper[k] = std::min(upper[k], affine[k]);
       const BoxBound cb = box_bound(p_, upper);
@@ -187,7 +191,9 @@ class Search {
       return done(
           Verdict::unknown,
           "the bounds of the whole box do not refute every disjunct, and splitting is off (--no-split)");
+    if (phases_) return phase_branch_and_bound(rb.upper);
     // 3. Branch and bound by input splitting.
+    r_.splitting = "input";
     sensitivity(root);
     if (r_.verdict == Verdict::sat) return r_;
     if (out_of_time()) return done(Verdict::timeout, "time limit reached while ranking the input dimensions");
@@ -477,6 +483,53 @@ class Search {
     return done(Verdict::timeout, "time limit reached during the branch and bound");
   }
 
+  // 3′. Branch and bound on ReLU phases (phase_search.hpp); each branch's atom bounds are the better of the
+  // root's IBP bound (valid on every branch: a branch is a subset of the box) and the branch's own.
+  VerifyResult phase_branch_and_bound(const std::vector<double>& ibp_upper) {
+    r_.splitting = "phase";
+    const auto judge = [&](const std::vector<double>& lower) {
+      std::vector<double> upper = functional_uppers(p_, lower);
+      for (std::size_t k = 0; k < upper.size(); ++k) upper[k] = std::min(upper[k], ibp_upper[k]);
+      detail::PhaseJudgement j;
+      const BoxBound b = box_bound(p_, upper);
+      j.proved = b.proved;
+      j.score = b.score;
+      double worst = -inf;  // the functional deciding the score: the best atom of the worst open disjunct
+      std::size_t k = 0;
+      for (const auto& d : p_.disjuncts) {
+        std::size_t at = k;
+        for (std::size_t a = k; a < k + d.size(); ++a)
+          if (upper[a] < upper[at]) at = a;
+        if (!d.empty() && upper[at] >= worst) {
+          worst = upper[at];
+          j.functional = at;
+        }
+        k += d.size();
+      }
+      return j;
+    };
+    const detail::PhaseSearchResult s = detail::phase_search(
+        *phases_, judge, [this] { return out_of_time(); }, o_.max_frontier_bytes);
+    r_.phase_branches = s.branches;
+    r_.phase_branches_proved = s.proved;
+    r_.phase_max_depth = s.max_depth;
+    r_.max_frontier = s.max_frontier;
+    using End = detail::PhaseSearchResult::End;
+    switch (s.end) {
+      case End::proved:
+        r_.proved_by = "splitting";
+        return done(Verdict::unsat,
+                    "every branch of the ReLU phase splitting is refuted by its affine bounds");
+      case End::memory:
+        return done(Verdict::unknown, "the frontier of open phase branches reached its memory limit");
+      case End::stuck:
+        return done(Verdict::unknown, "a phase branch with no unstable ReLU left is not refuted");
+      case End::out_of_time:
+        break;
+    }
+    return done(Verdict::timeout, "time limit reached during the phase branch and bound");
+  }
+
   const Graph& g_;
   const Property& p_;
   const VerifyOptions& o_;
@@ -487,6 +540,7 @@ class Search {
   bool inner_empty_ = false;
   std::vector<double> weight_;
   std::vector<OutputFunctional> functionals_;  // one per atom, when the caller gave box_lower_bounds
+  std::unique_ptr<PhaseBounder> phases_;       // the phase splitting's bounder, when it applies
   VerifyResult r_;
 };
 

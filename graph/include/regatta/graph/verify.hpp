@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,42 @@ using BoxLowerBounds =
     std::function<std::vector<double>(const std::vector<double>& lo, const std::vector<double>& hi,
                                       const std::vector<OutputFunctional>& functionals)>;
 
+/// One ReLU phase fixed in a branch of the phase splitting: element `element` (flat) of the output of
+/// graph.nodes[node], a relu, is active (its pre-activation ≥ 0, relu = identity) or inactive (≤ 0, relu =
+/// 0).
+struct Phase {
+  std::size_t node = 0, element = 0;
+  bool active = true;
+};
+
+/// CERTIFIED bounds of a branch of the phase splitting (docs/verify.md#phase-splitting).
+struct PhaseBranchBounds {
+  /// Per functional, a lower bound over the points of the box whose ReLUs have the branch's phases; +∞ for
+  /// every functional when no point has them (the branch is empty); −∞: nothing certified.
+  std::vector<double> lower;
+  bool empty = false;
+  /// Per functional, the multipliers of the phase constraints that gave `lower` (warm start for a child).
+  std::vector<std::vector<double>> multipliers;
+  /// Per functional, the unsplit ReLU element whose relaxation widens that bound most (node, element);
+  /// node = SIZE_MAX: none left.
+  std::vector<std::pair<std::size_t, std::size_t>> branch_on;
+};
+
+/// The caller's bounding of phase branches on one box (the affine forms of graph_affine_branch.hpp):
+/// `root` is the branch with no phase fixed.
+class PhaseBounder {
+ public:
+  virtual ~PhaseBounder() = default;
+  virtual const PhaseBranchBounds& root() const = 0;
+  /// `warm`: the parent's multipliers (one per phase but the last), or empty.
+  virtual PhaseBranchBounds bound(const std::vector<Phase>& phases,
+                                  const std::vector<std::vector<double>>& warm) = 0;
+};
+/// Builds the bounder of the box [lo, hi] for the functionals; null when phase splitting does not apply.
+using PhaseBounderFactory =
+    std::function<std::unique_ptr<PhaseBounder>(const std::vector<double>& lo, const std::vector<double>& hi,
+                                                const std::vector<OutputFunctional>& functionals)>;
+
 struct VerifyOptions {
   double timeout_seconds = 60;
   std::uint64_t seed = 1;
@@ -52,6 +89,9 @@ struct VerifyOptions {
   BoxLowerBounds box_lower_bounds;
   bool split =
       true;  ///< false: no branch and bound; a box the bounds of the whole box do not refute is unknown
+  /// When given (and split): branch and bound on ReLU phases instead of input splitting; the root's bounds
+  /// come from it instead of box_lower_bounds. Null bounder: input splitting.
+  PhaseBounderFactory phase_bounds;
 };
 
 struct VerifyResult {
@@ -70,6 +110,8 @@ struct VerifyResult {
   std::size_t max_frontier = 0;
   double proved_volume_fraction = 0;  // of the box, by the boxes proved (in log-free units: sum of 2^-depth)
   double seconds = 0;
+  std::string splitting;  // "phase", "input" or "" (none ran)
+  std::size_t phase_branches = 0, phase_branches_proved = 0, phase_max_depth = 0;  // phase splitting
 };
 
 /// The graph must have one input and one output tensor whose element counts are the property's (checked:

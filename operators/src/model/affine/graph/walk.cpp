@@ -12,15 +12,12 @@
 
 #include <regatta/core/error.hpp>
 
-#include "operands.hpp"
+#include "walk.hpp"
 
 namespace regatta::operators {
 
 namespace affine::gp {
 namespace {
-
-/// Thrown between nodes once GraphAffineOptions::stop is set: nothing is certified.
-struct Stopped {};
 
 bool is_movement(graph::Op op) {
   using graph::Op;
@@ -96,32 +93,53 @@ Form input_form(const graph::Graph& g, const InputSet& set, Pass& p) {
   return F;
 }
 
-/// The form of the graph's output over the set: every node in order, each form freed after its last use.
-Form output_form(const graph::Graph& g, const InputSet& set, const GraphAffineOptions& options, Pass& p) {
+}  // namespace
+
+WalkState start_walk(const graph::Graph& g, const InputSet& set, Pass& p) {
+  WalkState w;
   const std::size_t V = g.values.size();
-  std::vector<std::unique_ptr<Form>> forms(V);
-  std::vector<char> stochastic(V, 0);
-  std::vector<int> uses(V, 0);
+  w.forms.resize(V);
+  w.stochastic.assign(V, 0);
+  w.uses.assign(V, 0);
   for (const graph::Node& node : g.nodes)
-    for (int id : node.inputs) ++uses[std::size_t(id)];
-  ++uses[std::size_t(g.outputs.front())];
-  forms[std::size_t(g.inputs.front())] = std::make_unique<Form>(input_form(g, set, p));
-  std::size_t bytes = 0;
-  const auto size_of = [](const Form& f) { return std::size_t(f.A.size() + 2 * f.size()) * sizeof(double); };
-  bytes += size_of(*forms[std::size_t(g.inputs.front())]);
+    for (int id : node.inputs) ++w.uses[std::size_t(id)];
+  ++w.uses[std::size_t(g.outputs.front())];
+  auto first = std::make_shared<const Form>(input_form(g, set, p));
+  w.bytes = form_bytes(*first);
+  w.forms[std::size_t(g.inputs.front())] = std::move(first);
+  w.q = p.q;
+  w.box = p.box;
+  w.next = p.next;
+  return w;
+}
+
+void resume(const WalkState& w, Pass& p) {
+  p.q = w.q;
+  p.box = w.box;
+  p.next = w.next;
+}
+
+void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOptions& options,
+             std::size_t until, const NodeOverride* replace,
+             const std::function<void(const WalkState&)>* before) {
   p.poll = [&options] {
     if (options.stop && options.stop->load()) throw Stopped{};
   };
-  for (const graph::Node& node : g.nodes) {
+  for (; w.node < until; ++w.node) {
+    const graph::Node& node = g.nodes[w.node];
     p.tick();
+    if (before) {
+      w.next = p.next;
+      (*before)(w);
+    }
     std::vector<Operand> in;
     bool constants_only = true;
     for (int id : node.inputs) {
       const graph::Value& v = g.values[std::size_t(id)];
       Operand x{&v.shape};
-      if (forms[std::size_t(id)]) {
-        x.form = forms[std::size_t(id)].get();
-        x.stochastic = stochastic[std::size_t(id)] != 0;
+      if (w.forms[std::size_t(id)]) {
+        x.form = w.forms[std::size_t(id)].get();
+        x.stochastic = w.stochastic[std::size_t(id)] != 0;
         constants_only = false;
       } else {
         x.data = &v.data;
@@ -134,6 +152,8 @@ Form output_form(const graph::Graph& g, const InputSet& set, const GraphAffineOp
     const bool one_constant = !constants_only && (in[0].constant() || (in.size() > 1 && in[1].constant()));
     if (constants_only) {
       r.form = constant_node(g, node, in);
+    } else if (replace && (*replace)(w.node, node, in, p, r.form)) {
+      // the caller's transfer function (the phase-split ReLU of graph_affine_branch.hpp)
     } else if (is_movement(node.op)) {
       r.form = movement(g, node, in);
       r.stochastic = node.op == Op::identity && in[0].stochastic;
@@ -150,21 +170,34 @@ Form output_form(const graph::Graph& g, const InputSet& set, const GraphAffineOp
     }
     if (r.form.size() != Index(graph::element_count(out)))
       throw std::logic_error("graph affine pass: node " + node.name + " gave a form of the wrong size");
-    bytes += size_of(r.form);
-    if (bytes > options.max_bytes)
+    w.bytes += form_bytes(r.form);
+    if (w.bytes > options.max_bytes)
       throw InputError(g.source, "the affine forms need more than " + std::to_string(options.max_bytes) +
                                      " bytes at node '" + node.name + "' (GraphAffineOptions::max_bytes)");
-    forms[std::size_t(node.output)] = std::make_unique<Form>(std::move(r.form));
-    stochastic[std::size_t(node.output)] = r.stochastic ? 1 : 0;
+    w.forms[std::size_t(node.output)] = std::make_shared<const Form>(std::move(r.form));
+    w.stochastic[std::size_t(node.output)] = r.stochastic ? 1 : 0;
     for (int id : node.inputs)
-      if (--uses[std::size_t(id)] == 0 && forms[std::size_t(id)]) {
-        bytes -= size_of(*forms[std::size_t(id)]);
-        forms[std::size_t(id)].reset();
+      if (--w.uses[std::size_t(id)] == 0 && w.forms[std::size_t(id)]) {
+        w.bytes -= form_bytes(*w.forms[std::size_t(id)]);
+        w.forms[std::size_t(id)].reset();
       }
   }
+  w.next = p.next;
+}
+
+Form final_form(const graph::Graph& g, const WalkState& w) {
   const int y = g.outputs.front();
-  if (!forms[std::size_t(y)]) return constant_form(g.values[std::size_t(y)].data);
-  return std::move(*forms[std::size_t(y)]);
+  if (!w.forms[std::size_t(y)]) return constant_form(g.values[std::size_t(y)].data);
+  return *w.forms[std::size_t(y)];
+}
+
+namespace {
+
+/// The form of the graph's output over the set: every node in order, each form freed after its last use.
+Form output_form(const graph::Graph& g, const InputSet& set, const GraphAffineOptions& options, Pass& p) {
+  WalkState w = start_walk(g, set, p);
+  advance(g, w, p, options, g.nodes.size());
+  return final_form(g, w);
 }
 
 /// Throws InputError naming the graph and the first unsupported node.
