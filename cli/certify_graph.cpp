@@ -148,9 +148,9 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
       "attack: projected gradient descent (100 steps) at radii doubled from the first-order guess "
       "margin/|grad|, then bisected to 2 %; the certified search runs below it (" +
       number(c.cap) + " when none was found)";
-  // A recognised transformer in l2 without a box: graph_input_robustness ran the block pipeline's row
-  // (docs/models.md#recognised-transformers).
-  if (c.norm == graph::Norm::l2 && c.lower.empty())
+  // A recognised transformer in l2 without a box, --method affine: graph_input_robustness ran the block
+  // pipeline's row (docs/models.md#recognised-transformers); --method region stays on the graph.
+  if (!region && c.norm == graph::Norm::l2 && c.lower.empty())
     if (const auto t = operators::recognise_transformer(g, nullptr)) {
       o.method_line =
           "certified radius by affine forms over the graph's recognised transformer (the block "
