@@ -98,9 +98,8 @@ void run(const CertifyArgs& args, int& result) {
       throw InputError("--config", "applies to safetensors models, not to an .onnx graph");
     if (!args.compare.empty())
       throw InputError("--compare", "applies to safetensors models, not to an .onnx graph");
-    GraphCertifyArgs g{args.model,      args.data,  args.out,         args.plot,  args.norm,
-                       args.checkpoint, args.radii, args.input_range, args.limit, args.tolerance,
-                       args.method};
+    GraphCertifyArgs g{args.model, args.data,        args.out,   args.plot,      args.norm,  args.checkpoint,
+                       args.radii, args.input_range, args.limit, args.tolerance, args.method};
     run_graph_certify(g, rows_checkpoint(args, ""), plot_dir ? &*plot_dir : nullptr);
     result = exit_ok;
     return;

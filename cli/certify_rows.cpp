@@ -77,16 +77,16 @@ std::optional<std::vector<Row>> certify_rows(long count, const std::function<Row
     progress->advance();
   };
   // One process: the rows still to compute on the OpenMP threads, one input per task.
-  const LocalRunner threads = [&](const std::vector<long>& todo, const mpi::Task& t, const mpi::Done& d) {
+  const LocalRunner threads = [&](const std::vector<long>& pending, const mpi::Task& t, const mpi::Done& d) {
     std::exception_ptr failure;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (long k = 0; k < long(todo.size()); ++k) {
+    for (long k = 0; k < long(pending.size()); ++k) {
       try {
-        const std::string text = t(todo[std::size_t(k)]);
+        const std::string text = t(pending[std::size_t(k)]);
 #pragma omp critical(regatta_certify_done)
         {
           try {
-            d(todo[std::size_t(k)], text);
+            d(pending[std::size_t(k)], text);
           } catch (...) {
             if (!failure) failure = std::current_exception();
           }

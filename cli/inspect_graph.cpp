@@ -10,9 +10,9 @@
 
 #include <regatta/core/error.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
-#include <regatta/operators/graph_transformer.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif

@@ -109,15 +109,15 @@ void stop_serving(int size) {
   for (int r = 1; r < size; ++r) MPI_Send(nullptr, 0, MPI_LONG, r, tag_stop_serving, MPI_COMM_WORLD);
 }
 
-void distribute(const std::vector<long>& todo, const Task& task, const Done& done, int size) {
+void distribute(const std::vector<long>& pending, const Task& task, const Done& done, int size) {
   std::mutex mutex;  // guards next, stopped and finished_here
   std::size_t next = 0;
   bool stopped = false;
   std::deque<Answer> finished_here;  // rank 0's own results, for the main thread
   const auto take = [&]() -> long {
     const std::lock_guard lock(mutex);
-    if (stopped || next == todo.size()) return -1;
-    return todo[next++];
+    if (stopped || next == pending.size()) return -1;
+    return pending[next++];
   };
   std::atomic<bool> computing{true};
   std::thread local([&] {

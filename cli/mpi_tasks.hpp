@@ -16,12 +16,12 @@ using Task = std::function<std::string(long index)>;
 using Done = std::function<void(long index, const std::string& result)>;
 
 #ifdef REGATTA_HAVE_MPI
-/// Rank 0 of `size` ranks: runs task(i) for every i of `todo` (each exactly once, over all ranks), calling
+/// Rank 0 of `size` ranks: runs task(i) for every i of `pending` (each exactly once, over all ranks), calling
 /// done(i, result) for each on this thread. When a task throws, no further task is handed out; the tasks in
 /// flight finish (and are passed to done), and then the failure of the lowest index is rethrown (an
 /// InputError as an InputError, anything else as std::runtime_error with its message). The workers are told
 /// to stop in every case.
-void distribute(const std::vector<long>& todo, const Task& task, const Done& done, int size);
+void distribute(const std::vector<long>& pending, const Task& task, const Done& done, int size);
 /// Ranks > 0: compute the tasks rank 0 sends until it says stop.
 void serve(const Task& task);
 /// Rank 0, when it fails before distribute(): tells the workers to stop.

@@ -65,8 +65,8 @@ void write_checkpoint(const TaskCheckpoint& c, const std::map<long, std::string>
 
 }  // namespace
 
-void run_in_order(const std::vector<long>& todo, const mpi::Task& task, const mpi::Done& done) {
-  for (long i : todo) done(i, task(i));
+void run_in_order(const std::vector<long>& pending, const mpi::Task& task, const mpi::Done& done) {
+  for (long i : pending) done(i, task(i));
 }
 
 nlohmann::json file_fingerprint(const std::string& path) {
@@ -124,9 +124,9 @@ bool run_tasks(long count, const mpi::Task& task, const mpi::Done& done, const T
     throw;
   }
   for (const auto& [index, result] : finished) done(index, result);
-  std::vector<long> todo;
+  std::vector<long> pending;
   for (long i = 0; i < count; ++i)
-    if (!finished.count(i)) todo.push_back(i);
+    if (!finished.count(i)) pending.push_back(i);
   // Ctrl-C (SIGINT, SIGTERM, SIGHUP) is taken by a watcher thread, which ends the process only between two
   // checkpoint writes: the checkpoint is complete and no temporary file of it is left behind. (The guard
   // has nothing of its own to remove: an empty path.)
@@ -142,11 +142,11 @@ bool run_tasks(long count, const mpi::Task& task, const mpi::Done& done, const T
   };
 #ifdef REGATTA_HAVE_MPI
   if (ranks > 1) {
-    mpi::distribute(todo, task, record, ranks);
+    mpi::distribute(pending, task, record, ranks);
     return true;
   }
 #endif
-  local(todo, task, record);
+  local(pending, task, record);
   return true;
 }
 

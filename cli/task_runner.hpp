@@ -13,11 +13,11 @@
 
 namespace regatta::cli {
 
-/// How one process computes the tasks `todo` (the default: one after the other, in order). done() must be
+/// How one process computes the tasks `pending` (the default: one after the other, in order). done() must be
 /// called on one thread at a time.
 using LocalRunner =
-    std::function<void(const std::vector<long>& todo, const mpi::Task& task, const mpi::Done& done)>;
-void run_in_order(const std::vector<long>& todo, const mpi::Task& task, const mpi::Done& done);
+    std::function<void(const std::vector<long>& pending, const mpi::Task& task, const mpi::Done& done)>;
+void run_in_order(const std::vector<long>& pending, const mpi::Task& task, const mpi::Done& done);
 
 /// --checkpoint FILE: the results of the finished tasks, rewritten atomically (temporary file and rename)
 /// after each. `format` names the command's kind of checkpoint; `fingerprint` describes everything the

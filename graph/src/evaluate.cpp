@@ -124,16 +124,8 @@ Data<S> gemm(const Tensor<S>& A, const Tensor<S>& B, const Tensor<S>* C, const G
   return r;
 }
 
-// Splits `shape` at [first, end): outer × len × inner.
-struct Blocks {
-  int64_t outer = 1, len = 1, inner = 1;
-};
-Blocks blocks(const Shape& shape, int64_t first, int64_t end) {
-  Blocks b;
-  for (int64_t k = 0; k < static_cast<int64_t>(shape.size()); ++k)
-    (k < first ? b.outer : k < end ? b.len : b.inner) *= shape[static_cast<size_t>(k)];
-  return b;
-}
+using detail::Blocks;
+using detail::blocks;
 
 template <class S>
 Data<S> softmax(const Tensor<S>& x, const SoftmaxAttrs& a) {

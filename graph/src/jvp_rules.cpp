@@ -22,16 +22,6 @@ using std::size_t;
 
 size_t at(int64_t i) { return static_cast<size_t>(i); }
 
-struct Blocks {  // `shape` split at [first, end): outer × len × inner (as the forward does)
-  int64_t outer = 1, len = 1, inner = 1;
-};
-Blocks blocks(const Shape& shape, int64_t first, int64_t end) {
-  Blocks b;
-  for (int64_t k = 0; k < static_cast<int64_t>(shape.size()); ++k)
-    (k < first ? b.outer : k < end ? b.len : b.inner) *= shape[at(k)];
-  return b;
-}
-
 template <class S>
 Tensor<S> zeros_like(const Tensor<S>& t) {
   return Tensor<S>{t.shape, std::vector<S>(t.data.size(), S(0.0))};

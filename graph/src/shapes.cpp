@@ -354,5 +354,12 @@ Shape output_shape(Op op, const Attributes& attributes, const std::vector<Shape>
   }
 }
 
+Blocks blocks(const Shape& shape, std::int64_t first, std::int64_t end) {
+  Blocks b;
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(shape.size()); ++k)
+    (k < first ? b.outer : k < end ? b.len : b.inner) *= shape[static_cast<std::size_t>(k)];
+  return b;
+}
+
 }  // namespace detail
 }  // namespace regatta::graph

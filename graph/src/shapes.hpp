@@ -20,6 +20,13 @@ std::vector<std::int64_t> gather_map(const Shape& in, const GatherAttrs& a);
 /// Row-major strides.
 std::vector<std::int64_t> strides_of(const Shape& shape);
 
+/// `shape` split at the axes [first, end): outer × len × inner elements (softmax, the reductions and the
+/// norms act along len for each (outer, inner) pair).
+struct Blocks {
+  std::int64_t outer = 1, len = 1, inner = 1;
+};
+Blocks blocks(const Shape& shape, std::int64_t first, std::int64_t end);
+
 /// The output shape of a node of kind `op` with these attributes and input shapes. Reshape and Expand take
 /// their output shape as `target` (a folded constant) and check it. Throws std::invalid_argument with a
 /// short reason when the inputs do not fit the kind.

@@ -22,17 +22,6 @@ using Grad = std::vector<S>;
 
 size_t at(int64_t i) { return static_cast<size_t>(i); }
 
-// Splits `shape` at [first, end): outer × len × inner (as the forward does).
-struct Blocks {
-  int64_t outer = 1, len = 1, inner = 1;
-};
-Blocks blocks(const Shape& shape, int64_t first, int64_t end) {
-  Blocks b;
-  for (int64_t k = 0; k < static_cast<int64_t>(shape.size()); ++k)
-    (k < first ? b.outer : k < end ? b.len : b.inner) *= shape[at(k)];
-  return b;
-}
-
 // y[e] = x[map[e]]: the adjoint scatters back (several e may read one element: they add).
 template <class S>
 void scatter(const std::vector<int64_t>& map, const Grad<S>& gy, Grad<S>* gx) {

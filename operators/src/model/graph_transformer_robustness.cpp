@@ -9,6 +9,8 @@
 #include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model_affine.hpp>
 
+#include "centre_margins.hpp"
+
 namespace regatta::operators {
 namespace {
 
@@ -26,19 +28,7 @@ InputRobustness transformer_input_robustness(const RecognisedTransformer& transf
   r.method = RadiusMethod::affine;
   // Exactly input_robustness's steps for RadiusMethod::affine (model/input_robustness.cpp), so that the
   // graph and the safetensors file of one model give the same row.
-  const Vector<double> z = forward<double>(m, x);
-  Eigen::Index predicted = 0;
-  z.maxCoeff(&predicted);
-  r.prediction = int(predicted);
-  double runner_up = -std::numeric_limits<double>::infinity();
-  for (Eigen::Index c = 0; c < z.size(); ++c)
-    if (c != y) runner_up = std::max(runner_up, z(c));
-  r.margin = z(y) - runner_up;
-  const Vector<interval64> zi = forward<interval64>(m, x.cast<interval64>());
-  double lower = std::numeric_limits<double>::infinity();
-  for (Eigen::Index c = 0; c < zi.size(); ++c)
-    if (c != y) lower = std::min(lower, (zi(y) - zi(c)).lower());
-  r.margin_lower = lower;
+  detail::centre_margins(m, x, y, r);
   const std::function<void()> poll = [stop = options.stop] {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw TransformerRowStopped{};
   };

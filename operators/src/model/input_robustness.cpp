@@ -10,6 +10,8 @@
 #include <regatta/operators/model_local.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
+#include "centre_margins.hpp"
+
 namespace regatta::operators {
 
 double naive_denominator(const std::vector<LipschitzFactor>& factors) {
@@ -31,19 +33,7 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   // otherwise.
   r.method = method == RadiusMethod::affine && affine_unsupported(m).empty() ? RadiusMethod::affine
                                                                              : RadiusMethod::region;
-  const Vector<double> z = forward<double>(m, x);
-  Eigen::Index predicted = 0;
-  z.maxCoeff(&predicted);
-  r.prediction = int(predicted);
-  double runner_up = -std::numeric_limits<double>::infinity();
-  for (Eigen::Index c = 0; c < z.size(); ++c)
-    if (c != y) runner_up = std::max(runner_up, z(c));
-  r.margin = z(y) - runner_up;
-  const Vector<interval64> zi = forward<interval64>(m, x.cast<interval64>());
-  double lower = std::numeric_limits<double>::infinity();
-  for (Eigen::Index c = 0; c < zi.size(); ++c)
-    if (c != y) lower = std::min(lower, (zi(y) - zi(c)).lower());
-  r.margin_lower = lower;  // negative where the label is not certainly the top class: no radius then
+  detail::centre_margins(m, x, y, r);  // margin_lower < 0 where y is not certainly the top class: no radius
   if (std::isfinite(naive_denominator) && r.margin_lower > 0)
     r.naive = (interval64(r.margin_lower) / interval64(naive_denominator)).lower();
   const AttackResult a = attack(model_double, x, y);

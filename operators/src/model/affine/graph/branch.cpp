@@ -44,22 +44,15 @@ struct Objective {
 
 std::vector<Objective> objectives(const Form& Y, const Matrix<double>& C, const Vector<double>& d,
                                   Index width, const Pass& p) {
-  const Index N = Y.size(), K = Y.A.cols();
+  const Index K = Y.A.cols();
   const Vector<double>& rs = row_sums(Y, p);
   const Matrix<double> CA = C * Y.A;
   std::vector<Objective> out;
   for (Index k = 0; k < C.rows(); ++k) {
-    I centre(d.size() != 0 ? d(k) : 0.0), s(0.0), magnitude(0.0);
-    for (Index e = 0; e < N; ++e) {
-      if (C(k, e) == 0) continue;
-      centre += I(C(k, e)) * I(Y.c(e));
-      s += I(std::fabs(C(k, e))) * I(Y.s(e));
-      magnitude += I(std::fabs(C(k, e))) * I(rs(e));
-    }
+    const FunctionalCentre f = functional_centre(Y, rs, C, d, k);
     Row a = Row::Zero(width);
     a.head(K) = CA.row(k);
-    out.push_back({centre, std::move(a),
-                   s + I(gamma_of(double(N))) * magnitude + I(double(N) * double(K)) * I(underflow_unit)});
+    out.push_back({f.centre, std::move(a), f.slack});
   }
   return out;
 }

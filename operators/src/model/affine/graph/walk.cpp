@@ -210,29 +210,36 @@ void require_supported(const graph::Graph& g) {
 /// c − (‖a_{<q}‖ + ‖a_{≥q}‖₁ + s) rounded down, with the rounding of C·A (γ_N per row sum) in s.
 std::vector<double> functional_bounds(const Form& Y, const Matrix<double>& C, const Vector<double>& d,
                                       const Pass& p) {
-  const Index N = Y.size(), K = Y.A.cols(), q = std::min(p.q, K);
+  const Index K = Y.A.cols(), q = std::min(p.q, K);
   const Vector<double>& rs = row_sums(Y, p);
   const Matrix<double> A = C * Y.A;
   std::vector<double> out;
   for (Index k = 0; k < C.rows(); ++k) {
-    I centre(d.size() != 0 ? d(k) : 0.0), s(0.0), magnitude(0.0);
-    for (Index e = 0; e < N; ++e) {
-      if (C(k, e) == 0) continue;
-      centre += I(C(k, e)) * I(Y.c(e));
-      s += I(std::fabs(C(k, e))) * I(Y.s(e));
-      magnitude += I(std::fabs(C(k, e))) * I(rs(e));
-    }
+    const FunctionalCentre f = functional_centre(Y, rs, C, d, k);
     const double dual = input_norm(A.row(k).head(q), p);
     const double rest = sum_up(A.row(k).tail(K - q).cwiseAbs().sum(), double(K - q));
-    const I width = I(dual) + I(rest) + s + I(gamma_of(double(N))) * magnitude +
-                    I(double(N) * double(K)) * I(underflow_unit);
-    const I low = centre - width;
+    const I width = I(dual) + I(rest) + f.slack;
+    const I low = f.centre - width;
     out.push_back(isfinite(low) ? low.lower() : -std::numeric_limits<double>::infinity());
   }
   return out;
 }
 
 }  // namespace
+
+FunctionalCentre functional_centre(const Form& Y, const Vector<double>& row_sums, const Matrix<double>& C,
+                                   const Vector<double>& d, Index k) {
+  const Index N = Y.size(), K = Y.A.cols();
+  I centre(d.size() != 0 ? d(k) : 0.0), s(0.0), magnitude(0.0);
+  for (Index e = 0; e < N; ++e) {
+    if (C(k, e) == 0) continue;
+    centre += I(C(k, e)) * I(Y.c(e));
+    s += I(std::fabs(C(k, e))) * I(Y.s(e));
+    magnitude += I(std::fabs(C(k, e))) * I(row_sums(e));
+  }
+  return {centre, s + I(gamma_of(double(N))) * magnitude + I(double(N) * double(K)) * I(underflow_unit)};
+}
+
 }  // namespace affine::gp
 
 std::string graph_affine_unsupported(const graph::Graph& graph) {

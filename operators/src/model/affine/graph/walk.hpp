@@ -49,4 +49,13 @@ void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOpti
 /// The output's form once every node is computed.
 Form final_form(const graph::Graph& g, const WalkState& w);
 
+/// The functional C.row(k)·y + d(k) on the output's form Y, apart from its symbol coefficients (row k of
+/// C·Y.A, which the caller bounds): its centre, and its slack Σ_e |C_ke|·s_e plus the rounding of that row
+/// (γ_N times Σ_e |C_ke|·row_sums(e)) and the underflow of its N·K products, rounded outward.
+struct FunctionalCentre {
+  I centre, slack;
+};
+FunctionalCentre functional_centre(const Form& Y, const Vector<double>& row_sums, const Matrix<double>& C,
+                                   const Vector<double>& d, Index k);
+
 }  // namespace regatta::operators::affine::gp
