@@ -149,8 +149,15 @@ py::dict robustness_row(const GraphCore& c, const graph::Tensor<double>& x, int 
       stop = true;
     }
   }
+  if (interrupted) {
+    // Ctrl-C: KeyboardInterrupt, whatever the stopped computation returned or threw on its way out.
+    try {
+      task.get();
+    } catch (...) {
+    }
+    throw py::error_already_set();
+  }
   const operators::InputRobustness r = task.get();  // rethrows the computation's exception
-  if (interrupted) throw py::error_already_set();
   py::dict out;
   out["label"] = r.label;
   out["prediction"] = r.prediction;

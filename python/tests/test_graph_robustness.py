@@ -95,3 +95,33 @@ def test_bad_label_is_refused():
     model = regatta.Model.from_torch(module, x)
     with pytest.raises(regatta.InputError, match="label"):
         model.robustness(x, 7)
+
+
+def test_ctrl_c_stops_robustness_with_keyboard_interrupt():
+    """SIGINT while robustness runs the generic affine walk (the digits ViT in l-inf, which takes tens of
+    seconds): KeyboardInterrupt within a second, whatever the stopped computation ended with, and no thread
+    left running."""
+    import os
+    import signal
+    import threading
+    import time
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "vit_digits")
+    model = regatta.Model.from_onnx(os.path.join(root, "vit_digits.onnx"))
+    data = np.load(os.path.join(root, "test_set.npz"))
+    x, label = data["images"][0], int(data["labels"][0])
+    threads = threading.active_count()
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Timer(1.0, interrupt)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        model.robustness(x, label, norm="inf", tolerance=0.001)
+    caught = time.monotonic()
+    timer.join()
+    assert sent and caught - sent[0] < 1.0, caught - sent[0]
+    assert threading.active_count() == threads
