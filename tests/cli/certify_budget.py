@@ -8,7 +8,9 @@ own weights.
       gradient descent on the margin from many starts) the label never changes; the same sampler run at 1.05
       times the attack radius must find a label change on every input the attack broke (so it can fail);
   (c) the rows without the option have exactly the columns they had before it, and the same certified and
-      attack radii as the rows with it.
+      attack radii as the rows with it;
+  (d) a graph without ReLU (encoder_postnorm_gelu): l2 rows say the budget cannot help, l-inf runs input
+      splitting.
 
     certify_budget.py REGATTA DATA_DIR WORK_DIR      (exit 77: numpy or onnx missing, the test is skipped)
 """
@@ -56,7 +58,7 @@ def project(points, centre, radius, norm, box):
     return np.clip(points, box[0], box[1]) if box else points
 
 
-def set_points(centre, radius, norm, box, rng):
+def set_points(centre, radius, norm, box):
     """A dense grid of the set, its boundary, and the end points of projected gradient descent on the margin."""
     t = np.linspace(-1, 1, 301)
     grid = centre + radius * np.stack(np.meshgrid(t, t), -1).reshape(-1, 2)
@@ -73,7 +75,7 @@ def set_points(centre, radius, norm, box, rng):
 
 
 def worst_margin(centre, label, radius, norm, box, rng):
-    points = set_points(centre, radius, norm, box, rng)
+    points = set_points(centre, radius, norm, box)
     m = (logits(points)[:, label] - logits(points)[:, 1 - label]).min()
     starts = project(centre + radius * rng.uniform(-1, 1, (64, 2)), centre, radius, norm, box)
     for _ in range(200):  # projected gradient descent on the margin, step radius/20
@@ -95,9 +97,9 @@ OLD_COLUMNS = {"index", "label", "prediction", "margin", "margin_lower", "naive_
                "certified_radius", "refuted_radius", "method", "region_checks", "local_radius", "local_checks"}
 
 
-def certify(name, *options):
+def certify(name, *options, model=MODEL, points=data):
     out = os.path.join(WORK, name + ".json")
-    run = subprocess.run([REGATTA, "certify", "--model", MODEL, "--data", data, "--out", out, *options],
+    run = subprocess.run([REGATTA, "certify", "--model", model, "--data", points, "--out", out, *options],
                          capture_output=True, text=True, check=False)
     if run.returncode != 0:
         sys.exit(f"{name}: exit {run.returncode}: {run.stderr.strip()}")
@@ -135,6 +137,24 @@ for norm, box in (("inf", None), ("inf", (-1.0, 1.0)), ("2", None)):
           f"median attack {bab['summary']['median_attack_radius']}")
     if not med > med0:
         failures.append(f"{tag}: branch and bound does not raise the median radius ({med0} -> {med})")
+# A graph without ReLU (encoder_postnorm_gelu): in l2 the budget cannot help (phase splitting only) and the
+# row says so; in l-inf input splitting runs.
+gelu = os.path.join(DATA, "onnx", "encoder_postnorm_gelu.onnx")
+x = np.load(os.path.join(DATA, "onnx", "encoder_postnorm_gelu.input.npy"))
+label = int(np.load(os.path.join(DATA, "onnx", "encoder_postnorm_gelu.logits.npy")).reshape(-1).argmax())
+gelu_data = os.path.join(WORK, "gelu.npz")
+np.savez(gelu_data, images=x.reshape(1, *x.shape[1:]).astype(np.float64), labels=np.array([label]))
+for norm in ("2", "inf"):
+    row = certify(f"gelu_{norm}", "--norm", norm, "--budget-per-input", "1", "--tolerance", "0.1", model=gelu,
+                  points=gelu_data)["inputs"][0]
+    if not row["certified_radius"] > 0:
+        failures.append(f"gelu l{norm}: nothing certified ({row['certified_radius']}), the check says little")
+    if norm == "2" and not (row["bab_radius"] == row["certified_radius"] and row["bab_tests"] == 0
+                            and "no ReLU" in (row["bab_note"] or "")):
+        failures.append(f"gelu l2: the row without ReLU is {row}")
+    if norm == "inf" and not (row["bab_radius"] >= row["certified_radius"] and row["bab_tests"] >= 1
+                              and row["bab_note"] is None):
+        failures.append(f"gelu l-inf: input splitting did not run: {row}")
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)
