@@ -115,13 +115,20 @@ GraphBabRadius graph_bab_radius(const graph::Graph& g, const std::vector<double>
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   const auto stopped = [&] { return o.stop != nullptr && o.stop->load(std::memory_order_relaxed); };
   double lo = certified, hi = upper;
+  // Radii far above r0 are rarely proved, and a test that fails costs its whole share: the search probes
+  // upward from lo by a factor 1 + step (step doubling after each proof) while that is below the geometric
+  // midpoint, and bisects geometrically once a probe has failed.
+  double step = 4 * o.tolerance;
   while (result.tests < 64 && !stopped()) {
     if (lo > 0 ? !(hi > lo * (1 + o.tolerance)) : !(hi > 0)) break;
     const double left = o.budget_seconds - elapsed();
     if (left < 0.02) break;
-    const double r = lo > 0 ? std::sqrt(lo) * std::sqrt(hi) : hi / 2;
+    double r = lo > 0 ? std::sqrt(lo) * std::sqrt(hi) : hi / 2;
+    const bool probe = lo > 0 && lo * (1 + step) < r;
+    if (probe) r = lo * (1 + step);
     if (!(r > lo && r < hi)) break;
-    const double share = left / tests_left(lo, hi, o.tolerance);
+    // The tests still needed if this one fails (the probe itself, then the bisection below it).
+    const double share = left / (tests_left(lo, probe ? r : hi, o.tolerance) + (probe ? 1 : 0));
     const graph::Property p = set_property(x, r, label, classes, o);
     Deadline deadline(share, o.stop);
     graph::VerifyOptions v;
@@ -150,6 +157,7 @@ GraphBabRadius graph_bab_radius(const graph::Graph& g, const std::vector<double>
     if (outcome.verdict == graph::Verdict::unsat) {
       lo = r;
       ++result.proved;
+      if (probe) step *= 2;
     } else {
       hi = r;
       if (outcome.verdict == graph::Verdict::sat) result.refuted = std::min(result.refuted, r);

@@ -10,6 +10,10 @@
 // outward; for l2 the ball's bounding box with VerifyOptions::box_encloses_set (phase splitting over the
 // ball only, no attack, no input splitting).
 //
+// THE RADII TESTED: from [r0, upper] the search probes r = lo·(1 + step) (step = 4·tolerance, doubled after
+// each proof) while that lies below the geometric midpoint of [lo, hi], and the geometric midpoint otherwise
+// (a failed probe becomes hi): tests concentrate just above r0, where proofs are likely.
+//
 // The search on a test: ReLU phase splitting where the graph has a ReLU (GraphAffineBranching), then, for l∞,
 // input splitting when a phase branch has no unstable ReLU left; input splitting for l∞ without a ReLU; none
 // for l2 without a ReLU (the radius stays r0 and `note` says why).
@@ -33,8 +37,8 @@ struct GraphBabOptions {
   graph::Norm norm = graph::Norm::l2;
   std::vector<double> lower, upper;  ///< the valid input range per coordinate (both empty: none)
   double tolerance = 0.01;           ///< the bisection ends when upper end / radius ≤ 1 + tolerance
-  /// Wall-clock seconds for the whole search (> 0). Each test gets the time left divided by the tests the
-  /// bisection still needs; the search stops once it is spent (a pass in flight stops at its next node).
+  /// Wall-clock seconds for the whole search (> 0). Each test gets the time left divided by the tests still
+  /// needed should it fail; the search stops once it is spent (a pass in flight stops at its next node).
   double budget_seconds = 0;
   const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C: once set, the search ends (the result is meaningless)
 };
