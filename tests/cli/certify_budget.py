@@ -9,7 +9,8 @@ own weights.
       times the attack radius must find a label change on every input the attack broke (so it can fail);
   (c) the rows without the option have exactly the columns they had before it, and the same certified and
       attack radii as the rows with it;
-  (d) a graph without ReLU (encoder_postnorm_gelu): l2 rows say the budget cannot help, l-inf runs input
+  (d) --checkpoint keeps the bab columns and records the budget;
+  (e) a graph without ReLU (encoder_postnorm_gelu): l2 rows say the budget cannot help, l-inf runs input
       splitting.
 
     certify_budget.py REGATTA DATA_DIR WORK_DIR      (exit 77: numpy or onnx missing, the test is skipped)
@@ -137,6 +138,18 @@ for norm, box in (("inf", None), ("inf", (-1.0, 1.0)), ("2", None)):
           f"median attack {bab['summary']['median_attack_radius']}")
     if not med > med0:
         failures.append(f"{tag}: branch and bound does not raise the median radius ({med0} -> {med})")
+# --checkpoint keeps the bab columns: a rerun reads every row back (the same numbers, though the branch and
+# bound's time-limited search would not reproduce them), and another budget refuses the file (exit 2).
+checkpoint = os.path.join(WORK, "budget.checkpoint")
+first = certify("checkpoint_first", "--norm", "inf", "--budget-per-input", "1", "--checkpoint", checkpoint)
+again = certify("checkpoint_again", "--norm", "inf", "--budget-per-input", "1", "--checkpoint", checkpoint)
+if first["inputs"] != again["inputs"]:
+    failures.append("--checkpoint: the rows read back differ from the rows written")
+other = subprocess.run([REGATTA, "certify", "--model", MODEL, "--data", data, "--norm", "inf",
+                        "--budget-per-input", "2", "--checkpoint", checkpoint], capture_output=True, text=True)
+if other.returncode != 2 or "budget.checkpoint" not in other.stderr or other.stderr.count("\n") != 1:
+    failures.append(f"--checkpoint of another budget: exit {other.returncode}, {other.stderr!r}")
+
 # A graph without ReLU (encoder_postnorm_gelu): in l2 the budget cannot help (phase splitting only) and the
 # row says so; in l-inf input splitting runs.
 gelu = os.path.join(DATA, "onnx", "encoder_postnorm_gelu.onnx")
