@@ -50,6 +50,7 @@ struct CertifyArgs {
   std::string norm = "2";            ///< "2" or "inf" (inf: ONNX graphs only)
   std::vector<double> input_range;   ///< LO,HI (ONNX graphs only)
   std::string checkpoint;            ///< finished rows kept here (task_runner.hpp)
+  double budget = 0;                 ///< --budget-per-input seconds (ONNX graphs only; 0: none)
 };
 
 // --checkpoint: what the rows depend on (the model, its config, the data, the options that change a row).
@@ -58,9 +59,10 @@ TaskCheckpoint rows_checkpoint(const CertifyArgs& args, const std::string& confi
   check_checkpoint_path("--checkpoint", args.checkpoint);
   std::vector<std::string> files{args.model, args.data};
   if (!config.empty()) files.push_back(config);
-  const nlohmann::json options{{"limit", args.limit},   {"tolerance", args.tolerance},
-                               {"method", args.method}, {"compare", args.compare},
-                               {"norm", args.norm},     {"input_range", args.input_range}};
+  nlohmann::json options{{"limit", args.limit},   {"tolerance", args.tolerance},
+                         {"method", args.method}, {"compare", args.compare},
+                         {"norm", args.norm},     {"input_range", args.input_range}};
+  if (args.budget > 0) options["budget_per_input"] = args.budget;  // absent without: older files still match
   return {args.checkpoint, "regatta-certify-checkpoint-1", certify_fingerprint(files, options)};
 }
 
@@ -98,14 +100,16 @@ void run(const CertifyArgs& args, int& result) {
       throw InputError("--config", "applies to safetensors models, not to an .onnx graph");
     if (!args.compare.empty())
       throw InputError("--compare", "applies to safetensors models, not to an .onnx graph");
-    GraphCertifyArgs g{args.model, args.data,        args.out,   args.plot,      args.norm,  args.checkpoint,
-                       args.radii, args.input_range, args.limit, args.tolerance, args.method};
+    GraphCertifyArgs g{args.model, args.data,        args.out,   args.plot,      args.norm,   args.checkpoint,
+                       args.radii, args.input_range, args.limit, args.tolerance, args.method, args.budget};
     run_graph_certify(g, rows_checkpoint(args, ""), plot_dir ? &*plot_dir : nullptr);
     result = exit_ok;
     return;
   }
   if (args.norm != "2")
     throw InputError("--norm", "inf needs an .onnx model (a safetensors model is certified in l2 only)");
+  if (args.budget > 0)
+    throw InputError("--budget-per-input", "needs an .onnx model (branch and bound runs on ONNX graphs)");
   if (!args.input_range.empty())
     throw InputError("--input-range", "needs an .onnx model (a safetensors model's inputs are unbounded)");
   const Model m = operators::load_model(args.model, args.config);
@@ -224,6 +228,11 @@ void add_certify_command(CLI::App& app, int& result) {
   cmd->add_option("--tolerance", args->tolerance,
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
       ->check(finite_in(0, 1, Ends::open));
+  cmd->add_option("--budget-per-input", args->budget,
+                  "S seconds (> 0) of branch and bound per input after the affine forms' radius (ONNX "
+                  "graphs, --method affine): the bisection goes on above it, each radius tested by verify's "
+                  "search (ReLU phase splitting; input splitting for l-inf); default: none")
+      ->check(positive(1e7));
   cmd->add_option("--checkpoint", args->checkpoint,
                   "Keep each finished input's row in this file (rewritten atomically); a rerun with the same "
                   "file and inputs skips them")

@@ -104,11 +104,14 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
   if (classes < 2)
     throw InputError(args.model, "the output has " + std::to_string(classes) +
                                      " entries; certify needs logits of 2 or more classes");
+  if (args.budget > 0 && region)
+    throw InputError("--budget-per-input", "applies to --method affine (branch and bound on affine forms)");
   const GraphTestSet data = read_graph_test_set(args.data, size, classes, args.limit, args.input_range);
 
   operators::GraphRobustnessOptions c{
       args.norm == "inf" ? graph::Norm::linf : graph::Norm::l2, {}, {}, 100, args.tolerance};
   c.method = region ? operators::RadiusMethod::region : operators::RadiusMethod::affine;
+  c.budget_per_input = args.budget;
   if (!args.input_range.empty()) {
     c.lower.assign(size, args.input_range[0]);
     c.upper.assign(size, args.input_range[1]);
@@ -162,6 +165,7 @@ void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& check
           "recognised transformer; the certified search runs below it";
     }
   o.tolerance = args.tolerance;
+  o.budget = args.budget;
   o.radii = args.radii;
   o.out = args.out;
   o.plot = args.plot;

@@ -24,6 +24,13 @@ std::string csv_number(double v, const char* kind) {
   return number(v, 10);
 }
 
+// The rows with the branch and bound's radius as their certified radius (for its medians and accuracies).
+std::vector<Row> bab_rows(const std::vector<Row>& rows) {
+  std::vector<Row> b = rows;
+  for (Row& r : b) r.certified = r.bab;
+  return b;
+}
+
 }  // namespace
 
 void write_certify_output(const CertifyOutput& o) {
@@ -33,10 +40,18 @@ void write_certify_output(const CertifyOutput& o) {
   const operators::RobustnessSummary summary = operators::summarize(rows);
   const double med_c = summary.median_certified, med_a = summary.median_attack, med_n = summary.median_naive;
   // An accuracy is a count of inputs: k of the n inputs, exact (printed as the fraction, fraction_text).
+  const bool bab = o.budget > 0;
+  const std::vector<Row> with_bab = bab ? bab_rows(rows) : std::vector<Row>{};
+  const double med_b = bab ? operators::summarize(with_bab).median_certified : 0;
   auto count_at = [&](double radius, bool certified) {
     long k = 0;
     for (const Row& r : rows)
       k += certified ? operators::certified_at(r, radius) : r.prediction == r.label && r.attack > radius;
+    return k;
+  };
+  auto bab_count_at = [&](double radius) {
+    long k = 0;
+    for (const Row& r : with_bab) k += operators::certified_at(r, radius);
     return k;
   };
   long correct = 0;
@@ -54,16 +69,30 @@ void write_certify_output(const CertifyOutput& o) {
     std::cout << "naive certificate: not available (" << o.why_naive << ")\n";
   }
   std::cout << "\n  index label pred  margin(est)  naive(cert)" << (o.local ? "  local(cert)" : "")
-            << "      attack(est)  certified(cert)\n";
+            << "      attack(est)  certified(cert)"
+            << (bab ? "  bab(cert)  bab_seconds  bab_tests  bab_branches" : "") << "\n";
   for (long i = 0; i < count; ++i) {
     const Row& r = rows[std::size_t(i)];
     std::cout << "  " << i << "  " << r.label << "  " << r.prediction << "  " << number(r.margin, 6) << "  "
               << lower_number(r.naive, 4) << "  " << (o.local ? lower_number(r.local, 4) + "  " : "")
-              << number(r.attack, 6) << "  " << lower_number(r.certified, 6) << "\n";
+              << number(r.attack, 6) << "  " << lower_number(r.certified, 6);
+    if (bab)
+      std::cout << "  " << lower_number(r.bab, 6) << "  " << number(r.bab_seconds, 3) << "  " << r.bab_tests
+                << "  " << r.bab_branches << (r.bab_note.empty() ? "" : "  (" + r.bab_note + ")");
+    std::cout << "\n";
   }
   std::cout << "\nmedian certified radius (certified, rounded down): " << lower_number(med_c, 6) << "\n";
   std::cout << "median attack radius (estimate, upper bound on the true radius): " << number(med_a, 6)
             << "\n";
+  if (bab) {
+    double seconds = 0;
+    long tests = 0, branches = 0;
+    for (const Row& r : rows) seconds += r.bab_seconds, tests += r.bab_tests, branches += r.bab_branches;
+    std::cout << "median certified radius with branch and bound (certified, rounded down; "
+              << number(o.budget) << " s per input): " << lower_number(med_b, 6) << "\n"
+              << "branch and bound: " << tests << " radii tested, " << branches << " branches, "
+              << number(seconds, 4) << " s in all\n";
+  }
   std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
   if (o.local)
     std::cout << "median local-composition radius (certified, rounded down): "
@@ -85,7 +114,8 @@ void write_certify_output(const CertifyOutput& o) {
               << count << " inputs, exact]\n";
     for (double r : o.radii)
       std::cout << "  " << number(r) << "  " << fraction_text(count_at(r, true), count) << "  "
-                << fraction_text(count_at(r, false), count) << "\n";
+                << fraction_text(count_at(r, false), count)
+                << (bab ? "  with branch and bound: " + fraction_text(bab_count_at(r), count) : "") << "\n";
   }
 
   if (!o.out.empty()) {
@@ -115,6 +145,15 @@ void write_certify_output(const CertifyOutput& o) {
           {"attack_count", "inputs predicted correctly that no attack broke within radius (exact)"},
           {"clean_accuracy", "clean_count / inputs, the nearest double"},
           {"clean_count", "inputs predicted correctly by the double forward pass (exact)"}};
+      if (bab) {
+        j["kinds"]["bab_radius"] =
+            "certified lower bound on the robustness radius by branch and bound (>= certified_radius)";
+        j["kinds"]["bab_seconds"] = "wall-clock seconds the branch and bound used (a measurement)";
+        j["kinds"]["bab_branches"] = "phase branches bounded and input boxes split, over its tests";
+        j["kinds"]["bab_tests"] = "radii the branch and bound tested";
+        j["kinds"]["bab_certified_count"] = "as certified_count, with bab_radius (exact)";
+        j["budget_per_input"] = o.budget;
+      }
       j["bisection_relative_tolerance"] = o.tolerance;
       if (o.factors) {
         for (const auto& f : *o.factors)
@@ -141,6 +180,14 @@ void write_certify_output(const CertifyOutput& o) {
                                {"region_checks", r.checks},
                                {"local_radius", r.has_local ? nlohmann::json(r.local) : nlohmann::json()},
                                {"local_checks", r.local_checks}});
+        if (bab) {
+          nlohmann::json& row = j["inputs"].back();
+          row["bab_radius"] = r.bab;
+          row["bab_seconds"] = r.bab_seconds;
+          row["bab_branches"] = r.bab_branches;
+          row["bab_tests"] = r.bab_tests;
+          row["bab_note"] = r.bab_note.empty() ? nlohmann::json() : nlohmann::json(r.bab_note);
+        }
       }
       j["summary"] = {
           {"inputs", count},
@@ -150,6 +197,7 @@ void write_certify_output(const CertifyOutput& o) {
           {"median_attack_radius", number_or_null(med_a)},
           {"median_naive_radius", med_n},
           {"median_local_radius", o.local ? nlohmann::json(summary.median_local) : nlohmann::json()}};
+      if (bab) j["summary"]["median_bab_radius"] = med_b;
       for (double r : o.radii) {
         const long certified = count_at(r, true), attacked = count_at(r, false);
         j["accuracy"].push_back(
@@ -159,20 +207,26 @@ void write_certify_output(const CertifyOutput& o) {
              {"certified_accuracy", (interval64(double(certified)) / interval64(double(count))).lower()},
              {"attack_count", attacked},
              {"attack_accuracy", double(attacked) / double(count)}});
+        if (bab) j["accuracy"].back()["bab_certified_count"] = bab_count_at(r);
       }
       io::write_json(o.out, j);
     } else {
       std::ostringstream os;
       os << "index,label,prediction,margin_estimate,margin_lower_certified,naive_radius_certified,"
             "attack_radius_estimate,certified_radius_certified,refuted_radius,region_checks,method,"
-            "local_radius_certified\n";
+            "local_radius_certified"
+         << (bab ? ",bab_radius_certified,bab_seconds,bab_tests,bab_branches" : "") << "\n";
       for (long i = 0; i < count; ++i) {
         const Row& r = rows[std::size_t(i)];
         os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
            << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
            << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
            << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << ","
-           << (r.has_local ? csv_number(r.local, "lower") : std::string()) << "\n";
+           << (r.has_local ? csv_number(r.local, "lower") : std::string());
+        if (bab)
+          os << "," << csv_number(r.bab, "lower") << "," << csv_number(r.bab_seconds, "") << ","
+             << r.bab_tests << "," << r.bab_branches;
+        os << "\n";
       }
       const std::string text = os.str();
       io::write_file_atomic(o.out, std::as_bytes(std::span(text.data(), text.size())));

@@ -29,6 +29,7 @@ struct CertifyOutput {
   std::string attack_kind;  ///< the JSON kind of attack_radius
   std::string attack_line;  ///< one line on the attack, printed after the medians ("" for none)
   double tolerance = 0.01;
+  double budget = 0;  ///< --budget-per-input (0: none; the rows then have no bab columns)
   std::vector<double> radii;
   std::string out, plot;
   report::OutputDir* plot_dir = nullptr;
@@ -55,6 +56,7 @@ struct GraphCertifyArgs {
   long limit = 0;
   double tolerance = 0.01;
   std::string method = "affine";  ///< affine forms, or region enclosures of the gradient (graph_region.hpp)
+  double budget = 0;              ///< --budget-per-input seconds (graph_bab_radius.hpp); 0: none
 };
 void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& checkpoint,
                        report::OutputDir* plot_dir);

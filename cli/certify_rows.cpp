@@ -27,7 +27,13 @@ std::string encode(const Row& r) {
                         {"method", r.method == operators::RadiusMethod::region ? "region" : "affine"},
                         {"local", bits(r.local)},
                         {"has_local", r.has_local},
-                        {"local_checks", r.local_checks}}
+                        {"local_checks", r.local_checks},
+                        {"has_bab", r.has_bab},
+                        {"bab", bits(r.bab)},
+                        {"bab_seconds", bits(r.bab_seconds)},
+                        {"bab_branches", r.bab_branches},
+                        {"bab_tests", r.bab_tests},
+                        {"bab_note", r.bab_note}}
       .dump();
 }
 
@@ -51,6 +57,14 @@ Row decode(const std::string& text, const std::string& source) {
     r.local = real("local");
     r.has_local = j.at("has_local").get<bool>();
     r.local_checks = j.at("local_checks").get<int>();
+    r.has_bab = j.value("has_bab", false);  // rows of a checkpoint written before --budget-per-input
+    if (r.has_bab) {
+      r.bab = real("bab");
+      r.bab_seconds = real("bab_seconds");
+      r.bab_branches = j.at("bab_branches").get<long>();
+      r.bab_tests = j.at("bab_tests").get<int>();
+      r.bab_note = j.at("bab_note").get<std::string>();
+    }
     return r;
   } catch (const std::exception&) {
     throw InputError(source, "holds a row that is not a certify row");

@@ -176,7 +176,8 @@ class Search {
       root.score = cb.score;
     }
     // 2. The attack, for its share of the time.
-    if (inner_empty_) {
+    if (o_.box_encloses_set) {  // a point of the box need not lie in the set: no attack
+    } else if (inner_empty_) {
       r_.reason =
           "no binary64 point lies in the box (a bound is not a double and the box is that thin): no "
           "counterexample can be checked";
@@ -191,16 +192,22 @@ class Search {
       return done(
           Verdict::unknown,
           "the bounds of the whole box do not refute every disjunct, and splitting is off (--no-split)");
-    if (phases_) return phase_branch_and_bound(rb.upper);
-    // 3. Branch and bound by input splitting.
-    r_.splitting = "input";
+    if (phases_) return phase_branch_and_bound(rb.upper, std::move(root));
+    if (o_.box_encloses_set)
+      return done(Verdict::unknown, "no phase splitting, and input splitting does not apply to the set");
+    return input_branch_and_bound(std::move(root));
+  }
+
+ private:
+  // 3. Branch and bound by input splitting.
+  VerifyResult input_branch_and_bound(Box root) {
+    r_.splitting += r_.splitting.empty() ? "input" : ", then input";
     sensitivity(root);
     if (r_.verdict == Verdict::sat) return r_;
     if (out_of_time()) return done(Verdict::timeout, "time limit reached while ranking the input dimensions");
     return branch_and_bound(std::move(root));
   }
 
- private:
   VerifyResult done(Verdict v, const std::string& why) {
     r_.verdict = v;
     if (v != Verdict::unknown || r_.reason.empty()) r_.reason = why;
@@ -231,7 +238,7 @@ class Search {
   }
   // The better, atom by atom, of IBP and the caller's bounds (IBP alone when it already refutes the box).
   BoxBound tightened(const std::vector<double>& lo, const std::vector<double>& hi, const BoxBound& by_ibp) {
-    if (by_ibp.proved || functionals_.empty() || out_of_time()) return by_ibp;
+    if (by_ibp.proved || !o_.box_lower_bounds || out_of_time()) return by_ibp;
     std::vector<double> upper = by_ibp.upper;
     const std::vector<double> affine = affine_uppers(lo, hi);
     for (std::size_t k = 0; k < upper.size(); ++k) upper[k] = std::min(upper[k], affine[k]);
@@ -485,7 +492,8 @@ class Search {
 
   // 3′. Branch and bound on ReLU phases (phase_search.hpp); each branch's atom bounds are the better of the
   // root's IBP bound (valid on every branch: a branch is a subset of the box) and the branch's own.
-  VerifyResult phase_branch_and_bound(const std::vector<double>& ibp_upper) {
+  // A branch stuck with no unstable ReLU left hands the whole box to input splitting (a fresh, sound proof).
+  VerifyResult phase_branch_and_bound(const std::vector<double>& ibp_upper, Box root) {
     r_.splitting = "phase";
     const auto judge = [&](const std::vector<double>& lower) {
       std::vector<double> upper = functional_uppers(p_, lower);
@@ -523,7 +531,9 @@ class Search {
       case End::memory:
         return done(Verdict::unknown, "the frontier of open phase branches reached its memory limit");
       case End::stuck:
-        return done(Verdict::unknown, "a phase branch with no unstable ReLU left is not refuted");
+        if (o_.box_encloses_set)
+          return done(Verdict::unknown, "a phase branch with no unstable ReLU left is not refuted");
+        return input_branch_and_bound(std::move(root));
       case End::out_of_time:
         break;
     }

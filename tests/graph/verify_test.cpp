@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
+#include <memory>
 #include <string>
 
 #include <regatta/core/error.hpp>
@@ -214,6 +216,51 @@ TEST(Verify, TimeoutIsHonoured) {
   const VerifyResult r = verify(g, p, o);
   EXPECT_EQ(r.verdict, Verdict::timeout) << r.reason;
   EXPECT_LT(r.seconds, 3.0);  // a bound on the stopping, not a timing measurement
+}
+
+// A caller's phase bounder that certifies nothing and has no unstable ReLU to split (every branch_on
+// none): the phase search is stuck at its root at once.
+class NothingToSplit final : public PhaseBounder {
+ public:
+  explicit NothingToSplit(std::size_t functionals) {
+    root_.lower.assign(functionals, -std::numeric_limits<double>::infinity());
+    root_.multipliers.assign(functionals, {});
+    root_.branch_on.assign(functionals, {std::numeric_limits<std::size_t>::max(), 0});
+  }
+  const PhaseBranchBounds& root() const override { return root_; }
+  PhaseBranchBounds bound(const std::vector<Phase>&, const std::vector<std::vector<double>>&) override {
+    ADD_FAILURE() << "a stuck search bounds no child";
+    return root_;
+  }
+
+ private:
+  PhaseBranchBounds root_;
+};
+
+// docs/verify.md#phase-splitting: a phase search stuck on a branch with no unstable ReLU left hands the box
+// to input splitting, which decides mlp_unsat_split (unsat: the grid of MlpVerdictsAgreeWithAGrid agrees) and
+// still finds mlp_sat_narrow's counterexample; with box_encloses_set (the box only encloses the caller's
+// set) it answers unknown and evaluates no point.
+TEST(Verify, StuckPhaseSearchFallsBackToInputSplitting) {
+  const Graph g = import_onnx(onnx_dir + "mlp_tiny.onnx");
+  VerifyOptions o;
+  o.timeout_seconds = 20;
+  o.phase_bounds = [](const std::vector<double>&, const std::vector<double>&,
+                      const std::vector<OutputFunctional>& f) -> std::unique_ptr<PhaseBounder> {
+    return std::make_unique<NothingToSplit>(f.size());
+  };
+  const Property unsat = read_vnnlib(vnn_dir + "mlp_unsat_split.vnnlib");
+  const VerifyResult r = verify(g, unsat, o);
+  EXPECT_EQ(r.verdict, Verdict::unsat) << r.reason;
+  EXPECT_EQ(r.splitting, "phase, then input");
+  EXPECT_GT(r.boxes_split, 0u);
+  const VerifyResult sat = verify(g, read_vnnlib(vnn_dir + "mlp_sat_narrow.vnnlib"), o);
+  EXPECT_EQ(sat.verdict, Verdict::sat) << sat.reason;
+  o.box_encloses_set = true;
+  const VerifyResult enclosed = verify(g, unsat, o);
+  EXPECT_EQ(enclosed.verdict, Verdict::unknown) << enclosed.reason;
+  EXPECT_EQ(enclosed.point_evaluations, 0u);
+  EXPECT_EQ(enclosed.boxes_split, 0u);
 }
 
 // The real VNN-COMP 2023 ViT (not in the repository): with REGATTA_VNNCOMP_VIT_ONNX

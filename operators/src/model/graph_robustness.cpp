@@ -14,6 +14,7 @@
 #include <regatta/graph/attack.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_bab_radius.hpp>
 #include <regatta/operators/graph_region.hpp>
 #include <regatta/operators/graph_transformer.hpp>
 
@@ -64,8 +65,11 @@ double graph_attack_radius(const graph::Graph& graph, const std::vector<double>&
   return hi;
 }
 
-InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vector<double>& x, int label,
-                                       const GraphRobustnessOptions& c) {
+namespace {
+
+// The row without branch and bound.
+InputRobustness plain_row(const graph::Graph& graph, const std::vector<double>& x, int label,
+                          const GraphRobustnessOptions& c) {
   // A recognised transformer on the ball without a box: the block pipeline's row
   // (docs/models.md#recognised-transformers).
   if (c.method == RadiusMethod::affine && c.norm == graph::Norm::l2 && c.lower.empty())
@@ -111,6 +115,31 @@ InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vec
       r.certified = graph_certified_radius(graph, set, label, upper, c.tolerance, GraphAffineOptions{c.stop});
     }
   }
+  return r;
+}
+
+}  // namespace
+
+InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vector<double>& x, int label,
+                                       const GraphRobustnessOptions& c) {
+  InputRobustness r = plain_row(graph, x, label, c);
+  if (!(c.budget_per_input > 0) || c.method != RadiusMethod::affine) return r;
+  r.has_bab = true;
+  r.bab = r.certified;
+  if (!(r.prediction == label && r.margin_lower > 0)) {
+    r.bab_note = "not certified at the input itself";
+    return r;
+  }
+  const double upper = std::isfinite(r.attack) ? r.attack : c.cap;
+  if (!(upper > r.certified)) return r;  // the certified radius reached the upper end already
+  const GraphBabRadius b =
+      graph_bab_radius(graph, x, label, r.certified, upper,
+                       GraphBabOptions{c.norm, c.lower, c.upper, c.tolerance, c.budget_per_input, c.stop});
+  r.bab = b.radius;
+  r.bab_seconds = b.seconds;
+  r.bab_branches = b.branches;
+  r.bab_tests = b.tests;
+  r.bab_note = b.note;
   return r;
 }
 

@@ -90,8 +90,15 @@ struct VerifyOptions {
   bool split =
       true;  ///< false: no branch and bound; a box the bounds of the whole box do not refute is unknown
   /// When given (and split): branch and bound on ReLU phases instead of input splitting; the root's bounds
-  /// come from it instead of box_lower_bounds. Null bounder: input splitting.
+  /// come from it instead of box_lower_bounds. Null bounder: input splitting. A phase branch with no
+  /// unstable ReLU left that is not refuted ends the phase search; input splitting of the whole box then
+  /// runs on the time left (docs/verify.md#phase-splitting).
   PhaseBounderFactory phase_bounds;
+  /// true: the property's box only encloses the set the caller's bounds are over (an l2 ball's bounding
+  /// box, docs/models.md#branch-and-bound-in-certify). unsat then still proves the condition false on that
+  /// set (every bound used holds on the box or on the set), but a point of the box need not lie in the set:
+  /// no attack runs, and no input splitting either (phase splitting only; unknown without phase_bounds).
+  bool box_encloses_set = false;
 };
 
 struct VerifyResult {

@@ -21,6 +21,9 @@ struct GraphRobustnessOptions {
   const std::atomic<bool>* stop = nullptr;
   /// affine: graph_certified_radius (affine forms); region: graph_region_radius (graph_region.hpp).
   RadiusMethod method = RadiusMethod::affine;
+  /// > 0: after the certified radius, branch and bound raises it for at most this many seconds
+  /// (graph_bab_radius between it and the attack radius, or cap; affine method only). 0: none.
+  double budget_per_input = 0;
 };
 
 /// ESTIMATE: the smallest radius at which PGD (graph::pgd_attack) finds a point the double forward
@@ -35,6 +38,8 @@ double graph_attack_radius(const graph::Graph& graph, const std::vector<double>&
 /// label and the certified margin is positive, the CERTIFIED radius (graph_certified_radius, or
 /// graph_region_radius for options.method = region, below the attack radius, or below options.cap when the
 /// attack found nothing). `refuted` is NaN for affine forms (graph_certified_radius does not report it).
+/// With options.budget_per_input, also the bab columns (has_bab; bab = certified with a note when the
+/// certified margin at x is not positive).
 InputRobustness graph_input_robustness(const graph::Graph& graph, const std::vector<double>& x, int label,
                                        const GraphRobustnessOptions& options);
 

@@ -160,6 +160,14 @@ struct InputRobustness {
   double local = 0;
   bool has_local = false;
   int local_checks = 0;  ///< chains of local constants evaluated
+  /// Branch and bound under a time budget (graph path only, GraphRobustnessOptions::budget_per_input,
+  /// graph_bab_radius.hpp): has_bab when it was asked for; bab CERTIFIED, ≥ certified.
+  bool has_bab = false;
+  double bab = 0;
+  double bab_seconds = 0;  ///< wall-clock time it used
+  long bab_branches = 0;   ///< phase branches bounded and input boxes split, over its tests
+  int bab_tests = 0;       ///< radii tested (each a verify run)
+  std::string bab_note;    ///< why it did not run or could not help (empty otherwise)
 };
 
 /// Whether the input counts as CERTIFIED robust at `radius` (≥ 0): predicted correctly, a positive certified
