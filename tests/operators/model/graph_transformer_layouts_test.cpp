@@ -5,7 +5,8 @@
 // tests/data/text_models. The Model read back from the graph's nodes must be the Model the graph was written
 // from, every weight and flag bit for bit (the writer and the reader are two independent walks), so that
 // `regatta certify` gives the same rows on either. LLaMA (rotary attention, which the fusion pass does not
-// recognise) and a gated RMSNorm ViT are refused with a reason.
+// recognise) and a gated RMSNorm ViT are refused with a reason. Two text encoders exported from torch to
+// ONNX are recognised and give torch's logits.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,10 +14,14 @@
 #include <string>
 #include <vector>
 
+#include <regatta/core/io/npy.hpp>
 #include <regatta/core/resources.hpp>
 #include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
+#ifdef REGATTA_HAVE_ONNX
+#include <regatta/graph/onnx_import.hpp>
+#endif
 
 namespace regatta::operators {
 namespace {
@@ -172,6 +177,29 @@ TEST(GraphTransformerLayouts, LlamaAndAGatedVitAreRefused) {
   EXPECT_FALSE(why.empty());
   std::cout << "gated rmsnorm ViT: " << why << "\n";
 }
+
+#ifdef REGATTA_HAVE_ONNX
+// Text transformers exported from torch (tests/data/onnx/make_onnx_models.py: nn.TransformerEncoder layers on
+// an input of 5 token embeddings, mean pooling, pre-norm ReLU and post-norm GELU) are recognised, and the
+// model read reproduces torch's float64 logits at the stored input (an independent computation).
+TEST(GraphTransformerLayouts, TheExportedTextEncoders) {
+  const std::string onnx = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
+  for (const std::string name : {"encoder_prenorm_relu", "encoder_postnorm_gelu"}) {
+    std::string why;
+    const auto t = recognise_transformer(graph::import_onnx(onnx + name + ".onnx"), &why);
+    ASSERT_TRUE(t.has_value()) << name << ": " << why;
+    std::cout << name << ": " << t->summary() << "\n";
+    EXPECT_TRUE(t->model.text());
+    EXPECT_EQ(t->model.prenorm, name == "encoder_prenorm_relu");
+    const io::Array x = io::read_npy(onnx + name + ".input.npy");
+    const io::Array torch = io::read_npy(onnx + name + ".logits.npy");
+    const Vector<double> z = forward<double>(t->model, t->model_input(x.data));
+    ASSERT_EQ(z.size(), Eigen::Index(torch.data.size()));
+    for (std::size_t j = 0; j < torch.data.size(); ++j)
+      EXPECT_NEAR(z(Eigen::Index(j)), torch.data[j], 1e-11) << name << " logit " << j;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace regatta::operators
