@@ -4,7 +4,8 @@ the same columns for its ONNX export as for its safetensors file. The digits ViT
 file's float32 LayerNorm epsilon (--config): every row (naive, local, certified and attack radii, margins)
 and the naive factors must be identical. A graph that is not a recognised transformer (tests/data/onnx/
 mlp_tiny.onnx, no attention) says in one line that the naive and local columns are not available for an
-unrecognised graph, and writes them as null. Needs only the Python standard library.
+unrecognised graph, and writes them as null (naive_factors, naive_radius, local_radius and their
+medians). Needs only the Python standard library.
 
     certify_columns.py REGATTA VIT_DIR ONNX_DIR WORK_DIR
 """
@@ -79,6 +80,8 @@ if mlp["naive_factors"] is not None or "unrecognised graph" not in (mlp.get("nai
     failures.append(f"mlp_tiny: naive {mlp['naive_factors']}, {mlp.get('naive_unavailable')}")
 if any(r["local_radius"] is not None for r in mlp["inputs"]) or mlp["summary"]["median_local_radius"] is not None:
     failures.append("mlp_tiny: a local radius for an unrecognised graph")
+if any(r["naive_radius"] is not None for r in mlp["inputs"]) or mlp["summary"]["median_naive_radius"] is not None:
+    failures.append("mlp_tiny: a naive radius for an unrecognised graph")
 if "unrecognised graph" not in (mlp.get("local_unavailable") or ""):
     failures.append(f"mlp_tiny: local_unavailable {mlp.get('local_unavailable')}")
 
