@@ -89,6 +89,13 @@ CertifySource read_safetensors_source(const CertifyArgs& args) {
   if (!s.model)
     throw std::logic_error("certify: the graph of the " + m.layout +
                            " model is not recognised: " + s.why_not);
+  // One token: a causal model's graph has no mask to read (one key), so the graph cannot tell its causal
+  // last-token attention from an unmasked one, the same function; the file's flags say which it is.
+  if (m.text() && s.model->model.context == 1) {
+    s.model->model.causal = m.causal;
+    s.model->model.pooling = m.pooling;
+    s.model->model.layout = m.layout;
+  }
   s.model_origin = recognised_origin(*s.model);
   return s;
 }

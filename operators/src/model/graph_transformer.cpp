@@ -263,8 +263,8 @@ void match_block(Matcher& m, int& v, Model& model, double& eps) {
     if (first)
       model.causal = causal;
     else if (causal != model.causal)
-      throw Refusal{at + "'s attention is " + (causal ? "" : "not ") + "causal, block 0's is " +
-                    (causal ? "not" : "")};
+      throw Refusal{at + "'s attention is " + (causal ? "causal" : "not causal") + ", block 0's is " +
+                    (model.causal ? "causal" : "not causal")};
   };
   const int x = v;
   int u = x;
