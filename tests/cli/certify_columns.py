@@ -3,9 +3,10 @@ product certificate and the composition of local bounds (--compare local) of a r
 the same columns for its ONNX export as for its safetensors file. The digits ViT, both files, given the ONNX
 file's float32 LayerNorm epsilon (--config): every row (naive, local, certified and attack radii, margins)
 and the naive factors must be identical. A graph that is not a recognised transformer (tests/data/onnx/
-mlp_tiny.onnx, no attention) says in one line that the naive and local columns are not available for an
-unrecognised graph, and writes them as null (naive_factors, naive_radius, local_radius and their
-medians). Needs only the Python standard library.
+mlp_tiny.onnx, no attention) gets the naive certificate of global bounds composed over its nodes (each
+naive radius margin_lower/(sqrt2 L), below the attack radius) and says in one line that the local column is
+not available for an unrecognised graph (null in the JSON); in l-inf the naive column is null too, with the
+reason. Needs only the Python standard library.
 
     certify_columns.py REGATTA VIT_DIR ONNX_DIR WORK_DIR
 """
@@ -70,20 +71,34 @@ def npy(shape, values, code):
 tiny = os.path.join(WORK, "tiny.npz")
 with zipfile.ZipFile(tiny, "w") as z:
     z.writestr("images.npy", npy((3, 2), [0.5, -0.25, 1.0, 2.0, -1.5, 0.75], "f8"))
-    z.writestr("labels.npy", npy((3,), [0, 1, 0], "i8"))
+    z.writestr("labels.npy", npy((3,), [1, 0, 1], "i8"))  # the predictions: positive margins
 mlp, mlp_text = certify(os.path.join(ONNX, "mlp_tiny.onnx"), "mlp_tiny", "--data", tiny, "--compare", "local")
-for line in ("naive certificate: not available (not available for an unrecognised graph",
-             "local composition of per-stage bounds: not available (not available for an unrecognised graph"):
-    if line not in mlp_text:
-        failures.append(f"mlp_tiny: no line '{line}' in\n{mlp_text}")
-if mlp["naive_factors"] is not None or "unrecognised graph" not in (mlp.get("naive_unavailable") or ""):
-    failures.append(f"mlp_tiny: naive {mlp['naive_factors']}, {mlp.get('naive_unavailable')}")
+# The naive certificate of an unrecognised graph: global bounds composed over its nodes (here the product of
+# the two layers' spectral norms); the local composition is a recognised transformer's only.
+line = "local composition of per-stage bounds: not available (not available for an unrecognised graph"
+if line not in mlp_text:
+    failures.append(f"mlp_tiny: no line '{line}' in\n{mlp_text}")
+if not mlp["naive_factors"] or mlp["naive_factors"][0]["stage"] != "logits":
+    failures.append(f"mlp_tiny: naive factors {mlp['naive_factors']}, {mlp.get('naive_unavailable')}")
+else:
+    L = mlp["naive_factors"][0]["upper"]
+    for r in mlp["inputs"]:
+        attack = float("inf") if r["attack_radius"] is None else r["attack_radius"]
+        expected = r["margin_lower"] / (2 ** 0.5 * L) if r["margin_lower"] > 0 else 0
+        if not (r["naive_radius"] <= attack and abs(r["naive_radius"] - expected) <= 1e-12 * (1 + expected)):
+            failures.append(f"mlp_tiny input {r['index']}: naive {r['naive_radius']}, expected {expected}, "
+                            f"attack {attack}")
+    if not any(r["naive_radius"] > 0 for r in mlp["inputs"]):
+        failures.append("mlp_tiny: no positive naive radius, the comparison says little")
 if any(r["local_radius"] is not None for r in mlp["inputs"]) or mlp["summary"]["median_local_radius"] is not None:
     failures.append("mlp_tiny: a local radius for an unrecognised graph")
-if any(r["naive_radius"] is not None for r in mlp["inputs"]) or mlp["summary"]["median_naive_radius"] is not None:
-    failures.append("mlp_tiny: a naive radius for an unrecognised graph")
 if "unrecognised graph" not in (mlp.get("local_unavailable") or ""):
     failures.append(f"mlp_tiny: local_unavailable {mlp.get('local_unavailable')}")
+# In l-inf the naive certificate (an l2 bound) is not available: null, with the reason.
+linf, linf_text = certify(os.path.join(ONNX, "mlp_tiny.onnx"), "mlp_tiny_linf", "--data", tiny, "--norm", "inf")
+if linf["naive_factors"] is not None or any(r["naive_radius"] is not None for r in linf["inputs"]) or \
+        "--norm inf" not in (linf.get("naive_unavailable") or "") or "naive certificate: not available" not in linf_text:
+    failures.append(f"mlp_tiny l-inf: naive {linf['naive_factors']}, {linf.get('naive_unavailable')}")
 
 for f in failures:
     print("FAIL:", f)
