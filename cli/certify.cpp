@@ -1,8 +1,9 @@
-// regatta certify: ℓ₂ robustness of a whole trained model (image or text) on a labelled test set
-// (docs/models.md): per input the certified radius (affine forms or region enclosures), the attack radius (an
-// estimate), the naive product certificate and, with --compare local, the composition of per-stage local
-// bounds; certified and attack accuracy at a list of radii, and with --plot DIR their curves against the
-// radius.
+// regatta certify: robustness of a whole trained model (a safetensors layout, image or text, or an ONNX
+// graph) on a labelled test set (docs/models.md#certifying-a-model-file): the options, their checks and the
+// safetensors front end. Every model file then takes one route (certify_graph.cpp): per input the certified
+// radius (affine forms or region enclosures), the attack radius (an estimate), the naive product certificate
+// and, with --compare local, the composition of per-stage local bounds; certified and attack accuracy at a
+// list of radii, and with --plot DIR their curves against the radius.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,10 +20,9 @@
 #include <regatta/core/io/json_file.hpp>
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/resources.hpp>
+#include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model.hpp>
-#include <regatta/operators/model_affine.hpp>
-#include <regatta/operators/model_local.hpp>
-#include <regatta/operators/model_robustness.hpp>
+#include <regatta/operators/model_graph.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,7 +50,7 @@ struct CertifyArgs {
   std::string norm = "2";            ///< "2" or "inf" (inf: ONNX graphs only)
   std::vector<double> input_range;   ///< LO,HI (ONNX graphs only)
   std::string checkpoint;            ///< finished rows kept here (task_runner.hpp)
-  double budget = 0;                 ///< --budget-per-input seconds (ONNX graphs only; 0: none)
+  double budget = 0;                 ///< --budget-per-input seconds (0: none)
 };
 
 // --checkpoint: what the rows depend on (the model, its config, the data, the options that change a row).
@@ -66,7 +66,41 @@ TaskCheckpoint rows_checkpoint(const CertifyArgs& args, const std::string& confi
   return {args.checkpoint, "regatta-certify-checkpoint-1", certify_fingerprint(files, options)};
 }
 
-using Row = operators::InputRobustness;
+/// The safetensors front end: the Model read, its test set (text: tokens looked up in the embedding table),
+/// the graph of the Model on that input length (model_graph, fused) and the transformer recognised in it: the
+/// rows are the recognised Model's, as for an ONNX file. LLaMA keeps the Model read: the fusion pass does not
+/// recognise attention with rotary embeddings (docs/models.md#certifying-a-model-file).
+CertifySource read_safetensors_source(const CertifyArgs& args) {
+  Model m = operators::load_model(args.model, args.config);
+  TestSet data = read_test_set(args.data, m, args.limit);
+  CertifySource s;
+  s.model_path = args.model;
+  s.data_path = args.data;
+  s.labels = std::move(data.labels);
+  for (const Vector<double>& x : data.images) s.inputs.emplace_back(x.data(), x.data() + x.size());
+  data.images.clear();
+  if (m.layout == "llama") {
+    s.model = operators::RecognisedTransformer{std::move(m), {}};
+    s.model_origin = "the llama model read from safetensors (rotary attention: not recognised in a graph)";
+    return s;
+  }
+  s.graph = operators::model_graph(m, Eigen::Index(s.inputs.front().size()), args.model);
+  s.model = operators::recognise_transformer(*s.graph, &s.why_not);
+  // Every safetensors layout but LLaMA is recognised: a refusal is a defect of the recognition, not of the
+  // file.
+  if (!s.model)
+    throw std::logic_error("certify: the graph of the " + m.layout +
+                           " model is not recognised: " + s.why_not);
+  // One token: a causal model's graph has no mask to read (one key), so the graph cannot tell its causal
+  // last-token attention from an unmasked one, the same function; the file's flags say which it is.
+  if (m.text() && s.model->model.context == 1) {
+    s.model->model.causal = m.causal;
+    s.model->model.pooling = m.pooling;
+    s.model->model.layout = m.layout;
+  }
+  s.model_origin = recognised_origin(*s.model);
+  return s;
+}
 
 void run(const CertifyArgs& args, int& result) {
   for (double r : args.radii)
@@ -95,14 +129,20 @@ void run(const CertifyArgs& args, int& result) {
     throw InputError("--data", "no such file: " + args.data + (ec ? " (" + ec.message() + ")" : ""));
   if (!args.config.empty() && !std::filesystem::exists(args.config, ec))
     throw InputError("--config", "no such file: " + args.config + (ec ? " (" + ec.message() + ")" : ""));
+  const CertifyOptions options{
+      args.out,         args.plot,
+      args.norm,        args.radii,
+      args.input_range, args.tolerance,
+      args.method,      std::find(args.compare.begin(), args.compare.end(), "local") != args.compare.end(),
+      args.budget};
+  if (args.budget > 0 && args.method == "region")
+    throw InputError("--budget-per-input", "applies to --method affine (branch and bound on affine forms)");
+  report::OutputDir* plot = plot_dir ? &*plot_dir : nullptr;
   if (std::filesystem::path(args.model).extension() == ".onnx") {  // any graph: certify_graph.cpp
     if (!args.config.empty())
       throw InputError("--config", "applies to safetensors models, not to an .onnx graph");
-    if (!args.compare.empty())
-      throw InputError("--compare", "applies to safetensors models, not to an .onnx graph");
-    GraphCertifyArgs g{args.model, args.data,        args.out,   args.plot,      args.norm,   args.checkpoint,
-                       args.radii, args.input_range, args.limit, args.tolerance, args.method, args.budget};
-    run_graph_certify(g, rows_checkpoint(args, ""), plot_dir ? &*plot_dir : nullptr);
+    const CertifySource source = read_onnx_source(args.model, args.data, args.limit, options);
+    run_certify(source, options, rows_checkpoint(args, ""), plot);
     result = exit_ok;
     return;
   }
@@ -112,68 +152,13 @@ void run(const CertifyArgs& args, int& result) {
     throw InputError("--budget-per-input", "needs an .onnx model (branch and bound runs on ONNX graphs)");
   if (!args.input_range.empty())
     throw InputError("--input-range", "needs an .onnx model (a safetensors model's inputs are unbounded)");
-  const Model m = operators::load_model(args.model, args.config);
   std::string config = args.config;  // load_model's default: config.json beside the model, when there
   if (config.empty()) {
     const std::filesystem::path beside = std::filesystem::path(args.model).parent_path() / "config.json";
     if (std::filesystem::is_regular_file(beside, ec)) config = beside.string();
   }
-  const TaskCheckpoint checkpoint = rows_checkpoint(args, config);
-  const TestSet data = read_test_set(args.data, m, args.limit);
-
-  std::string why_naive;
-  const auto factors = operators::global_lipschitz_factors(m, why_naive);
-  const double product = factors ? operators::naive_denominator(*factors) : NAN;  // √2·Π L_k rounded up
-  const bool compare_local =
-      std::find(args.compare.begin(), args.compare.end(), "local") != args.compare.end();
-  const std::string why_local = operators::local_composition_unsupported(m);
-  const bool local = compare_local && why_local.empty();
-
-  const operators::ConvertedModel<double> md(m);
-  const operators::ConvertedModel<interval64> mi(m);
-  retain_freed_memory();  // the region passes free and reallocate megabyte temporaries many times a second
-  std::optional<std::vector<Row>> rows = certify_rows(
-      long(data.images.size()),
-      [&](long i) {
-        return operators::input_robustness(
-            md, mi, data.images[std::size_t(i)], data.labels[std::size_t(i)], product, args.tolerance,
-            args.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine,
-            local);
-      },
-      checkpoint);
-  if (!rows) {  // a rank > 0 of mpirun: rank 0 writes
-    result = exit_ok;
-    return;
-  }
-
-  CertifyOutput o;
-  o.model = args.model;
-  o.data = args.data;
-  o.rows = std::move(*rows);
-  o.factors = factors;
-  o.why_naive = why_naive;
-  o.compare_local = compare_local;
-  o.local = local;
-  o.why_local = why_local;
-  {
-    const long count = long(o.rows.size());
-    long affine = 0;
-    for (const Row& r : o.rows) affine += r.method == operators::RadiusMethod::affine;
-    o.method_line = std::string("certified radius by ") +
-                    (affine == count ? "affine forms"
-                     : affine == 0   ? "region enclosures"
-                                     : "affine forms and region enclosures") +
-                    (args.method == "affine" && affine < count
-                         ? " (affine forms do not apply: " + operators::affine_unsupported(m) + ")"
-                         : std::string());
-  }
-  o.attack_kind = "estimate (upper bound on the true radius; null: no attack succeeded)";
-  o.tolerance = args.tolerance;
-  o.radii = args.radii;
-  o.out = args.out;
-  o.plot = args.plot;
-  o.plot_dir = plot_dir ? &*plot_dir : nullptr;
-  write_certify_output(o);
+  const CertifySource source = read_safetensors_source(args);
+  run_certify(source, options, rows_checkpoint(args, config), plot);
   result = exit_ok;
 }
 
@@ -187,8 +172,9 @@ void add_certify_command(CLI::App& app, int& result) {
       "text, in the token-embedding space) on a labelled test set");
   cmd->add_option(
          "--model", args->model,
-         "Model weights (.safetensors in timm ViT, GPT-2 or BERT naming, recognised from the names), "
-         "or any ONNX graph (.onnx: one input, logits out; affine forms over the graph)")
+         "Model weights (.safetensors in timm ViT, GPT-2, BERT or LLaMA naming, recognised from the names), "
+         "or any ONNX graph (.onnx: one input, logits out); a transformer recognised in the graph is "
+         "certified by the block pipeline, any other graph by affine forms over the graph")
       ->required();
   cmd->add_option("--data", args->data,
                   "Test set .npz: labels (N,) and images (N, H, W) or (N, C, H, W), or for a text model "
@@ -214,7 +200,7 @@ void add_certify_command(CLI::App& app, int& result) {
   cmd->add_option("--compare", args->compare,
                   "Extra comparison columns (comma separated): local = the certified radius from the "
                   "composition of per-stage local Lipschitz bounds (opt-in: about 5 s of one core per input "
-                  "on the digits ViT)")
+                  "on the digits ViT; a recognised transformer's, not an unrecognised graph's)")
       ->delimiter(',')
       ->check(CLI::IsMember({"local"}));
   cmd->add_option("--norm", args->norm,

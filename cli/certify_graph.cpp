@@ -1,9 +1,11 @@
-// regatta certify --model M.onnx: robustness of any ONNX graph (one input, logits out) on a labelled test set
-// in l2 or l-inf (docs/models.md#certifying-an-onnx-graph): per input the certified radius by affine forms
-// over the graph (graph_certified_radius, CERTIFIED; with --method region by region enclosures of the
-// margin's gradient, graph_region_radius, docs/models.md#region-enclosures-of-a-graph) below the attack
-// radius (the smallest radius at which projected gradient descent found a misclassification, by bisection: an
-// ESTIMATE); the printing and writing are certify's own (certify_output.hpp).
+// The one route of `regatta certify` for every model file (docs/models.md#certifying-a-model-file), and its
+// ONNX front end. A transformer recognised in the graph (docs/models.md#recognised-transformers) is certified
+// on its Model: per input the certified radius by affine forms or region enclosures of the block pipeline,
+// the attack radius (an ESTIMATE), the naive product certificate and with --compare local the composition of
+// per-stage local bounds. Any other graph, and any graph in l-inf or inside a box, is certified over the
+// graph (docs/models.md#certifying-an-onnx-graph): affine forms (graph_certified_radius) or region enclosures
+// of the margin's gradient (graph_region_radius, docs/models.md#region-enclosures-of-a-graph) below the PGD
+// attack radius. The printing and writing are certify_output.cpp's.
 #include <omp.h>
 
 #include <algorithm>
@@ -13,13 +15,17 @@
 #include <regatta/core/error.hpp>
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/io/npz.hpp>
+#include <regatta/core/resources.hpp>
 #include <regatta/graph/attack.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
 #include <regatta/operators/graph_affine.hpp>
+#include <regatta/operators/graph_naive.hpp>
 #include <regatta/operators/graph_region.hpp>
 #include <regatta/operators/graph_robustness.hpp>
 #include <regatta/operators/graph_transformer.hpp>
+#include <regatta/operators/model_affine.hpp>
+#include <regatta/operators/model_local.hpp>
 #include <string>
 #include <vector>
 #ifdef REGATTA_HAVE_ONNX
@@ -84,94 +90,170 @@ GraphTestSet read_graph_test_set(const std::string& path, std::size_t size, std:
 
 }  // namespace
 
-void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& checkpoint,
-                       report::OutputDir* plot_dir) {
-  if (!args.input_range.empty() &&
-      !(args.input_range.size() == 2 && std::isfinite(args.input_range[0]) &&
-        std::isfinite(args.input_range[1]) && args.input_range[0] < args.input_range[1]))
+std::string recognised_origin(const operators::RecognisedTransformer& t) {
+  return "the graph's recognised transformer (the block pipeline; " + t.summary() + ")";
+}
+
+CertifySource read_onnx_source(const std::string& model, const std::string& data, long limit,
+                               const CertifyOptions& options) {
+  if (!options.input_range.empty() &&
+      !(options.input_range.size() == 2 && std::isfinite(options.input_range[0]) &&
+        std::isfinite(options.input_range[1]) && options.input_range[0] < options.input_range[1]))
     throw InputError("--input-range", "must be LO,HI with finite LO < HI");
 #ifndef REGATTA_HAVE_ONNX
-  throw InputError(args.model,
-                   "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
+  (void)model, (void)data, (void)limit;
+  throw InputError(model, "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
 #else
-  const graph::Graph g = graph::import_onnx(args.model);
-  const bool region = args.method == "region";
-  const std::string why =
-      region ? operators::graph_region_unsupported(g) : operators::graph_affine_unsupported(g);
-  if (!why.empty()) throw InputError(args.model, why);
+  CertifySource s;
+  s.model_path = model;
+  s.data_path = data;
+  s.graph = graph::import_onnx(model);
+  const graph::Graph& g = *s.graph;
+  if (options.norm == "2" && options.input_range.empty()) {
+    s.model = operators::recognise_transformer(g, &s.why_not);
+    if (s.model) s.model_origin = recognised_origin(*s.model);
+  } else {
+    s.why_not = options.norm == "2" ? "--input-range" : "--norm inf";
+  }
+  if (!s.model) {  // the rows walk the graph: refuse a graph they do not cover before reading the data
+    const std::string why = options.method == "region" ? operators::graph_region_unsupported(g)
+                                                       : operators::graph_affine_unsupported(g);
+    if (!why.empty()) throw InputError(model, why);
+  }
   const std::size_t size = std::size_t(graph::element_count(g.values[std::size_t(g.inputs[0])].shape));
   const std::size_t classes = std::size_t(graph::element_count(g.values[std::size_t(g.outputs[0])].shape));
   if (classes < 2)
-    throw InputError(args.model, "the output has " + std::to_string(classes) +
-                                     " entries; certify needs logits of 2 or more classes");
-  if (args.budget > 0 && region)
-    throw InputError("--budget-per-input", "applies to --method affine (branch and bound on affine forms)");
-  const GraphTestSet data = read_graph_test_set(args.data, size, classes, args.limit, args.input_range);
+    throw InputError(model, "the output has " + std::to_string(classes) +
+                                " entries; certify needs logits of 2 or more classes");
+  GraphTestSet t = read_graph_test_set(data, size, classes, limit, options.input_range);
+  s.inputs = std::move(t.inputs);
+  s.labels = std::move(t.labels);
+  return s;
+#endif
+}
 
-  operators::GraphRobustnessOptions c{
-      args.norm == "inf" ? graph::Norm::linf : graph::Norm::l2, {}, {}, 100, args.tolerance};
-  c.method = region ? operators::RadiusMethod::region : operators::RadiusMethod::affine;
-  c.budget_per_input = args.budget;
-  if (!args.input_range.empty()) {
-    c.lower.assign(size, args.input_range[0]);
-    c.upper.assign(size, args.input_range[1]);
-    // Beyond the box's diameter in the norm the set is the whole box: nothing larger is searched.
-    const double width = args.input_range[1] - args.input_range[0];
-    c.cap = c.norm == graph::Norm::linf ? width : width * std::sqrt(double(size)) * (1 + 1e-12);
-  }
-  std::optional<std::vector<operators::InputRobustness>> rows = certify_rows(
-      long(data.inputs.size()),
-      [&](long i) {
-        return operators::graph_input_robustness(g, data.inputs[std::size_t(i)], data.labels[std::size_t(i)],
-                                                 c);
-      },
-      checkpoint);
-  if (!rows) return;  // a rank > 0 of mpirun: rank 0 writes
-
+void run_certify(const CertifySource& s, const CertifyOptions& a, const TaskCheckpoint& checkpoint,
+                 report::OutputDir* plot_dir) {
+  const long count = long(s.inputs.size());
   CertifyOutput o;
-  o.model = args.model;
-  o.data = args.data;
-  o.norm = args.norm;
-  o.rows = std::move(*rows);
-  o.why_naive = "not computed for an ONNX graph (per-stage factors exist for the safetensors layouts)";
-  o.compare_local = true;  // so the output says why there is no local column
-  o.why_local = "not computed for an ONNX graph";
-  o.method_line =
-      (region ? "certified radius by region enclosures of the margin's gradient over the graph ("
-              : "certified radius by affine forms over the graph (") +
-      std::to_string(g.nodes.size()) + " nodes)" +
-      (args.input_range.empty() ? std::string()
-                                : ", the ball intersected with the input range [" +
-                                      number(args.input_range[0]) + ", " + number(args.input_range[1]) + "]");
-  o.attack_kind =
-      "estimate (the smallest radius at which projected gradient descent found a point the double forward "
-      "misclassifies, by bisection to 2 %: an upper bound on the true radius; null: none found up to the "
-      "search's cap)";
-  o.attack_line =
-      "attack: projected gradient descent (100 steps) at radii doubled from the first-order guess "
-      "margin/|grad|, then bisected to 2 %; the certified search runs below it (" +
-      number(c.cap) + " when none was found)";
-  // A recognised transformer in l2 without a box, --method affine: graph_input_robustness ran the block
-  // pipeline's row (docs/models.md#recognised-transformers); --method region stays on the graph.
-  if (!region && c.norm == graph::Norm::l2 && c.lower.empty())
-    if (const auto t = operators::recognise_transformer(g, nullptr)) {
-      o.method_line =
-          "certified radius by affine forms over the graph's recognised transformer (the block "
-          "pipeline of the model path; " +
-          t->summary() + ")";
+  o.model = s.model_path;
+  o.data = s.data_path;
+  o.norm = a.norm;
+  o.compare_local = a.compare_local;
+  std::optional<std::vector<operators::InputRobustness>> rows;
+  // --budget-per-input runs on the graph (graph_input_robustness: a recognised transformer's plain row is
+  // still the block pipeline's), where verify's branch and bound works.
+  if (s.model && !(a.budget > 0)) {
+    // The Model's rows (the l2 ball without a box; read_onnx_source recognises a model only there).
+    const operators::Model& m = s.model->model;
+    o.factors = operators::global_lipschitz_factors(m, o.why_naive);
+    const double product = o.factors ? operators::naive_denominator(*o.factors) : NAN;  // √2·Π L_k, up
+    o.why_local = operators::local_composition_unsupported(m);
+    o.local = a.compare_local && o.why_local.empty();
+    const operators::ConvertedModel<double> md(m);
+    const operators::ConvertedModel<interval64> mi(m);
+    retain_freed_memory();  // the region passes free and reallocate megabyte temporaries many times a second
+    const auto method =
+        a.method == "region" ? operators::RadiusMethod::region : operators::RadiusMethod::affine;
+    rows = certify_rows(
+        count,
+        [&](long i) {
+          return operators::input_robustness(md, mi, s.model->model_input(s.inputs[std::size_t(i)]),
+                                             s.labels[std::size_t(i)], product, a.tolerance, method, o.local);
+        },
+        checkpoint);
+    if (!rows) return;  // a rank > 0 of mpirun: rank 0 writes
+    long affine = 0;
+    for (const operators::InputRobustness& r : *rows) affine += r.method == operators::RadiusMethod::affine;
+    o.method_line = std::string("certified radius by ") +
+                    (affine == count ? "affine forms"
+                     : affine == 0   ? "region enclosures"
+                                     : "affine forms and region enclosures") +
+                    (a.method == "affine" && affine < count
+                         ? " (affine forms do not apply: " + operators::affine_unsupported(m) + ")"
+                         : std::string()) +
+                    " over " + s.model_origin;
+    o.attack_kind = "estimate (upper bound on the true radius; null: no attack succeeded)";
+    o.attack_line =
+        "attack: the model attack (DeepFool, then PGD rounds on shrinking spheres); the certified search "
+        "runs "
+        "below it";
+  } else {
+    const graph::Graph& g = *s.graph;
+    const std::size_t size = std::size_t(graph::element_count(g.values[std::size_t(g.inputs[0])].shape));
+    const bool region = a.method == "region";
+    operators::GraphRobustnessOptions c{
+        a.norm == "inf" ? graph::Norm::linf : graph::Norm::l2, {}, {}, 100, a.tolerance};
+    c.method = region ? operators::RadiusMethod::region : operators::RadiusMethod::affine;
+    c.budget_per_input = a.budget;
+    if (!a.input_range.empty()) {
+      c.lower.assign(size, a.input_range[0]);
+      c.upper.assign(size, a.input_range[1]);
+      // Beyond the box's diameter in the norm the set is the whole box: nothing larger is searched.
+      const double width = a.input_range[1] - a.input_range[0];
+      c.cap = c.norm == graph::Norm::linf ? width : width * std::sqrt(double(size)) * (1 + 1e-12);
+    }
+    // The naive certificate: a global l2 bound composed over the graph's nodes (also inside a box: the
+    // ball intersected with it is a subset of the ball).
+    double product = NAN;
+    if (a.norm == "2") {
+      std::string why;
+      o.factors = operators::graph_lipschitz_factors(g, why);
+      if (o.factors)
+        product = operators::naive_denominator(*o.factors);  // √2·L rounded up
+      else
+        o.why_naive = "no global bound over the graph: " + why;
+    } else {
+      o.why_naive = "not available with --norm inf (a bound of the l2 ball)";
+    }
+    rows = certify_rows(
+        count,
+        [&](long i) {
+          operators::InputRobustness r =
+              operators::graph_input_robustness(g, s.inputs[std::size_t(i)], s.labels[std::size_t(i)], c);
+          if (std::isfinite(product) && r.margin_lower > 0)  // as input_robustness's naive column
+            r.naive = (interval64(r.margin_lower) / interval64(product)).lower();
+          return r;
+        },
+        checkpoint);
+    if (!rows) return;  // a rank > 0 of mpirun: rank 0 writes
+    // The local composition bounds a recognised transformer's stages.
+    o.why_local =
+        s.model ? std::string("not computed with --budget-per-input (the rows come from the graph)")
+        : a.norm == "2" && a.input_range.empty()
+            ? "not available for an unrecognised graph: " + s.why_not
+            : "not available with " + s.why_not + " (the stages of a recognised transformer, l2 ball)";
+    o.method_line =
+        (region ? "certified radius by region enclosures of the margin's gradient over the graph ("
+                : "certified radius by affine forms over the graph (") +
+        std::to_string(g.nodes.size()) + " nodes)" +
+        (a.input_range.empty() ? std::string()
+                               : ", the ball intersected with the input range [" + number(a.input_range[0]) +
+                                     ", " + number(a.input_range[1]) + "]");
+    o.attack_kind =
+        "estimate (the smallest radius at which projected gradient descent found a point the double forward "
+        "misclassifies, by bisection to 2 %: an upper bound on the true radius; null: none found up to the "
+        "search's cap)";
+    o.attack_line =
+        "attack: projected gradient descent (100 steps) at radii doubled from the first-order guess "
+        "margin/|grad|, then bisected to 2 %; the certified search runs below it (" +
+        number(c.cap) + " when none was found)";
+    if (s.model) {  // graph_input_robustness ran the recognised transformer's row before the search
+      o.method_line = "certified radius by affine forms over " + s.model_origin;
       o.attack_kind = "estimate (upper bound on the true radius; null: no attack succeeded)";
       o.attack_line =
-          "attack: the model attack (DeepFool, then PGD rounds on shrinking spheres) of the "
-          "recognised transformer; the certified search runs below it";
+          "attack: the model attack (DeepFool, then PGD rounds on shrinking spheres) of the recognised "
+          "transformer; the certified search runs below it";
     }
-  o.tolerance = args.tolerance;
-  o.budget = args.budget;
-  o.radii = args.radii;
-  o.out = args.out;
-  o.plot = args.plot;
+  }
+  o.rows = std::move(*rows);
+  o.tolerance = a.tolerance;
+  o.budget = a.budget;
+  o.radii = a.radii;
+  o.out = a.out;
+  o.plot = a.plot;
   o.plot_dir = plot_dir;
   write_certify_output(o);
-#endif
 }
 
 }  // namespace regatta::cli

@@ -127,7 +127,7 @@ void write_certify_output(const CertifyOutput& o) {
       j["kinds"] = {
           {"margin", "estimate"},
           {"margin_lower", "certified lower bound"},
-          {"naive_radius", "certified lower bound on the robustness radius"},
+          {"naive_radius", "certified lower bound on the robustness radius (null: no naive certificate)"},
           {"attack_radius", o.attack_kind},
           {"certified_radius", "certified lower bound on the robustness radius"},
           {"refuted_radius", "smallest radius the test failed at (a limit of the test; null: not recorded)"},
@@ -172,7 +172,7 @@ void write_certify_output(const CertifyOutput& o) {
                                {"prediction", r.prediction},
                                {"margin", r.margin},
                                {"margin_lower", r.margin_lower},
-                               {"naive_radius", r.naive},
+                               {"naive_radius", o.factors ? nlohmann::json(r.naive) : nlohmann::json()},
                                {"attack_radius", number_or_null(r.attack)},
                                {"certified_radius", r.certified},
                                {"refuted_radius", number_or_null(r.refuted)},
@@ -195,7 +195,7 @@ void write_certify_output(const CertifyOutput& o) {
           {"clean_accuracy", summary.clean_accuracy},
           {"median_certified_radius", med_c},
           {"median_attack_radius", number_or_null(med_a)},
-          {"median_naive_radius", med_n},
+          {"median_naive_radius", o.factors ? nlohmann::json(med_n) : nlohmann::json()},
           {"median_local_radius", o.local ? nlohmann::json(summary.median_local) : nlohmann::json()}};
       if (bab) j["summary"]["median_bab_radius"] = med_b;
       for (double r : o.radii) {
@@ -219,9 +219,10 @@ void write_certify_output(const CertifyOutput& o) {
       for (long i = 0; i < count; ++i) {
         const Row& r = rows[std::size_t(i)];
         os << i << "," << r.label << "," << r.prediction << "," << csv_number(r.margin, "") << ","
-           << csv_number(r.margin_lower, "lower") << "," << csv_number(r.naive, "lower") << ","
-           << csv_number(r.attack, "") << "," << csv_number(r.certified, "lower") << ","
-           << csv_number(r.refuted, "") << "," << r.checks << "," << operators::to_string(r.method) << ","
+           << csv_number(r.margin_lower, "lower") << ","
+           << (o.factors ? csv_number(r.naive, "lower") : std::string()) << "," << csv_number(r.attack, "")
+           << "," << csv_number(r.certified, "lower") << "," << csv_number(r.refuted, "") << "," << r.checks
+           << "," << operators::to_string(r.method) << ","
            << (r.has_local ? csv_number(r.local, "lower") : std::string());
         if (bab)
           os << "," << csv_number(r.bab, "lower") << "," << csv_number(r.bab_seconds, "") << ","

@@ -1,13 +1,15 @@
 #pragma once
-// What `regatta certify` prints and writes, for both of its inputs: a model of the safetensors layouts
-// (cli/certify.cpp) and an ONNX graph (cli/certify_graph.cpp). The per-input rows, the medians, the
-// accuracies at the radii (exact counts), the --out JSON or CSV with the kind of every number, and the --plot
-// figure (docs/models.md).
+// What `regatta certify` computes, prints and writes for every model file: a model of the safetensors layouts
+// (read in cli/certify.cpp) and an ONNX graph (cli/certify_graph.cpp), both certified by one row function.
+// The per-input rows, the medians, the accuracies at the radii (exact counts), the --out JSON or CSV with the
+// kind of every number, and the --plot figure (docs/models.md).
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <regatta/graph/graph.hpp>
+#include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model_robustness.hpp>
 
 #include "report/output.hpp"
@@ -48,17 +50,44 @@ std::optional<std::vector<operators::InputRobustness>> certify_rows(
 /// What a certify checkpoint depends on besides the model and data files: the options that change a row.
 nlohmann::json certify_fingerprint(const std::vector<std::string>& files, const nlohmann::json& options);
 
-/// The ".onnx" dispatch of `regatta certify` (certify_graph.cpp). `norm` is "2" or "inf"; `input_range`
-/// holds LO,HI or nothing.
-struct GraphCertifyArgs {
-  std::string model, data, out, plot, norm = "2", checkpoint;
+/// A model file read by `regatta certify` (docs/models.md#certifying-a-model-file): the graph of its function
+/// (an ONNX import, or model_graph of a safetensors layout), the labelled inputs in the graph's input
+/// coordinates, and the Model the rows come from: the transformer recognised in the graph, or for LLaMA the
+/// Model read from safetensors (its rotary attention is not recognised; no graph is built).
+struct CertifySource {
+  std::string model_path, data_path;
+  std::optional<graph::Graph> graph;
+  std::vector<std::vector<double>> inputs;
+  std::vector<int> labels;
+  std::optional<operators::RecognisedTransformer> model;
+  std::string model_origin;  ///< how `model` was obtained (for the method line)
+  std::string why_not;       ///< why no transformer was recognised in the graph (model empty)
+};
+
+/// certify's options that change what is computed or written (certify.cpp checks them). `norm` is "2" or
+/// "inf"; `input_range` holds LO,HI or nothing.
+struct CertifyOptions {
+  std::string out, plot, norm = "2";
   std::vector<double> radii, input_range;
-  long limit = 0;
   double tolerance = 0.01;
-  std::string method = "affine";  ///< affine forms, or region enclosures of the gradient (graph_region.hpp)
+  std::string method = "affine";  ///< affine forms, or region enclosures
+  bool compare_local = false;     ///< --compare local
   double budget = 0;              ///< --budget-per-input seconds (graph_bab_radius.hpp); 0: none
 };
-void run_graph_certify(const GraphCertifyArgs& args, const TaskCheckpoint& checkpoint,
-                       report::OutputDir* plot_dir);
+
+/// "the graph's recognised transformer (the block pipeline; <summary>)", for the method line.
+std::string recognised_origin(const operators::RecognisedTransformer& transformer);
+
+/// The ONNX front end (certify_graph.cpp): the graph, its recognised transformer (on the l2 ball without a
+/// box: the only set the Model's certificates cover) and the test set's first `limit` inputs.
+CertifySource read_onnx_source(const std::string& model, const std::string& data, long limit,
+                               const CertifyOptions& options);
+
+/// The rows of every model file and the output (certify_graph.cpp): with a Model on the l2 ball without a
+/// box, the Model's rows (input_robustness: affine forms or region enclosures, the naive product
+/// certificate, with --compare local the composition of local bounds); otherwise the graph's
+/// (graph_input_robustness), without the naive and local columns.
+void run_certify(const CertifySource& source, const CertifyOptions& options, const TaskCheckpoint& checkpoint,
+                 report::OutputDir* plot_dir);
 
 }  // namespace regatta::cli

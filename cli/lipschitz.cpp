@@ -30,6 +30,7 @@
 #include "lipschitz_mpi.hpp"
 #include "numbers.hpp"
 #include "report/progress.hpp"
+#include "task_runner.hpp"
 #include "validate.hpp"
 
 namespace regatta::cli {
@@ -158,9 +159,7 @@ std::vector<lip::BoundReport> published_bounds(const ResolvedLayer& r, const lip
 
 void run(const LipschitzArgs& args, int& result) {
   const auto start = std::chrono::steady_clock::now();
-  const int launched = mpi::launched_size();
-  if (launched > 1 && !mpi::available())
-    throw InputError("mpirun", "this regatta was built without MPI (REGATTA_MPI): run it as one process");
+  const int launched = process_count();
 
   LayerArgs layer_args = args.layer;
   if (args.kim_unit) {
@@ -199,18 +198,15 @@ void run(const LipschitzArgs& args, int& result) {
   }();
 
 #ifdef REGATTA_HAVE_MPI
-  std::unique_ptr<mpi::Session> session;
-  if (launched > 1) {
-    session = std::make_unique<mpi::Session>();
-    configure_threads(1);  // one process per core: the ranks are the parallelism
-    if (session->rank() != 0) {
-      mpi::worker(problem);
-      result = exit_ok;
-      return;
-    }
+  const std::unique_ptr<mpi::Session> session = open_mpi_session(launched);
+  if (session && session->rank() != 0) {
+    mpi::worker(problem);
+    result = exit_ok;
+    return;
   }
   const int ranks = session ? session->size() : 1;
 #else
+  (void)launched;
   const int ranks = 1;
 #endif
 

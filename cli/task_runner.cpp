@@ -96,18 +96,23 @@ int process_count() {
   return launched;
 }
 
+#ifdef REGATTA_HAVE_MPI
+std::unique_ptr<mpi::Session> open_mpi_session(int processes) {
+  if (processes <= 1) return nullptr;
+  auto session = std::make_unique<mpi::Session>();
+  configure_threads(1);
+  return session;
+}
+#endif
+
 bool run_tasks(long count, const mpi::Task& task, const mpi::Done& done, const TaskCheckpoint& checkpoint,
                const LocalRunner& local) {
   const int launched = process_count();
 #ifdef REGATTA_HAVE_MPI
-  std::unique_ptr<mpi::Session> session;
-  if (launched > 1) {
-    session = std::make_unique<mpi::Session>();
-    configure_threads(1);  // one process per core: the ranks are the parallelism
-    if (session->rank() != 0) {
-      mpi::serve(task);
-      return false;
-    }
+  const std::unique_ptr<mpi::Session> session = open_mpi_session(launched);
+  if (session && session->rank() != 0) {
+    mpi::serve(task);
+    return false;
   }
   const int ranks = session ? session->size() : 1;
 #else

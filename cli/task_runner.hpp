@@ -4,6 +4,7 @@
 // with an optional checkpoint file of the finished ones (docs/verify.md#several-processes-mpi,
 // docs/verify.md#checkpoints).
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,14 @@ bool run_tasks(long count, const mpi::Task& task, const mpi::Done& done, const T
 /// The number of processes this run has (1 when not under mpirun); refuses (InputError "mpirun") to run
 /// under mpirun when built without MPI.
 int process_count();
+
+#ifdef REGATTA_HAVE_MPI
+namespace mpi {
+class Session;
+}
+/// For `processes` > 1 (process_count()): MPI initialised for this run, and one thread per process (the
+/// ranks are the parallelism); nullptr for one process. The caller's rank > 0 serves rank 0.
+std::unique_ptr<mpi::Session> open_mpi_session(int processes);
+#endif
 
 }  // namespace regatta::cli

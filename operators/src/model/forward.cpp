@@ -79,8 +79,9 @@ void Model::validate() const {
   };
   need(width > 0 && heads > 0 && width % heads == 0, "heads", "must divide the width");
   if (text()) {
-    need(vocab > 0 && token_embed.rows() == vocab && token_embed.cols() == width, "token_embed",
-         "wrong shape");
+    // vocab 0: no table, the inputs are the embeddings (a text transformer recognised in a graph).
+    need(vocab >= 0 && token_embed.rows() == vocab && (vocab == 0 || token_embed.cols() == width),
+         "token_embed", "wrong shape");
     need(context > 0 && (pos_embed.size() == 0 || (pos_embed.rows() == context && pos_embed.cols() == width)),
          "pos_embed", "wrong shape");
     need(token_type.size() == 0 || token_type.size() == width, "token_type", "wrong length");

@@ -27,6 +27,14 @@ bool is_output(const graph::Graph& g, int v) {
   return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }
 
+/// The single reader of v when it is of kind `op` (after identity nodes), else -1.
+int reader_of_kind(Matcher& m, int& v, Op op) {
+  v = m.skip_identity(v);
+  if (m.users(v).size() != 1 || is_output(m.graph(), v)) return -1;
+  const int k = m.users(v)[0];
+  return m.graph().nodes[std::size_t(k)].op == op ? k : -1;
+}
+
 /// The input stage: [reshapes], the patch convolution (kernel = stride = p, no padding), the flattening of
 /// its grid and the transpose to tokens × width. Fills the model's image sizes and patch map; v ends on the
 /// patch tokens [1, g², width].
@@ -64,31 +72,108 @@ void match_patches(Matcher& m, int& v, Model& model) {
                       : Vector<double>(Vector<double>::Zero(W));
   m.consume(kc);
   v = conv.output;
+  // The grid flattened to width x patches, with the batch axis (ONNX exports) or without it (model_graph).
   const std::int64_t grid = xs[2] / ws[2], patches = grid * grid;
   const int kr = m.only_user(v, Op::reshape, "flattening of the patch grid");
-  if (m.shape(g.nodes[std::size_t(kr)].output) != graph::Shape{1, W, patches})
+  const graph::Shape& flat = m.shape(g.nodes[std::size_t(kr)].output);
+  const bool batched = flat == graph::Shape{1, W, patches};
+  if (!batched && flat != graph::Shape{W, patches})
     throw Refusal{describe(g.nodes[std::size_t(kr)]) + " does not flatten the patch grid"};
   m.consume(kr);
   v = g.nodes[std::size_t(kr)].output;
   const int kt = m.only_user(v, Op::transpose, "patches to tokens");
   if (std::get<graph::TransposeAttrs>(g.nodes[std::size_t(kt)].attributes).perm !=
-      std::vector<std::int64_t>{0, 2, 1})
+      (batched ? std::vector<std::int64_t>{0, 2, 1} : std::vector<std::int64_t>{1, 0}))
     throw Refusal{describe(g.nodes[std::size_t(kt)]) + " is not the transpose to tokens x width"};
   m.consume(kt);
   v = g.nodes[std::size_t(kt)].output;
 }
 
-/// The class token (a Concat of a constant row before the patch tokens) and the position table (an Add of a
-/// constant tokens × width), each optional (absent: no class token; a zero table).
+/// The position table: an Add of a constant tokens x width to v (advanced past it); false when v is not read
+/// so (nothing consumed).
+bool match_position_table(Matcher& m, int& v, Model& model, Eigen::Index T) {
+  const graph::Graph& g = m.graph();
+  const Eigen::Index W = model.width;
+  if (m.users(v).size() != 1 || g.nodes[std::size_t(m.users(v)[0])].op != Op::add || is_output(g, v))
+    return false;
+  const int k = m.users(v)[0];
+  const Node& a = g.nodes[std::size_t(k)];
+  const int c = m.other_operand(a, v, "tokens");
+  const graph::Shape& cs = m.shape(c);
+  if (!m.value(c).constant || graph::element_count(cs) != T * W || cs.size() < 2 || cs[cs.size() - 2] != T ||
+      m.shape(a.output) != m.shape(v))
+    return false;
+  const std::vector<double>& p = m.constant(c, T * W, "position table");
+  model.pos_embed = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+      p.data(), T, W);
+  m.consume(k);
+  v = a.output;
+  return true;
+}
+
+/// Whether the input v reaches a convolution through reshapes (an image model) or not (a text model).
+bool reads_patches(Matcher& m, int v) {
+  const graph::Graph& g = m.graph();
+  for (;;) {
+    if (m.users(v).size() != 1 || is_output(g, v)) return false;
+    const Node& n = g.nodes[std::size_t(m.users(v)[0])];
+    if (n.op == Op::conv) return true;
+    if (n.op != Op::reshape && n.op != Op::identity) return false;
+    v = n.output;
+  }
+}
+
+/// The text input stage: the input is the n x width matrix of token embeddings ([n, width] or
+/// [1, n, width]); then, each optional, the position table (an Add of a constant n x width), the token type
+/// (an Add of a constant row of `width` values) and the embedding LayerNorm (the tokens' single reader).
+/// The model has no token table (vocab 0): the graph starts at the embeddings.
+void match_text_input(Matcher& m, int& v, Model& model, double& eps) {
+  const graph::Graph& g = m.graph();
+  v = m.skip_identity(v);
+  const graph::Shape s = m.shape(v);
+  if (!(s.size() == 2 || (s.size() == 3 && s[0] == 1)) || s.back() < 1 || s[s.size() - 2] < 1)
+    throw Refusal{"the input '" + m.value(v).name + "' of shape " + graph::shape_text(s) +
+                  " is neither an image read by a patch convolution nor an n x width matrix of token "
+                  "embeddings"};
+  model.input = InputStage::tokens;
+  model.class_token = false;
+  model.vocab = 0;
+  model.context = int(s[s.size() - 2]);
+  model.width = int(s.back());
+  const Eigen::Index W = model.width;
+  if (!match_position_table(m, v, model, model.context)) model.pos_embed.resize(0, 0);
+  v = m.skip_identity(v);
+  if (m.users(v).size() == 1 && g.nodes[std::size_t(m.users(v)[0])].op == Op::add && !is_output(g, v)) {
+    const int k = m.users(v)[0];
+    const Node& a = g.nodes[std::size_t(k)];
+    const int c = m.other_operand(a, v, "token embeddings");
+    const graph::Shape& cs = m.shape(c);
+    if (m.value(c).constant && graph::element_count(cs) == W && !cs.empty() && cs.back() == W &&
+        m.shape(a.output) == s) {
+      const std::vector<double>& t = m.constant(c, W, "token type");
+      model.token_type = Eigen::Map<const Vector<double>>(t.data(), W);
+      m.consume(k);
+      v = m.skip_identity(a.output);
+    }
+  }
+  if (reader_of_kind(m, v, Op::layer_norm) >= 0)
+    model.embed_norm = m.layer_norm(v, int(W), eps, "embedding norm");
+}
+
+/// The class token (a Concat of a constant row before the patch tokens) and the position table, each
+/// optional (absent: no class token; a zero table). The tokens are [1, T, width] (ONNX exports) or
+/// [T, width] (model_graph).
 void match_embedding(Matcher& m, int& v, Model& model) {
   const graph::Graph& g = m.graph();
   const Eigen::Index W = model.width;
   v = m.skip_identity(v);
+  const bool batched = m.shape(v).size() == 3;
   model.class_token = false;
   if (m.users(v).size() == 1 && g.nodes[std::size_t(m.users(v)[0])].op == Op::concat) {
     const int k = m.users(v)[0];
     const Node& c = g.nodes[std::size_t(k)];
-    if (std::get<graph::ConcatAttrs>(c.attributes).axis != 1 || c.inputs.size() != 2 || c.inputs[1] != v)
+    if (std::get<graph::ConcatAttrs>(c.attributes).axis != (batched ? 1 : 0) || c.inputs.size() != 2 ||
+        c.inputs[1] != v)
       throw Refusal{describe(c) + " is not a class token put before the patch tokens"};
     const std::vector<double>& t = m.constant(c.inputs[0], W, "class token");
     model.class_token = true;
@@ -97,26 +182,11 @@ void match_embedding(Matcher& m, int& v, Model& model) {
     v = m.skip_identity(c.output);
   }
   const Eigen::Index T = model.patch_count() + (model.class_token ? 1 : 0);
-  model.pos_embed = Matrix<double>::Zero(T, W);
-  if (m.users(v).size() == 1 && g.nodes[std::size_t(m.users(v)[0])].op == Op::add && !is_output(g, v)) {
-    const int k = m.users(v)[0];
-    const Node& a = g.nodes[std::size_t(k)];
-    const int c = m.other_operand(a, v, "tokens");
-    const graph::Shape& cs = m.shape(c);
-    if (m.value(c).constant && graph::element_count(cs) == T * W && cs.size() >= 2 &&
-        cs[cs.size() - 2] == T && m.shape(a.output) == m.shape(v)) {
-      const std::vector<double>& p = m.constant(c, T * W, "position table");
-      model.pos_embed =
-          Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(p.data(),
-                                                                                                   T, W);
-      m.consume(k);
-      v = a.output;
-    }
-  }
-  if (m.shape(v) != graph::Shape{1, T, W})
+  if (!match_position_table(m, v, model, T)) model.pos_embed = Matrix<double>::Zero(T, W);
+  const graph::Shape expected = batched ? graph::Shape{1, T, W} : graph::Shape{T, W};
+  if (m.shape(v) != expected)
     throw Refusal{"the embedded tokens '" + m.value(v).name + "' have shape " +
-                  graph::shape_text(m.shape(v)) + ", expected [1, " + std::to_string(T) + ", " +
-                  std::to_string(W) + "]"};
+                  graph::shape_text(m.shape(v)) + ", expected " + graph::shape_text(expected)};
 }
 
 /// The residual Add of `x` and `branch`; returns its output.
@@ -187,18 +257,27 @@ void match_block(Matcher& m, int& v, Model& model, double& eps) {
   else if (pre != model.prenorm)
     throw Refusal{at + " is " + (pre ? "pre" : "post") + "-norm, block 0 is not"};
   TransformerBlock block;
+  bool causal = false;
+  const auto attention = [&](int& u) {
+    block.attention = m.attention(u, int(W), model.heads, model.text(), causal, at + "'s attention");
+    if (first)
+      model.causal = causal;
+    else if (causal != model.causal)
+      throw Refusal{at + "'s attention is " + (causal ? "causal" : "not causal") + ", block 0's is " +
+                    (model.causal ? "causal" : "not causal")};
+  };
   const int x = v;
   int u = x;
   if (pre) {
     block.norm1 = m.layer_norm(u, int(W), eps, at + "'s first norm");
-    block.attention = m.attention(u, int(W), model.heads, at + "'s attention");
+    attention(u);
     const int x2 = residual(m, x, u, at + "'s attention residual");
     u = x2;
     block.norm2 = m.layer_norm(u, int(W), eps, at + "'s second norm");
     match_mlp(m, u, model, block, first);
     v = residual(m, x2, u, at + "'s MLP residual");
   } else {
-    block.attention = m.attention(u, int(W), model.heads, at + "'s attention");
+    attention(u);
     int x2 = residual(m, x, u, at + "'s attention residual");
     block.norm1 = m.layer_norm(x2, int(W), eps, at + "'s first norm");
     u = x2;
@@ -212,14 +291,6 @@ void match_block(Matcher& m, int& v, Model& model, double& eps) {
   model.blocks.push_back(std::move(block));
 }
 
-/// The single reader of v when it is of kind `op` (after identity nodes), else -1.
-int reader_of_kind(Matcher& m, int& v, Op op) {
-  v = m.skip_identity(v);
-  if (m.users(v).size() != 1 || is_output(m.graph(), v)) return -1;
-  const int k = m.users(v)[0];
-  return m.graph().nodes[std::size_t(k)].op == op ? k : -1;
-}
-
 /// Reshapes of the pooled row that keep its `width` values (a dropped or added axis of length 1).
 void skip_reshapes(Matcher& m, int& v, Eigen::Index width) {
   for (int k; (k = reader_of_kind(m, v, Op::reshape)) >= 0;) {
@@ -229,60 +300,110 @@ void skip_reshapes(Matcher& m, int& v, Eigen::Index width) {
   }
 }
 
-/// The final norm, the pooling and the head, from the last block's tokens v to the graph's output.
-void match_output(Matcher& m, int v, Model& model, double& eps) {
+/// Whether slice node n takes one token (row `row`) of the tokens v, all of its width.
+bool takes_one_token(const Matcher& m, const Node& n, int v, std::size_t axis, std::int64_t& row) {
+  const auto& a = std::get<graph::SliceAttrs>(n.attributes);
+  const graph::Shape &in = m.shape(v), &out = m.shape(n.output);
+  if (n.inputs[0] != v || a.starts.size() != in.size() || out.size() != in.size() || out[axis] != 1 ||
+      out.back() != in.back())
+    return false;
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (a.steps[k] != 1 || (k != axis && a.starts[k] != 0)) return false;
+  row = a.starts[axis];
+  return true;
+}
+
+/// The pooling of the final tokens v ([1, T, W] or [T, W]) to one row: Gather or Slice of the first or last
+/// token, or the mean (with a class token, of the Slice without it). Advances v to the pooled row.
+void match_pooling(Matcher& m, int& v, Model& model, bool normed) {
   const graph::Graph& g = m.graph();
-  const Eigen::Index W = model.width, T = model.tokens();
-  bool normed = false;
-  if (reader_of_kind(m, v, Op::layer_norm) >= 0) {
-    model.final_norm = m.layer_norm(v, int(W), eps, "final norm");
-    normed = true;
-  }
+  const Eigen::Index T = model.tokens();
+  const std::size_t axis = m.shape(v).size() - 2;  // the token axis
   v = m.skip_identity(v);
   if (m.users(v).size() != 1 || is_output(g, v)) throw Refusal{"the final tokens are not pooled to one row"};
   const int k = m.users(v)[0];
   const Node& n = g.nodes[std::size_t(k)];
+  std::int64_t row = -1;
   if (n.op == Op::gather) {
     const auto& a = std::get<graph::GatherAttrs>(n.attributes);
-    if (n.inputs[0] != v || a.axis != 1 || a.indices.size() != 1 ||
-        (a.indices[0] != 0 && a.indices[0] != T - 1))
-      throw Refusal{describe(n) + " takes neither the first nor the last token"};
-    if (a.indices[0] == 0 && model.class_token)
+    if (n.inputs[0] == v && a.axis == std::int64_t(axis) && a.indices.size() == 1) row = a.indices[0];
+  } else if (n.op == Op::slice && !takes_one_token(m, n, v, axis, row)) {
+    row = -1;
+  }
+  if (n.op == Op::gather || (n.op == Op::slice && row >= 0 && (T == 1 || !model.class_token || row == 0))) {
+    if (row != 0 && row != T - 1) throw Refusal{describe(n) + " takes neither the first nor the last token"};
+    // The first token: the class token, or for text BERT's [CLS] position; the last: a causal model's
+    // summary token. A single token is the last of a causal model and the first of any other.
+    const bool first_is_cls = model.class_token || model.text();
+    if (row == 0 && first_is_cls && !(T == 1 && model.causal))
       model.pooling = Pooling::cls;
-    else if (a.indices[0] == T - 1 && (T > 1 || !model.class_token))
+    else if (row == T - 1 && (T > 1 || !model.class_token))
       model.pooling = Pooling::last;
     else
       throw Refusal{describe(n) + " takes the first token of a model without a class token"};
     m.consume(k);
     v = n.output;
-  } else if (n.op == Op::slice || n.op == Op::reduce_mean) {
-    // The mean of the patch tokens: with a class token, a Slice dropping it before the ReduceMean.
-    if (normed) throw Refusal{"the final norm acts before the mean pooling (the model normalises the mean)"};
-    if (n.op == Op::slice) {
-      const auto& a = std::get<graph::SliceAttrs>(n.attributes);
-      if (!model.class_token || a.starts != std::vector<std::int64_t>{0, 1, 0} ||
-          a.steps != std::vector<std::int64_t>{1, 1, 1} || m.shape(n.output) != graph::Shape{1, T - 1, W})
-        throw Refusal{describe(n) + " is not the patch tokens without the class token"};
-      m.consume(k);
-      v = n.output;
-    } else if (model.class_token) {
-      throw Refusal{describe(n) + " averages the class token with the patch tokens"};
-    }
-    const int kr = m.only_user(v, Op::reduce_mean, "mean pooling");
-    const auto& a = std::get<graph::ReduceMeanAttrs>(g.nodes[std::size_t(kr)].attributes);
-    if (a.axes != std::vector<std::int64_t>{1}) throw Refusal{"the mean pooling is not over the tokens"};
-    model.pooling = Pooling::mean;
-    m.consume(kr);
-    v = g.nodes[std::size_t(kr)].output;
-  } else {
-    throw Refusal{"the final tokens go to " + describe(n) + ", not a pooling"};
+    return;
   }
+  if (n.op != Op::slice && n.op != Op::reduce_mean)
+    throw Refusal{"the final tokens go to " + describe(n) + ", not a pooling"};
+  // The mean of the patch tokens: with a class token, a Slice dropping it before the ReduceMean.
+  if (normed) throw Refusal{"the final norm acts before the mean pooling (the model normalises the mean)"};
+  if (n.op == Op::slice) {
+    const auto& a = std::get<graph::SliceAttrs>(n.attributes);
+    graph::Shape rest = m.shape(v);
+    rest[axis] = T - 1;
+    std::vector<std::int64_t> starts(rest.size(), 0);
+    starts[axis] = 1;
+    if (!model.class_token || a.starts != starts || a.steps != std::vector<std::int64_t>(rest.size(), 1) ||
+        m.shape(n.output) != rest)
+      throw Refusal{describe(n) + " is not the patch tokens without the class token"};
+    m.consume(k);
+    v = n.output;
+  } else if (model.class_token) {
+    throw Refusal{describe(n) + " averages the class token with the patch tokens"};
+  }
+  const int kr = m.only_user(v, Op::reduce_mean, "mean pooling");
+  const auto& a = std::get<graph::ReduceMeanAttrs>(g.nodes[std::size_t(kr)].attributes);
+  if (a.axes != std::vector<std::int64_t>{std::int64_t(axis)})
+    throw Refusal{"the mean pooling is not over the tokens"};
+  model.pooling = Pooling::mean;
+  m.consume(kr);
+  v = g.nodes[std::size_t(kr)].output;
+}
+
+/// x·W + b with b = 0 when the graph adds none (the Model's heads always have a bias vector).
+Affine with_bias(Affine a) {
+  if (a.b.size() == 0) a.b = Vector<double>::Zero(a.W.cols());
+  return a;
+}
+
+/// The final norm, the pooling, BERT's pooler (a linear map to the width and tanh) and the head, from the
+/// last block's tokens v to the graph's output.
+void match_output(Matcher& m, int v, Model& model, double& eps) {
+  const graph::Graph& g = m.graph();
+  const Eigen::Index W = model.width;
+  bool normed = false;
+  if (reader_of_kind(m, v, Op::layer_norm) >= 0) {
+    model.final_norm = m.layer_norm(v, int(W), eps, "final norm");
+    normed = true;
+  }
+  match_pooling(m, v, model, normed);
   skip_reshapes(m, v, W);
   if (!normed && reader_of_kind(m, v, Op::layer_norm) >= 0) {
     model.final_norm = m.layer_norm(v, int(W), eps, "final norm");
     skip_reshapes(m, v, W);
   }
-  model.head = m.linear(v, int(W), "head");
+  Affine last = with_bias(m.linear(v, int(W), "head"));
+  if (last.W.cols() == W && reader_of_kind(m, v, Op::tanh) >= 0) {  // that was the pooler
+    const int k = m.users(v)[0];
+    m.consume(k);
+    v = g.nodes[std::size_t(k)].output;
+    model.pooler = std::move(last);
+    skip_reshapes(m, v, W);
+    last = with_bias(m.linear(v, int(W), "head"));
+  }
+  model.head = std::move(last);
   v = m.skip_identity(v);
   model.classes = int(model.head.W.cols());
   if (g.outputs.size() != 1 || g.outputs[0] != v || graph::element_count(m.shape(v)) != model.classes)
@@ -294,16 +415,23 @@ Model match(const graph::Graph& g) {
     throw Refusal{"the graph has not one input and one output"};
   Matcher m(g);
   Model model;
-  model.layout = "timm-vit";  // the structure read (patches, class token, position table), not the naming
+  // The layout names the structure read, not the naming: patches, class token and position table are a
+  // timm ViT's; a text model is GPT-2's (causal) or BERT's (not), the LayerNorm text layouts.
+  model.layout = "timm-vit";
   model.input = InputStage::patches;
   model.norm = Prenorm::layernorm;
   int v = g.inputs[0];
-  match_patches(m, v, model);
-  match_embedding(m, v, model);
   double eps = -1;
+  if (reads_patches(m, v)) {
+    match_patches(m, v, model);
+    match_embedding(m, v, model);
+  } else {
+    match_text_input(m, v, model, eps);
+  }
   while (block_starts(m, m.skip_identity(v))) match_block(m, v, model, eps);
   if (model.blocks.empty()) throw Refusal{"no attention block after the embedding"};
   match_output(m, v, model, eps);
+  if (model.text()) model.layout = model.causal ? "gpt2" : "bert";
   model.eps = eps;
   for (TransformerBlock& b : model.blocks) b.attention.norm_eps = eps;
   if (const int k = m.unconsumed(); k >= 0)
@@ -363,6 +491,16 @@ Vector<double> RecognisedTransformer::model_input(const std::vector<double>& gra
 
 std::string RecognisedTransformer::summary() const {
   const Model& m = model;
+  if (m.text())
+    return std::string(m.prenorm ? "pre" : "post") + "-norm " + (m.causal ? "causal " : "") +
+           "text transformer: " + std::to_string(m.blocks.size()) + " blocks, width " +
+           std::to_string(m.width) + ", " + std::to_string(m.heads) + " heads, MLP " +
+           std::to_string(m.mlp_width) + " (" + to_string(m.activation) + "), " + to_string(m.pooling) +
+           " pooling" + (m.pos_embed.size() != 0 ? ", position table" : "") +
+           (m.token_type.size() != 0 ? ", token type" : "") +
+           (m.embed_norm.present() ? ", embedding norm" : "") +
+           (m.final_norm.present() ? ", final norm" : "") + (m.pooler.W.size() != 0 ? ", tanh pooler" : "") +
+           ", " + std::to_string(m.context) + " tokens, " + std::to_string(m.classes) + " classes";
   return std::string(m.prenorm ? "pre" : "post") + "-norm ViT: " + std::to_string(m.blocks.size()) +
          " blocks, width " + std::to_string(m.width) + ", " + std::to_string(m.heads) + " heads, MLP " +
          std::to_string(m.mlp_width) + " (" + to_string(m.activation) + "), " + to_string(m.pooling) +

@@ -140,9 +140,20 @@ const std::vector<double>& Matcher::constant(int v, std::int64_t count, const st
 
 Affine Matcher::linear(int& v, int in, const std::string& what) {
   v = skip_identity(v);
-  if (users(v).size() != 1)
-    throw Refusal{"the input of the " + what + " has " + std::to_string(users(v).size()) + " readers"};
-  const int k = users(v)[0];
+  // The one MatMul or Gemm reading v as its first operand; other readers (a post-norm block's residual Add)
+  // are left to the parts that expect them.
+  int k = users(v).size() == 1 ? users(v)[0] : -1;
+  if (k < 0) {
+    for (int u : users(v)) {
+      const Node& n = g_.nodes[std::size_t(u)];
+      if ((n.op != Op::matmul && n.op != Op::gemm) || n.inputs[0] != v) continue;
+      if (k >= 0) throw Refusal{"two linear maps read the input of the " + what};
+      k = u;
+    }
+    if (k < 0)
+      throw Refusal{"the input of the " + what + " has " + std::to_string(users(v).size()) +
+                    " readers, none of them a MatMul or Gemm"};
+  }
   const Node& n = g_.nodes[std::size_t(k)];
   Affine a;
   if (n.op == Op::gemm) {
@@ -252,7 +263,8 @@ std::pair<double, double> Matcher::scalar_enclosure(int v, const std::string& wh
   return {s.lower(), s.upper()};
 }
 
-AttentionLayer Matcher::attention(int& v, int width, int& heads, const std::string& what) {
+AttentionLayer Matcher::attention(int& v, int width, int& heads, bool text, bool& causal,
+                                  const std::string& what) {
   v = skip_identity(v);
   const graph::AttentionPattern* found = nullptr;
   for (const graph::AttentionPattern& p : g_.attention)
@@ -261,8 +273,10 @@ AttentionLayer Matcher::attention(int& v, int width, int& heads, const std::stri
     throw Refusal{"no attention layer (Graph::attention) reads '" + value(v).name + "' (the " + what + ")"};
   const graph::AttentionPattern& p = *found;
   if (!p.self()) throw Refusal{"the " + what + " is cross-attention"};
-  if (p.mask != graph::AttentionMask::none)
-    throw Refusal{"the " + what + " has a " + graph::to_string(p.mask) + " mask (images: none)"};
+  if (p.mask != graph::AttentionMask::none && !(text && p.mask == graph::AttentionMask::causal))
+    throw Refusal{"the " + what + " has a " + graph::to_string(p.mask) + " mask (" +
+                  (text ? "text: none or causal" : "images: none") + ")"};
+  causal = p.mask == graph::AttentionMask::causal;
   if (p.width != width || p.out_width != width || !p.output_projection || p.head_dim != p.value_dim ||
       p.heads * p.head_dim != width)
     throw Refusal{"the " + what + " is not heads x head_dim = width with an output projection to the width"};

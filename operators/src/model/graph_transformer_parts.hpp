@@ -51,8 +51,8 @@ class Matcher {
   const std::vector<double>& constant(int v, std::int64_t count, const std::string& what) const;
 
   /// x·W + b for the rows of v: MatMul with a constant [in, out] (then an Add of a constant [out] bias, if
-  /// there is one), or Gemm (alpha = beta = 1, A = v not transposed, B constant, C the bias). Advances v to
-  /// the result; `in` the width of v's rows.
+  /// there is one), or Gemm (alpha = beta = 1, A = v not transposed, B constant, C the bias): v's one
+  /// reader, or the one MatMul/Gemm among its readers. Advances v to the result; `in` the width of v's rows.
   Affine linear(int& v, int in, const std::string& what);
 
   /// The LayerNorm reading v (user_of_kind), over v's last axis (advancing v to its output): γ, β (β absent:
@@ -64,8 +64,9 @@ class Matcher {
   /// outputs and constants; its scale's real value must lie inside the enclosure 1/√head_dim of the block
   /// pipeline (model/affine/attention.cpp). The layer may read v through same-order data movement (the
   /// fusion pass looks through it) and its output may be carried back to tokens × width the same way
-  /// (torchvision's sequence-first attention): both are consumed. Advances v to the layer's output.
-  AttentionLayer attention(int& v, int width, int& heads, const std::string& what);
+  /// (torchvision's sequence-first attention): both are consumed. Advances v to the layer's output. No mask,
+  /// or for `text` also the causal one (then `causal` is set; it is cleared otherwise).
+  AttentionLayer attention(int& v, int width, int& heads, bool text, bool& causal, const std::string& what);
 
  private:
   /// The interval64 enclosure [lo, hi] of the real value of an input-free scalar, consuming the nodes that
