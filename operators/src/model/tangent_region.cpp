@@ -539,11 +539,9 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
     Vector<double> p = x + eps * delta.normalized();
     bool success = false;
     for (int step = 0; step < o.pgd_steps; ++step) {
-      if (flipped(p, nullptr)) {
-        success = true;
-        break;
-      }
-      // the ascent direction of z_c − z_y for the strongest other class c, by reverse mode
+      // The ascent direction of z_c − z_y for the strongest other class c, by reverse mode; its pass's logits
+      // also say whether p is flipped, which forward() then confirms (one forward pass at a flipped point,
+      // not one per step).
       const LogitGradient pass = logit_gradient(
           cm, p,
           [y](const Vector<double>& z) {
@@ -558,6 +556,10 @@ AttackResult attack(const ConvertedModel<double>& cm, const Vector<double>& x, i
           o.poll);
       ++out.gradient_passes;
       if (pass.logits.size() == 0) break;
+      if (argmax(pass.logits) != y && flipped(p, nullptr)) {
+        success = true;
+        break;
+      }
       const Vector<double>& g = pass.gradient;
       if (g.norm() == 0) break;
       // The step shrinks linearly from pgd_step·ε to a tenth of it over the round.

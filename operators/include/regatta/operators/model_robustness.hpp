@@ -104,7 +104,9 @@ struct AttackOptions {
   int pgd_failures = 4;     ///< failed rounds that end the search
   int pgd_steps = 40;       ///< projected ascent steps per round on max_{c≠y} z_c − z_y
   double pgd_step = 0.1;    ///< first step length relative to the radius (down to a tenth by the last)
-  int line_bisection = 40;  ///< bisection steps along x → x_adv for the boundary point
+  /// bisection steps along x → x_adv for the boundary point (24: within 2⁻²⁴ of the segment, far below any
+  /// tolerance the radius is compared at)
+  int line_bisection = 24;
   /// Called at every forward and gradient pass (and handed to propagate); may be empty; may throw to abandon
   /// the attack, the exception propagating unchanged.
   std::function<void()> poll;

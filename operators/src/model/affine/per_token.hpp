@@ -61,10 +61,17 @@ PerToken per_token(const Form& X, Index n, Index d, const Pass& p, Step step) {
   PerToken out;
   for (Index i = 0; i < n; ++i) {
     const auto rows = X.A.middleRows(i * d, d);
-    const Eigen::Array<bool, 1, Eigen::Dynamic> used = (rows.array() != 0).colwise().any();
+    // The columns the token's rows read, one row at a time (A is row-major: a column-wise reduction
+    // strides through memory; this sweep is contiguous).
+    std::vector<char> used(static_cast<std::size_t>(K), 0);
+    if (p.compact)
+      for (Index r = 0; r < d; ++r) {
+        const double* a = &X.A(i * d + r, 0);
+        for (Index j = q; j < K; ++j) used[std::size_t(j)] |= char(a[j] != 0);
+      }
     std::vector<Index> cols;
     for (Index j = 0; j < K; ++j)
-      if (j < q || used(j) || !p.compact) cols.push_back(j);
+      if (j < q || used[std::size_t(j)] || !p.compact) cols.push_back(j);
     Form row{X.c.segment(i * d, d), Matrix<double>(d, Index(cols.size())), X.s.segment(i * d, d)};
     for (Index r = 0; r < d; ++r)
       for (std::size_t k = 0; k < cols.size(); ++k) row.A(r, Index(k)) = rows(r, cols[k]);

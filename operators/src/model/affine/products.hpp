@@ -2,6 +2,8 @@
 // Products of two affine forms (products.cpp): the part linear in the symbols plus the deviation product
 // (x − c_x)(y − c_y), bounded over the ranges and given a fresh symbol; and the ledger of those symbols that
 // the margin may bound together (fresh_bound). The templates (record, matmul) live here.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -114,6 +116,15 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
   Form out{Vector<double>(n * m_out), coefficients(n * m_out, K, fresh_count(beta), p),
            Vector<double>(n * m_out)};
   out.A.leftCols(K).setZero();
+  // The terms of each output's coefficient row, (F's entry, G's entry, c_F, g) in the order of j: the rows
+  // are accumulated below in blocks of columns, every coefficient through the same operations in the same
+  // order as one row at a time, while the blocks of F's and G's rows that an output reads stay in cache.
+  struct Term {
+    Index e, f;
+    double cf, g;
+  };
+  std::vector<Term> terms;
+  std::vector<Index> first_term(static_cast<std::size_t>(n * m_out + 1), 0);
   for (Index i = 0; i < n; ++i)
     for (Index k = 0; k < m_out; ++k) {
       const Index o = i * m_out + k;
@@ -128,27 +139,39 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
         v = weight > 0 && std::isfinite(v / weight) ? v / weight : 0;
       }
       I centre(v), s(0.0), magnitude(0.0);
-      double terms = 0;
+      double count = 0;
       for (Index j = 0; j < inner; ++j) {
         if (!allowed(i, j)) continue;
         const Index e = a(i, j), f = b(j, k);
         // g = c_G − v rounded; (c_G − v − g)·F_e is at most its rounding times |c_F| + range.
         const I exact = I(G.c(f)) - I(v);
         const double g = mid(exact);
-        out.A.row(o).head(KG) += F.c(e) * G.A.row(f);
-        out.A.row(o).head(KF) += g * F.A.row(e);
+        terms.push_back(Term{e, f, F.c(e), g});
         centre += I(F.c(e)) * I(g);
         const I a1(std::fabs(F.c(e))), a2(std::fabs(g));
         s += a1 * I(G.s(f)) + a2 * I(F.s(e));
         if (v != 0) s += I(halfwidth(exact, g)) * (a1 + I(F.ranges(e)));
         magnitude += a1 * I(r2(f)) + a2 * I(r1(e));
-        terms += 2;
+        count += 2;
       }
+      first_term[std::size_t(o + 1)] = Index(terms.size());
       centre += shift[std::size_t(o)];
       out.c(o) = mid(centre);
-      out.s(o) = hi(s + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(underflow_unit) +
+      out.s(o) = hi(s + I(gamma_of(count)) * magnitude + I(count * double(K)) * I(underflow_unit) +
                     I(halfwidth(centre, out.c(o))));
     }
+  constexpr Index block = 512;
+  for (Index c0 = 0; c0 < K; c0 += block) {
+    const Index wG = std::clamp<Index>(KG - c0, 0, block), wF = std::clamp<Index>(KF - c0, 0, block);
+    for (Index o = 0; o < n * m_out; ++o) {
+      auto row = out.A.row(o);
+      for (Index t = first_term[std::size_t(o)]; t < first_term[std::size_t(o + 1)]; ++t) {
+        const Term& term = terms[std::size_t(t)];
+        if (wG > 0) row.segment(c0, wG) += term.cf * G.A.row(term.f).segment(c0, wG);
+        if (wF > 0) row.segment(c0, wF) += term.g * F.A.row(term.e).segment(c0, wF);
+      }
+    }
+  }
   add_fresh(out, beta, p);
   if (quads) *quads = Remainders{std::move(shift), std::move(beta)};
   return out;
