@@ -47,8 +47,8 @@ struct CertifyArgs {
   double tolerance = 0.01;
   std::string method = "affine";
   std::vector<std::string> compare;  ///< extra comparison columns: "local"
-  std::string norm = "2";            ///< "2" or "inf" (inf: ONNX graphs only)
-  std::vector<double> input_range;   ///< LO,HI (ONNX graphs only)
+  std::string norm = "2";            ///< "2" or "inf" (inf: over the graph)
+  std::vector<double> input_range;   ///< LO,HI (over the graph)
   std::string checkpoint;            ///< finished rows kept here (task_runner.hpp)
   double budget = 0;                 ///< --budget-per-input seconds (0: none)
 };
@@ -135,6 +135,10 @@ void run(const CertifyArgs& args, int& result) {
       args.input_range, args.tolerance,
       args.method,      std::find(args.compare.begin(), args.compare.end(), "local") != args.compare.end(),
       args.budget};
+  if (!args.input_range.empty() &&
+      !(args.input_range.size() == 2 && std::isfinite(args.input_range[0]) &&
+        std::isfinite(args.input_range[1]) && args.input_range[0] < args.input_range[1]))
+    throw InputError("--input-range", "must be LO,HI with finite LO < HI");
   if (args.budget > 0 && args.method == "region")
     throw InputError("--budget-per-input", "applies to --method affine (branch and bound on affine forms)");
   report::OutputDir* plot = plot_dir ? &*plot_dir : nullptr;
@@ -146,18 +150,28 @@ void run(const CertifyArgs& args, int& result) {
     result = exit_ok;
     return;
   }
-  if (args.norm != "2")
-    throw InputError("--norm", "inf needs an .onnx model (a safetensors model is certified in l2 only)");
-  if (args.budget > 0)
-    throw InputError("--budget-per-input", "needs an .onnx model (branch and bound runs on ONNX graphs)");
-  if (!args.input_range.empty())
-    throw InputError("--input-range", "needs an .onnx model (a safetensors model's inputs are unbounded)");
+  // l-inf, a box or a budget: the rows walk the layout's graph (certify_graph.cpp), as an ONNX file's would.
+  const char* graph_option = args.norm != "2"            ? "--norm"
+                             : !args.input_range.empty() ? "--input-range"
+                             : args.budget > 0           ? "--budget-per-input"
+                                                         : nullptr;
   std::string config = args.config;  // load_model's default: config.json beside the model, when there
   if (config.empty()) {
     const std::filesystem::path beside = std::filesystem::path(args.model).parent_path() / "config.json";
     if (std::filesystem::is_regular_file(beside, ec)) config = beside.string();
   }
-  const CertifySource source = read_safetensors_source(args);
+  CertifySource source = read_safetensors_source(args);
+  if (graph_option) {
+    if (!source.graph)
+      throw InputError(graph_option,
+                       "applies to models written as graphs; the llama layout is certified on "
+                       "its Model in l2 only (its rotary attention is not fused in a graph)");
+    if (args.norm != "2" || !args.input_range.empty()) {
+      source.why_not = args.norm != "2" ? "--norm inf" : "--input-range";
+      source.model.reset();  // the recognised Model's certificates cover the l2 ball without a box only
+      check_graph_rows(source, options);
+    }
+  }
   run_certify(source, options, rows_checkpoint(args, config), plot);
   result = exit_ok;
 }
@@ -203,11 +217,13 @@ void add_certify_command(CLI::App& app, int& result) {
                   "on the digits ViT; a recognised transformer's, not an unrecognised graph's)")
       ->delimiter(',')
       ->check(CLI::IsMember({"local"}));
-  cmd->add_option("--norm", args->norm,
-                  "The perturbation's norm: 2 (the default) or inf (l-infinity: ONNX graphs only)")
+  cmd->add_option(
+         "--norm", args->norm,
+         "The perturbation's norm: 2 (the default) or inf (l-infinity: over the graph; not for LLaMA)")
       ->check(CLI::IsMember({"2", "inf"}));
   cmd->add_option("--input-range", args->input_range,
-                  "LO,HI: the valid range of every input coordinate (ONNX graphs only): the certificate and "
+                  "LO,HI: the valid range of every input coordinate (over the graph; not for LLaMA): the "
+                  "certificate and "
                   "the attack are over the ball intersected with this box")
       ->delimiter(',')
       ->expected(2);
@@ -215,8 +231,9 @@ void add_certify_command(CLI::App& app, int& result) {
                   "Relative tolerance of the bisection on the certified radius (default 0.01)")
       ->check(finite_in(0, 1, Ends::open));
   cmd->add_option("--budget-per-input", args->budget,
-                  "S seconds (> 0) of branch and bound per input after the affine forms' radius (ONNX "
-                  "graphs, --method affine): the bisection goes on above it, each radius tested by verify's "
+                  "S seconds (> 0) of branch and bound per input after the affine forms' radius (over the "
+                  "graph, --method affine; not for LLaMA): the bisection goes on above it, each radius "
+                  "tested by verify's "
                   "search (ReLU phase splitting; input splitting for l-inf); default: none")
       ->check(positive(1e7));
   cmd->add_option("--checkpoint", args->checkpoint,

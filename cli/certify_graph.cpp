@@ -94,12 +94,23 @@ std::string recognised_origin(const operators::RecognisedTransformer& t) {
   return "the graph's recognised transformer (the block pipeline; " + t.summary() + ")";
 }
 
+void check_graph_rows(const CertifySource& s, const CertifyOptions& options) {
+  const graph::Graph& g = *s.graph;
+  const std::string why = options.method == "region" ? operators::graph_region_unsupported(g)
+                                                     : operators::graph_affine_unsupported(g);
+  if (!why.empty()) throw InputError(s.model_path, why);
+  const std::vector<double>& range = options.input_range;
+  if (!range.empty())
+    for (std::size_t i = 0; i < s.inputs.size(); ++i)
+      for (double v : s.inputs[i])
+        if (!(v >= range[0] && v <= range[1]))
+          throw InputError(s.data_path, "value " + number(v) + " of input " + std::to_string(i) +
+                                            " is outside --input-range [" + number(range[0]) + ", " +
+                                            number(range[1]) + "]");
+}
+
 CertifySource read_onnx_source(const std::string& model, const std::string& data, long limit,
                                const CertifyOptions& options) {
-  if (!options.input_range.empty() &&
-      !(options.input_range.size() == 2 && std::isfinite(options.input_range[0]) &&
-        std::isfinite(options.input_range[1]) && options.input_range[0] < options.input_range[1]))
-    throw InputError("--input-range", "must be LO,HI with finite LO < HI");
 #ifndef REGATTA_HAVE_ONNX
   (void)model, (void)data, (void)limit;
   throw InputError(model, "this regatta was built without ONNX support (REGATTA_ONNX; Debian: libonnx-dev)");
@@ -115,11 +126,7 @@ CertifySource read_onnx_source(const std::string& model, const std::string& data
   } else {
     s.why_not = options.norm == "2" ? "--input-range" : "--norm inf";
   }
-  if (!s.model) {  // the rows walk the graph: refuse a graph they do not cover before reading the data
-    const std::string why = options.method == "region" ? operators::graph_region_unsupported(g)
-                                                       : operators::graph_affine_unsupported(g);
-    if (!why.empty()) throw InputError(model, why);
-  }
+  if (!s.model) check_graph_rows(s, options);  // before reading the data
   const std::size_t size = std::size_t(graph::element_count(g.values[std::size_t(g.inputs[0])].shape));
   const std::size_t classes = std::size_t(graph::element_count(g.values[std::size_t(g.outputs[0])].shape));
   if (classes < 2)

@@ -74,8 +74,9 @@ void write_certify_output(const CertifyOutput& o) {
   for (long i = 0; i < count; ++i) {
     const Row& r = rows[std::size_t(i)];
     std::cout << "  " << i << "  " << r.label << "  " << r.prediction << "  " << number(r.margin, 6) << "  "
-              << lower_number(r.naive, 4) << "  " << (o.local ? lower_number(r.local, 4) + "  " : "")
-              << number(r.attack, 6) << "  " << lower_number(r.certified, 6);
+              << (o.factors ? lower_number(r.naive, 4) : std::string("n/a")) << "  "
+              << (o.local ? lower_number(r.local, 4) + "  " : "") << number(r.attack, 6) << "  "
+              << lower_number(r.certified, 6);
     if (bab)
       std::cout << "  " << lower_number(r.bab, 6) << "  " << number(r.bab_seconds, 3) << "  " << r.bab_tests
                 << "  " << r.bab_branches << (r.bab_note.empty() ? "" : "  (" + r.bab_note + ")");
@@ -93,7 +94,7 @@ void write_certify_output(const CertifyOutput& o) {
               << "branch and bound: " << tests << " radii tested, " << branches << " branches, "
               << number(seconds, 4) << " s in all\n";
   }
-  std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
+  if (o.factors) std::cout << "median naive radius (certified): " << lower_number(med_n, 4) << "\n";
   if (o.local)
     std::cout << "median local-composition radius (certified, rounded down): "
               << lower_number(summary.median_local, 4) << "\n";

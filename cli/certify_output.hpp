@@ -78,6 +78,10 @@ struct CertifyOptions {
 /// "the graph's recognised transformer (the block pipeline; <summary>)", for the method line.
 std::string recognised_origin(const operators::RecognisedTransformer& transformer);
 
+/// Refuses (InputError) rows over the graph of `s` that cannot run: a node the chosen method does not cover
+/// (naming the model file), or an input outside --input-range (naming the data file).
+void check_graph_rows(const CertifySource& s, const CertifyOptions& options);
+
 /// The ONNX front end (certify_graph.cpp): the graph, its recognised transformer (on the l2 ball without a
 /// box: the only set the Model's certificates cover) and the test set's first `limit` inputs.
 CertifySource read_onnx_source(const std::string& model, const std::string& data, long limit,
