@@ -2,11 +2,11 @@
 """Phase splitting on the GELU (erf) nodes of the digits ViT (docs/verify.md#general-splits).
 
     /usr/bin/python3 bench/vnncomp/digits_splits.py --regatta build/cli/regatta --out OUT_DIR \
-        [--images 0,1,2] [--timeout 60] [--above 1.25]
+        [--images 0,1,2] [--timeout 60] [--above 1.03]
 
 For each test image of tests/data/vit_digits/test_set.npz: the l-inf box of radius r around it (clamped to
 [0, 1], the images' range) with the misclassification property OR_{i != label} (Y_i >= Y_label) as VNNLIB;
-first the largest r (bisection, 12 steps on [0, 0.2]) that `regatta verify --no-split` proves (the root's
+first the largest r (bisection, 10 steps on [0, 0.02]) that `regatta verify --no-split` proves (the root's
 bounds alone), then r·above verified twice with --timeout: `--split-kinds relu` (the model has no ReLU, so
 verify splits inputs) and `--split-kinds all` (GELU/erf input-range splitting). Writes OUT_DIR/results.md.
 """
@@ -51,7 +51,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--images", default="0,1,2")
     ap.add_argument("--timeout", type=float, default=60)
-    ap.add_argument("--above", type=float, default=1.25)
+    ap.add_argument("--above", type=float, default=1.03)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     data = np.load(os.path.join(ROOT, "tests", "data", "vit_digits", "test_set.npz"))
@@ -59,11 +59,11 @@ def main():
     for k in [int(s) for s in a.images.split(",")]:
         img, label = data["images"][k], int(data["labels"][k])
         vnnlib = os.path.join(a.out, f"digits_{k}.vnnlib")
-        lo, hi = 0.0, 0.2
-        for _ in range(12):
+        lo, hi = 0.0, 0.02
+        for _ in range(10):
             mid = 0.5 * (lo + hi)
             write_vnnlib(vnnlib, img, label, mid)
-            j = verify(a.regatta, vnnlib, ["--no-split", "--timeout", "30"])
+            j = verify(a.regatta, vnnlib, ["--no-split", "--timeout", "8"])
             lo, hi = (mid, hi) if j["result"] == "unsat" else (lo, mid)
         r = lo * a.above
         write_vnnlib(vnnlib, img, label, r)
