@@ -4,6 +4,7 @@
 // (--method), with or without splitting (--no-split) (docs/verify.md).
 #include <mpfr.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -52,7 +53,28 @@ struct Options {
   bool method_given = false;      ///< --method named: a model the affine forms refuse is then an error
   bool no_split = false;          ///< no branch and bound: only the bounds of the whole box
   std::string split = "phase";    ///< phase (ReLU phases, where the affine forms apply), input, or none
+  std::string split_kinds = "relu";  ///< the node kinds phase splitting constrains (comma-separated names)
 };
+
+// --split-kinds: "all" or op names of GraphAffineBranching::splittable_kinds(), comma-separated.
+std::vector<graph::Op> split_kinds(const std::string& text) {
+  const std::vector<graph::Op> all = operators::GraphAffineBranching::splittable_kinds();
+  if (text == "all") return all;
+  std::vector<graph::Op> out;
+  std::stringstream in(text);
+  for (std::string name; std::getline(in, name, ',');) {
+    const auto it =
+        std::find_if(all.begin(), all.end(), [&](graph::Op op) { return graph::op_name(op) == name; });
+    if (it == all.end()) {
+      std::string names = "all";
+      for (graph::Op op : all) names += ", " + std::string(graph::op_name(op));
+      throw InputError("--split-kinds", regatta::quoted(name) + " is not a kind it splits (" + names + ")");
+    }
+    if (std::find(out.begin(), out.end(), *it) == out.end()) out.push_back(*it);
+  }
+  if (out.empty()) throw InputError("--split-kinds", "no kind given");
+  return out;
+}
 
 // The l-inf set around the box's midpoint with per-coordinate half-widths rounded up (a box containing
 // [lo, hi]), intersected with [lo, hi] itself as the valid range, so the set is exactly the box.
@@ -99,14 +121,16 @@ graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g, const std::atomic
 }
 
 // The phase splitting's bounds of a box (graph_affine_branch.hpp, docs/verify.md#phase-splitting).
-graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std::atomic<bool>* stop) {
+graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std::atomic<bool>* stop,
+                                               std::vector<graph::Op> kinds) {
   return
-      [&g, stop](
+      [&g, stop, kinds](
           const std::vector<double>& lo, const std::vector<double>& hi,
           const std::vector<graph::OutputFunctional>& functionals) -> std::unique_ptr<graph::PhaseBounder> {
         const Matrix<double> C = functional_matrix(g, functionals);
         return std::make_unique<operators::GraphAffineBranching>(
-            g, box_set(lo, hi), C, Vector<double>::Zero(C.rows()), operators::GraphAffineOptions{stop});
+            g, box_set(lo, hi), C, Vector<double>::Zero(C.rows()), operators::GraphAffineOptions{stop}, 20,
+            kinds);
       };
 }
 
@@ -207,8 +231,10 @@ Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, doubl
   options.split = !args.no_split && args.split != "none";
   const Deadline deadline(timeout);
   if (method == "affine") options.box_lower_bounds = affine_box_bounds(model, &deadline.passed);
-  if (method == "affine" && args.split == "phase" && operators::GraphAffineBranching::has_relu(model))
-    options.phase_bounds = affine_phase_bounds(model, &deadline.passed);
+  const std::vector<graph::Op> kinds = split_kinds(args.split_kinds);
+  if (method == "affine" && args.split == "phase" &&
+      operators::GraphAffineBranching::has_split_node(model, kinds))
+    options.phase_bounds = affine_phase_bounds(model, &deadline.passed, kinds);
   Outcome o{graph::verify(model, property, options), {}, {}};
   if (o.result.verdict == graph::Verdict::sat) {
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));
@@ -263,7 +289,8 @@ nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std:
                      {"split_method", r.splitting.empty() ? nlohmann::json() : nlohmann::json(r.splitting)},
                      {"phase_branches", r.phase_branches},
                      {"phase_branches_proved", r.phase_branches_proved},
-                     {"phase_max_depth", r.phase_max_depth}}}};
+                     {"phase_max_depth", r.phase_max_depth},
+                     {"phase_branches_by_kind", r.phase_branches_by_kind}}}};
   if (r.verdict == graph::Verdict::sat) j["counterexample"] = {{"X", o.x_text}, {"Y", o.y_text}};
   if (!why_not.empty() && method == "ibp") j["affine_unavailable"] = why_not;
   // What each number is (docs/conventions.md#what-a-number-means).
@@ -346,7 +373,8 @@ nlohmann::json instances_fingerprint(const std::vector<Instance>& list, const Op
             {"method", o.method},
             {"method_given", o.method_given},
             {"no_split", o.no_split},
-            {"split", o.split}}}};
+            {"split", o.split},
+            {"split_kinds", o.split_kinds}}}};
 }
 
 // --instances: every instance's csv row and JSON object, in the file's order, from one process or from the
@@ -422,13 +450,18 @@ void add_verify_command(CLI::App& app, int& result) {
       ->check(CLI::IsMember({"ibp", "affine"}));
   cmd->add_option(
          "--split", o->split,
-         "Branch and bound by: phase (the default: ReLU phases, where the model has ReLUs and the affine "
-         "forms apply; else input), input (input splitting) or none")
+         "Branch and bound by: phase (the default: ReLU phases, and with --split-kinds the input "
+         "ranges of other nonlinearities, where the model has a node of those kinds and the affine forms "
+         "apply; else input), input (input splitting) or none")
       ->check(CLI::IsMember({"phase", "input", "none"}));
+  cmd->add_option("--split-kinds", o->split_kinds,
+                  "With --split phase: the kinds of node whose elements are split, comma-separated: relu "
+                  "(phases; the default), gelu, erf, tanh, sigmoid, sqrt, reciprocal (input ranges), or all");
   cmd->add_flag("--no-split", o->no_split,
                 "No branch and bound: unsat only when the bounds of the whole box refute the property");
   cmd->callback([o, cmd, &result] {
     o->method_given = cmd->count("--method") > 0;
+    split_kinds(o->split_kinds);  // checked before any model is read
     if (!o->out.empty()) io::check_replaceable(o->out);
     if (!o->instances.empty()) {
       if (cmd->count("--timeout") == 0) o->timeout = 0;  // the file's

@@ -59,6 +59,7 @@ def main():
     ap.add_argument("--method", choices=["affine", "ibp"], default="affine")
     ap.add_argument("--no-split", action="store_true")
     ap.add_argument("--split", choices=["phase", "input", "none"], default=None)
+    ap.add_argument("--split-kinds", default=None, help="verify's --split-kinds (e.g. relu, or all)")
     ap.add_argument("--status", default=None, help="only the instances with this abcrown2023_status (e.g. unsat)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -78,7 +79,8 @@ def main():
         t0 = time.time()
         p = subprocess.run([a.regatta, "verify", "--json", "--onnx", model, "--vnnlib", vnnlib,
                             "--timeout", str(a.timeout), "--method", a.method] + (["--no-split"] if a.no_split else []) +
-                           (["--split", a.split] if a.split else []),
+                           (["--split", a.split] if a.split else []) +
+                           (["--split-kinds", a.split_kinds] if a.split_kinds else []),
                            capture_output=True, text=True)
         wall = time.time() - t0
         if p.returncode != 0:
@@ -91,6 +93,8 @@ def main():
                         "point_evaluations": j["statistics"]["point_evaluations"],
                         "phase_branches": j["statistics"].get("phase_branches", 0),
                         "phase_max_depth": j["statistics"].get("phase_max_depth", 0),
+                        "phase_branches_by_kind": " ".join(f"{k}:{v}" for k, v in
+                                                           j["statistics"].get("phase_branches_by_kind", {}).items()),
                         "abcrown2023": r["abcrown2023_status"], "abcrown2023_seconds": r["abcrown2023_seconds"]})
         print(",".join(str(v) for v in results[-1].values()), flush=True)
         os.remove(vnnlib)  # 250 kB each; regenerated on demand

@@ -1,6 +1,7 @@
-// Best-first branch and bound on ReLU phases (phase_search.hpp, docs/verify.md#phase-splitting). A branch is
-// a list of fixed phases; its two children add one more, active and inactive, so the children's regions
-// cover the parent's (a pre-activation is ≥ 0 or ≤ 0) and every leaf proved means the whole box is.
+// Best-first branch and bound on ReLU phases and on the input ranges of other nonlinearities
+// (phase_search.hpp, docs/verify.md#phase-splitting): a branch is a list of constraints x ≥ t or x ≤ t on
+// elements' inputs; its two children add one more, both sides of one threshold, so the children's regions
+// cover the parent's and every leaf proved means the whole box is.
 #include "phase_search.hpp"
 
 #include <algorithm>
@@ -22,24 +23,25 @@ struct Worse {
 
 std::size_t bytes_of(const Branch& b) {
   std::size_t s = sizeof(Branch) + b.phases.size() * sizeof(Phase) + b.bounds.lower.size() * 8 +
-                  b.bounds.branch_on.size() * 16;
+                  b.bounds.branch_on.size() * 16 + b.bounds.branch_at.size() * 8;
   for (const auto& m : b.bounds.multipliers) s += m.size() * 8 + sizeof(m);
   return s;
 }
 
-/// The split of a branch: the element the deciding functional prefers, else any functional's choice.
-bool choose(const Branch& b, std::pair<std::size_t, std::size_t>& split) {
+/// The split of a branch: the element (and threshold) the deciding functional prefers, else any
+/// functional's choice.
+bool choose(const Branch& b, std::pair<std::size_t, std::size_t>& split, double& at) {
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   const auto& on = b.bounds.branch_on;
-  if (b.judgement.functional < on.size() && on[b.judgement.functional].first != none) {
-    split = on[b.judgement.functional];
+  const auto take = [&](std::size_t k) {
+    split = on[k];
+    at = k < b.bounds.branch_at.size() ? b.bounds.branch_at[k] : 0.0;
     return true;
-  }
-  for (const auto& s : on)
-    if (s.first != none) {
-      split = s;
-      return true;
-    }
+  };
+  if (b.judgement.functional < on.size() && on[b.judgement.functional].first != none)
+    return take(b.judgement.functional);
+  for (std::size_t k = 0; k < on.size(); ++k)
+    if (on[k].first != none) return take(k);
   return false;
 }
 
@@ -68,15 +70,17 @@ PhaseSearchResult phase_search(PhaseBounder& bounder,
     open.pop();
     bytes -= bytes_of(b);
     std::pair<std::size_t, std::size_t> split;
-    if (!choose(b, split)) {
+    double at = 0;
+    if (!choose(b, split, at)) {
       r.end = PhaseSearchResult::End::stuck;
       return r;
     }
     for (bool active : {true, false}) {
       Branch child{b.phases, {}, {}};
-      child.phases.push_back({split.first, split.second, active});
+      child.phases.push_back({split.first, split.second, active, at});
       child.bounds = bounder.bound(child.phases, b.bounds.multipliers);
       ++r.branches;
+      ++r.branches_by_node[split.first];
       r.max_depth = std::max(r.max_depth, child.phases.size());
       child.judgement = child.bounds.empty ? PhaseJudgement{true, -std::numeric_limits<double>::infinity(), 0}
                                            : judge(child.bounds.lower);

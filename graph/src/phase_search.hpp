@@ -4,6 +4,7 @@
 // from the caller's judge (which atoms its bounds refute). Internal header of graph/src/.
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include <regatta/graph/verify.hpp>
@@ -22,11 +23,12 @@ struct PhaseJudgement {
 struct PhaseSearchResult {
   enum class End { proved, out_of_time, memory, stuck } end = End::out_of_time;
   std::size_t branches = 0, proved = 0, max_depth = 0, max_frontier = 0;
+  std::map<std::size_t, std::size_t> branches_by_node;  ///< the branches created, by the split node
 };
 
 /// Splits, worst branch first, from the root's bounds until every branch is proved (End::proved), time is
-/// out, the open branches would need more than max_bytes (memory), or a branch has no unstable ReLU left
-/// to split (stuck).
+/// out, the open branches would need more than max_bytes (memory), or a branch has no element left to split
+/// (stuck).
 PhaseSearchResult phase_search(PhaseBounder& bounder,
                                const std::function<PhaseJudgement(const std::vector<double>&)>& judge,
                                const std::function<bool()>& out_of_time, std::size_t max_bytes);

@@ -522,6 +522,8 @@ class Search {
     r_.phase_branches_proved = s.proved;
     r_.phase_max_depth = s.max_depth;
     r_.max_frontier = s.max_frontier;
+    for (const auto& [node, count] : s.branches_by_node)
+      r_.phase_branches_by_kind[std::string(op_name(g_.nodes[node].op))] += count;
     using End = detail::PhaseSearchResult::End;
     switch (s.end) {
       case End::proved:
@@ -532,7 +534,7 @@ class Search {
         return done(Verdict::unknown, "the frontier of open phase branches reached its memory limit");
       case End::stuck:
         if (o_.box_encloses_set)
-          return done(Verdict::unknown, "a phase branch with no unstable ReLU left is not refuted");
+          return done(Verdict::unknown, "a phase branch with no element left to split is not refuted");
         return input_branch_and_bound(std::move(root));
       case End::out_of_time:
         break;

@@ -58,7 +58,7 @@ graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std:
         const Matrix<double> C = functional_matrix(g, functionals);
         return std::make_unique<GraphAffineBranching>(g, set ? *set : box_input_set(lo, hi), C,
                                                       Vector<double>::Zero(C.rows()),
-                                                      GraphAffineOptions{stop});
+                                                      GraphAffineOptions{stop}, 20, {graph::Op::relu});
       };
 }
 

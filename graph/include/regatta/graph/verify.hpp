@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -41,12 +42,15 @@ using BoxLowerBounds =
     std::function<std::vector<double>(const std::vector<double>& lo, const std::vector<double>& hi,
                                       const std::vector<OutputFunctional>& functionals)>;
 
-/// One ReLU phase fixed in a branch of the phase splitting: element `element` (flat) of the output of
-/// graph.nodes[node], a relu, is active (its pre-activation ≥ 0, relu = identity) or inactive (≤ 0, relu =
-/// 0).
+/// One constraint of a branch of the phase splitting: the input x of element `element` (flat) of
+/// graph.nodes[node], a one-operand nonlinearity, lies in x ≥ threshold (active) or x ≤ threshold
+/// (inactive). For a relu with threshold 0 these are its phases (relu = identity, or 0); for gelu, erf,
+/// tanh, sigmoid, sqrt and reciprocal the node's relaxation of that element uses its range cut at the
+/// threshold (docs/verify.md#general-splits). Constraints on one element nest.
 struct Phase {
   std::size_t node = 0, element = 0;
   bool active = true;
+  double threshold = 0;
 };
 
 /// CERTIFIED bounds of a branch of the phase splitting (docs/verify.md#phase-splitting).
@@ -57,9 +61,11 @@ struct PhaseBranchBounds {
   bool empty = false;
   /// Per functional, the multipliers of the phase constraints that gave `lower` (warm start for a child).
   std::vector<std::vector<double>> multipliers;
-  /// Per functional, the unsplit ReLU element whose relaxation widens that bound most (node, element);
-  /// node = SIZE_MAX: none left.
+  /// Per functional, the element whose relaxation widens that bound most (node, element): an unstable ReLU
+  /// or a curved element of another splittable kind; node = SIZE_MAX: none left.
   std::vector<std::pair<std::size_t, std::size_t>> branch_on;
+  /// Per functional, the threshold to split branch_on's element at (empty: 0 for every functional).
+  std::vector<double> branch_at;
 };
 
 /// The caller's bounding of phase branches on one box (the affine forms of graph_affine_branch.hpp):
@@ -119,6 +125,7 @@ struct VerifyResult {
   double seconds = 0;
   std::string splitting;  // "phase", "input" or "" (none ran)
   std::size_t phase_branches = 0, phase_branches_proved = 0, phase_max_depth = 0;  // phase splitting
+  std::map<std::string, std::size_t> phase_branches_by_kind;  // the branches created, by the split node's op
 };
 
 /// The graph must have one input and one output tensor whose element counts are the property's (checked:

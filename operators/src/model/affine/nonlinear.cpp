@@ -85,7 +85,8 @@ Matrix<I> second_derivative(Activation act, const Matrix<I>& J) {
 
 }  // namespace
 
-Linearisation linearise(const Form& F, Function f, const Pass& p, double floor) {
+Linearisation linearise(const Form& F, Function f, const Pass& p, double floor,
+                        const std::vector<I>* within) {
   const Index N = F.size();
   const Vector<double> rad = radius(F, p);
   Linearisation out{std::vector<I>(static_cast<std::size_t>(N)), std::vector<I>(static_cast<std::size_t>(N)),
@@ -95,12 +96,20 @@ Linearisation linearise(const Form& F, Function f, const Pass& p, double floor) 
   Matrix<I> points(N, 1), ranges(N, 1);
   for (Index i = 0; i < N; ++i) {
     I J = I(F.c(i)) + I::hull(-rad(i), rad(i));
+    double centre = F.c(i);  // the tangent point before clamping: the centre of the range
+    if (within) {
+      const I& w = (*within)[std::size_t(i)];
+      const double a = std::max(J.lower(), w.lower()), b = std::min(J.upper(), w.upper());
+      if (!(a <= b)) throw Vacuous{};
+      if (a != J.lower() || b != J.upper()) centre = 0.5 * a + 0.5 * b;  // a cut range: its midpoint
+      J = I::hull(a, b);
+    }
     if (!isfinite(J)) throw Vacuous{};
     if (f == Function::reciprocal && !(J.lower() > 0)) throw Vacuous{};
     if (f == Function::rsqrt || f == Function::sqrt)
       J = I::hull(std::max(J.lower(), floor), std::max(J.upper(), floor));
     ranges(i, 0) = J;
-    points(i, 0) = I(std::clamp(F.c(i), J.lower(), J.upper()));
+    points(i, 0) = I(std::clamp(centre, J.lower(), J.upper()));
   }
   Matrix<I> value(N, 1), slope(N, 1), curvature(N, 1);
   if (f == Function::gelu_erf || f == Function::gelu_tanh || f == Function::tanh || f == Function::silu) {

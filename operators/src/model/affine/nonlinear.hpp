@@ -20,8 +20,11 @@ struct Linearisation {
 };
 
 /// The affine enclosure λ·v + M + β·[−1, 1] of f over the range of each entry of F (the range intersected
-/// with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x).
-Linearisation linearise(const Form& F, Function f, const Pass& p, double floor = 0);
+/// with the domain: (0, ∞) for 1/x, [floor, ∞) for 1/√x). `within` (when given): per entry, an interval the
+/// range is intersected with first (a branch's constraint on that entry, docs/verify.md#general-splits); the
+/// enclosure then holds only for the values of the entry inside it. An empty intersection: Vacuous.
+Linearisation linearise(const Form& F, Function f, const Pass& p, double floor = 0,
+                        const std::vector<I>* within = nullptr);
 /// y = f(x) entrywise: linearise, then one fresh symbol per entry for the remainder. `own` (when given): per
 /// entry, a column that no other entry nor any later step reads (−1: none), which absorbs the remainder.
 Form nonlinear(const Form& F, Function f, const Pass& p, double floor = 0,

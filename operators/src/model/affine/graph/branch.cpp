@@ -1,8 +1,9 @@
-// Branch and bound on ReLU phases with the graph's affine forms (graph_affine_branch.hpp,
-// docs/verify.md#phase-splitting): the root walk keeps its state before every ReLU node; a branch resumes
-// from the state before its first split node, with the split elements' relaxations replaced by the identity
-// or zero, records each split element's pre-activation form, and bounds the functionals by Lagrangian
-// relaxation of the phase constraints with rounding accounted for as graph_affine_lower_bounds does.
+// Branch and bound on ReLU phases and other nonlinearities' input ranges with the graph's affine forms
+// (graph_affine_branch.hpp, docs/verify.md#general-splits): the root walk keeps its state before every node
+// of a split kind; a branch resumes from the state before its first constrained node, with the constrained
+// elements' relaxations computed on their ranges cut by the constraints (split_transfer), records each
+// constrained element's input form, and bounds the functionals by Lagrangian relaxation of the constraints
+// with rounding accounted for as graph_affine_lower_bounds does.
 #include <regatta/operators/graph_affine_branch.hpp>
 
 #include <algorithm>
@@ -14,7 +15,7 @@
 
 #include <regatta/core/error.hpp>
 
-#include "../nonlinear.hpp"
+#include "operands.hpp"
 #include "walk.hpp"
 
 namespace regatta::operators {
@@ -26,11 +27,11 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 using Row = Eigen::Matrix<double, 1, Eigen::Dynamic>;
 
-/// A split element's pre-activation: x ∈ c + r·(ε, η) + [−s, s] (the form's invariant), and its phase as
-/// the sign σ of the constraint σ·x ≥ 0.
+/// A split element's input: x ∈ c + r·(ε, η) + [−s, s] (the form's invariant), and its constraint
+/// σ·(x − t) ≥ 0 as the sign σ and the threshold t.
 struct SplitRow {
   Row r;
-  double c = 0, s = 0, sign = 1;
+  double c = 0, s = 0, sign = 1, t = 0;
   bool seen = false;
 };
 
@@ -65,8 +66,8 @@ Row combined(const Objective& o, const std::vector<SplitRow>& rows, const std::v
   return v;
 }
 
-/// The Lagrangian dual g(β) = min over the symbols of f − Σ β_i·σ_i·x_i in binary64 (only to choose β), and
-/// a supergradient of it.
+/// The Lagrangian dual g(β) = min over the symbols of f − Σ β_i·σ_i·(x_i − t_i) in binary64 (only to choose
+/// β), and a supergradient of it.
 double dual_value(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta,
                   const Pass& p, std::vector<double>& grad) {
   const Row v = combined(o, rows, beta);
@@ -83,15 +84,16 @@ double dual_value(const Objective& o, const std::vector<SplitRow>& rows, const s
   }
   g -= v.tail(K - q).cwiseAbs().sum();
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    g -= beta[i] * (rows[i].sign * rows[i].c + rows[i].s);
-    grad[i] = -rows[i].sign * rows[i].c - rows[i].s + rows[i].sign * u.head(rows[i].r.size()).dot(rows[i].r);
+    const double offset = rows[i].c - rows[i].t;
+    g -= beta[i] * (rows[i].sign * offset + rows[i].s);
+    grad[i] = -rows[i].sign * offset - rows[i].s + rows[i].sign * u.head(rows[i].r.size()).dot(rows[i].r);
   }
   return g;
 }
 
-/// CERTIFIED: a lower bound of f over the points where every σ_i·x_i ≥ 0, for β ≥ 0: the form of
-/// f − Σ β_i·σ_i·x_i bounded below as functional_bounds does, with the rounding of v (γ_{n+1} of the
-/// magnitudes, n the multipliers used) and the splits' slacks β_i·s_i added.
+/// CERTIFIED: a lower bound of f over the points where every σ_i·(x_i − t_i) ≥ 0, for β ≥ 0: the form of
+/// f − Σ β_i·σ_i·(x_i − t_i) bounded below as functional_bounds does (c_i − t_i in intervals), with the
+/// rounding of v (γ_{n+1} of the magnitudes, n the multipliers used) and the splits' slacks β_i·s_i added.
 double certified_bound(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta,
                        const Pass& p) {
   const Row v = combined(o, rows, beta);
@@ -102,7 +104,7 @@ double certified_bound(const Objective& o, const std::vector<SplitRow>& rows, co
     if (beta[i] == 0) continue;
     if (!(beta[i] > 0)) throw std::logic_error("certified_bound: a negative multiplier");
     terms += 1;
-    centre -= I(beta[i]) * I(rows[i].sign) * I(rows[i].c);
+    centre -= I(beta[i]) * I(rows[i].sign) * (I(rows[i].c) - I(rows[i].t));
     slack += I(beta[i]) * I(rows[i].s);
     magnitude += I(beta[i]) * I(sum_up(rows[i].r.cwiseAbs().sum(), double(rows[i].r.size())));
   }
@@ -114,13 +116,13 @@ double certified_bound(const Objective& o, const std::vector<SplitRow>& rows, co
   return isfinite(low) ? low.lower() : -inf;
 }
 
-/// Whether the split element's own range contradicts its phase (no point of the set has it).
+/// Whether the split element's own range contradicts its constraint (no point of the set meets it).
 bool contradicts(const SplitRow& row, const Pass& p) {
   const Index K = row.r.size(), q = std::min(p.q, K);
   const I radius = I(input_norm(row.r.head(q), p)) +
                    I(sum_up(row.r.tail(K - q).cwiseAbs().sum(), double(K - q))) + I(row.s);
   const I range = I(row.c) + I::hull(-radius.upper(), radius.upper());
-  return row.sign > 0 ? range.upper() < 0 : range.lower() > 0;
+  return row.sign > 0 ? range.upper() < row.t : range.lower() > row.t;
 }
 
 /// β maximising the bound by projected supergradient steps of the binary64 dual from `beta`: Polyak's step
@@ -160,6 +162,32 @@ std::vector<double> optimise(const Objective& o, const std::vector<SplitRow>& ro
   return best;
 }
 
+/// No point of the set meets the branch's constraints on some element (run() makes the branch empty).
+struct EmptyBranch {};
+
+/// Where to split an element of a node of kind `op` whose input range in the branch is [a, b]
+/// (docs/verify.md#general-splits): 0 for relu; for gelu, erf, tanh and sigmoid 0 when it lies in the middle
+/// 80 % of the range (their curvature is largest near 0), else the midpoint; for 1/x and √x on a range of
+/// one sign the geometric mean (their curvature varies by powers of x), √x on a range from 0 at b/4. NaN
+/// when that point is not strictly inside (a, b): nothing to split.
+double split_point(graph::Op op, double a, double b) {
+  using graph::Op;
+  double t = 0.5 * a + 0.5 * b;
+  if (op == Op::relu) {
+    t = 0;
+  } else if (op == Op::reciprocal || op == Op::sqrt) {
+    if (a > 0)
+      t = std::sqrt(a) * std::sqrt(b);
+    else if (b < 0)
+      t = -(std::sqrt(-a) * std::sqrt(-b));
+    else if (op == Op::sqrt)
+      t = 0.25 * b;
+  } else if (a + 0.1 * (b - a) < 0 && 0 < b - 0.1 * (b - a)) {
+    t = 0;
+  }
+  return std::isfinite(t) && a < t && t < b ? t : std::numeric_limits<double>::quiet_NaN();
+}
+
 }  // namespace
 }  // namespace affine::gp
 
@@ -170,13 +198,17 @@ struct GraphAffineBranching::Impl {
   Vector<double> d;
   GraphAffineOptions options;
   int steps;
-  std::map<std::size_t, affine::gp::WalkState> kept;  ///< the root walk's state before each relu node
-  std::vector<std::size_t> root_owner;                ///< per column: the relu element it relaxes (encoded)
+  std::vector<graph::Op> kinds;                       ///< the node kinds whose elements are split
+  std::map<std::size_t, affine::gp::WalkState> kept;  ///< the root walk's state before each such node
+  std::vector<std::size_t> root_owner;  ///< per column: the element whose remainder it is (encoded)
+  std::vector<double> root_at;          ///< per column: where that element would be split
   graph::PhaseBranchBounds root;
 
   Impl(const graph::Graph& graph, const InputSet& s, Matrix<double> c, Vector<double> dd,
-       const GraphAffineOptions& o, int st)
-      : g(graph), set(s), C(std::move(c)), d(std::move(dd)), options(o), steps(st) {}
+       const GraphAffineOptions& o, int st, std::vector<graph::Op> k)
+      : g(graph), set(s), C(std::move(c)), d(std::move(dd)), options(o), steps(st), kinds(std::move(k)) {}
+
+  bool enabled(graph::Op op) const { return std::find(kinds.begin(), kinds.end(), op) != kinds.end(); }
 
   std::size_t encode(std::size_t node, Eigen::Index element) const {
     return (node << 32) | std::size_t(element);
@@ -196,71 +228,95 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
   out.lower.assign(m, -inf);
   out.multipliers.assign(m, std::vector<double>(n, 0.0));
   out.branch_on.assign(m, {none, 0});
+  out.branch_at.assign(m, 0.0);
   std::size_t first = g.nodes.size();
   std::map<std::size_t, std::vector<std::pair<std::size_t, std::size_t>>> by_node;  // node → (element, row)
   for (std::size_t i = 0; i < n; ++i) {
     const graph::Phase& ph = phases[i];
-    if (ph.node >= g.nodes.size() || g.nodes[ph.node].op != graph::Op::relu ||
+    if (ph.node >= g.nodes.size() || !enabled(g.nodes[ph.node].op) || !std::isfinite(ph.threshold) ||
         ph.element >= std::size_t(graph::element_count(g.values[std::size_t(g.nodes[ph.node].output)].shape)))
-      throw std::invalid_argument("GraphAffineBranching: a phase that names no relu element");
+      throw std::invalid_argument("GraphAffineBranching: a constraint that names no element of a split node");
     first = std::min(first, ph.node);
     by_node[ph.node].emplace_back(ph.element, i);
   }
   std::vector<SplitRow> rows(n);
-  for (std::size_t i = 0; i < n; ++i) rows[i].sign = phases[i].active ? 1.0 : -1.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    rows[i].sign = phases[i].active ? 1.0 : -1.0;
+    rows[i].t = phases[i].threshold;
+  }
   Pass p;
   WalkState w;
   std::vector<std::size_t> owner;
+  std::vector<double> at;
   if (at_root) {
     w = start_walk(g, set, p);
   } else {
     const auto it = kept.find(first);
-    if (it == kept.end()) throw std::invalid_argument("GraphAffineBranching: a relu whose input is constant");
+    if (it == kept.end())
+      throw std::invalid_argument("GraphAffineBranching: a split node whose input is constant");
     w = it->second;
     resume(w, p);
-    owner.assign(root_owner.begin(), root_owner.begin() + std::ptrdiff_t(std::min<std::size_t>(
-                                                              root_owner.size(), std::size_t(w.next))));
+    const std::size_t kept_columns = std::min<std::size_t>(root_owner.size(), std::size_t(w.next));
+    owner.assign(root_owner.begin(), root_owner.begin() + std::ptrdiff_t(kept_columns));
+    at.assign(root_at.begin(), root_at.begin() + std::ptrdiff_t(kept_columns));
   }
   owner.resize(std::size_t(p.next), none);
-  const NodeOverride relu = [&](std::size_t index, const graph::Node& node, const std::vector<Operand>& in,
-                                Pass& pass, Form& result) {
-    if (node.op != graph::Op::relu || in[0].constant()) return false;
+  at.resize(std::size_t(p.next), 0.0);
+  // A split node's transfer function with each constrained element's range cut by its constraints (their
+  // intersection: constraints on one element nest), recording the constrained elements' input forms, and
+  // per remainder column the element it belongs to and where that element would be split.
+  const NodeOverride split = [&](std::size_t index, const graph::Node& node, const std::vector<Operand>& in,
+                                 Pass& pass, Form& result) {
+    if (!enabled(node.op) || in[0].constant()) return false;
     const Form& F = *in[0].form;
-    Linearisation l = linearise(F, Function::relu, pass);
+    std::vector<I> within;
     const auto found = by_node.find(index);
-    if (found != by_node.end())
+    if (found != by_node.end()) {
+      within.assign(std::size_t(F.size()), I::hull(-inf, inf));
+      const Vector<double>& rad = radius(F, pass);
       for (const auto& [e, i] : found->second) {
         const Index k = Index(e);
         rows[i].r = F.A.row(k);
         rows[i].c = F.c(k);
         rows[i].s = F.s(k);
         rows[i].seen = true;
-        l.lambda[e] = I(phases[i].active ? 1.0 : 0.0);  // relu(x) = x, or 0, on the branch
-        l.M[e] = I(0.0);
-        l.beta(k) = 0;
+        I& cut = within[e];
+        const double t = phases[i].threshold;
+        cut = phases[i].active ? I::hull(std::max(cut.lower(), t), cut.upper())
+                               : I::hull(cut.lower(), std::min(cut.upper(), t));
+        const I range = I(F.c(k)) + I::hull(-rad(k), rad(k));
+        if (!(std::max(cut.lower(), range.lower()) <= std::min(cut.upper(), range.upper())))
+          throw EmptyBranch{};
       }
-    result = affine_entries(F, l.lambda, l.M, pass, fresh_count(l.beta));
-    owner.resize(std::size_t(pass.next + fresh_count(l.beta)), none);
-    Index col = pass.next;  // add_fresh's numbering
-    for (Index e = 0; e < F.size(); ++e)
-      if (l.beta(e) > 0) owner[std::size_t(col++)] = encode(index, e);
-    add_fresh(result, l.beta, pass);
+    }
+    std::vector<Index> fresh;
+    std::vector<I> range;
+    result = split_transfer(node, F, pass, within.empty() ? nullptr : &within, &fresh, &range);
+    owner.resize(std::size_t(pass.next), none);
+    at.resize(std::size_t(pass.next), 0.0);
+    for (Index e = 0; e < F.size(); ++e) {
+      const Index col = fresh[std::size_t(e)];
+      if (col < 0) continue;
+      const double t = split_point(node.op, range[std::size_t(e)].lower(), range[std::size_t(e)].upper());
+      if (!std::isfinite(t)) continue;
+      owner[std::size_t(col)] = encode(index, e);
+      at[std::size_t(col)] = t;
+    }
     return true;
   };
   const std::function<void(const WalkState&)> keep = [&](const WalkState& state) {
-    if (g.nodes[state.node].op == graph::Op::relu) kept.emplace(state.node, state);
+    if (enabled(g.nodes[state.node].op)) kept.emplace(state.node, state);
   };
   try {
-    advance(g, w, p, options, g.nodes.size(), &relu, at_root ? &keep : nullptr);
+    advance(g, w, p, options, g.nodes.size(), &split, at_root ? &keep : nullptr);
     for (const SplitRow& r : rows)
-      if (!r.seen) throw std::invalid_argument("GraphAffineBranching: a relu whose input is constant");
-    if (at_root) root_owner = owner;
+      if (!r.seen) throw std::invalid_argument("GraphAffineBranching: a split node whose input is constant");
+    if (at_root) {
+      root_owner = owner;
+      root_at = at;
+    }
     for (const SplitRow& r : rows)
-      if (contradicts(r, p)) {
-        out.empty = true;
-        out.lower.assign(m, inf);
-        return out;
-      }
+      if (contradicts(r, p)) throw EmptyBranch{};
     const Form Y = final_form(g, w);
     Index width = Y.A.cols();
     for (const SplitRow& r : rows) width = std::max(width, Index(r.r.size()));
@@ -285,10 +341,14 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
         if (share > top) {
           top = share;
           out.branch_on[k] = {node, owner[std::size_t(j)] & 0xffffffffu};
+          out.branch_at[k] = at[std::size_t(j)];
         }
       }
       out.multipliers[k] = std::move(beta);
     }
+  } catch (const EmptyBranch&) {
+    out.empty = true;
+    out.lower.assign(m, inf);
   } catch (const Vacuous&) {
     out.lower.assign(m, -inf);
   } catch (const Stopped&) {
@@ -299,8 +359,13 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
 
 GraphAffineBranching::GraphAffineBranching(const graph::Graph& graph, const InputSet& set, Matrix<double> C,
                                            Vector<double> d, const GraphAffineOptions& options,
-                                           int multiplier_steps)
-    : impl_(std::make_unique<Impl>(graph, set, std::move(C), std::move(d), options, multiplier_steps)) {
+                                           int multiplier_steps, std::vector<graph::Op> split_kinds)
+    : impl_(std::make_unique<Impl>(graph, set, std::move(C), std::move(d), options, multiplier_steps,
+                                   split_kinds.empty() ? splittable_kinds() : std::move(split_kinds))) {
+  for (graph::Op op : impl_->kinds)
+    if (!affine::gp::splittable(op))
+      throw std::invalid_argument("GraphAffineBranching: " + std::string(graph::op_name(op)) +
+                                  " is not a kind of node it splits");
   const std::string why = graph_affine_unsupported(graph);
   if (!why.empty()) throw InputError(graph.source, why);
   const Eigen::Index N =
@@ -321,7 +386,13 @@ graph::PhaseBranchBounds GraphAffineBranching::bound(const std::vector<graph::Ph
   return impl_->run(phases, warm, false);
 }
 
-bool GraphAffineBranching::has_relu(const graph::Graph& graph) {
+std::vector<graph::Op> GraphAffineBranching::splittable_kinds() {
+  using graph::Op;
+  return {Op::relu, Op::gelu, Op::erf, Op::tanh, Op::sigmoid, Op::sqrt, Op::reciprocal};
+}
+
+bool GraphAffineBranching::has_split_node(const graph::Graph& graph, const std::vector<graph::Op>& kinds) {
+  const std::vector<graph::Op> all = kinds.empty() ? splittable_kinds() : kinds;
   std::vector<bool> computed(graph.values.size(), false);
   for (int id : graph.inputs) computed[std::size_t(id)] = true;
   bool any = false;
@@ -329,9 +400,13 @@ bool GraphAffineBranching::has_relu(const graph::Graph& graph) {
     bool c = false;
     for (int id : node.inputs) c = c || computed[std::size_t(id)];
     computed[std::size_t(node.output)] = c;
-    any = any || (node.op == graph::Op::relu && c);
+    any = any || (c && std::find(all.begin(), all.end(), node.op) != all.end());
   }
   return any;
+}
+
+bool GraphAffineBranching::has_relu(const graph::Graph& graph) {
+  return has_split_node(graph, {graph::Op::relu});
 }
 
 }  // namespace regatta::operators

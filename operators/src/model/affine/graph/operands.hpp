@@ -72,6 +72,16 @@ Form linear_node(const graph::Node& node, const std::vector<Operand>& in, const 
 /// of two forms.
 Form elementwise_node(const graph::Node& node, const std::vector<Operand>& in, const Shape& out,
                       const Pass& p);
+/// Whether a node of this kind is a one-operand nonlinearity whose entries a branch may split
+/// (docs/verify.md#general-splits): relu, gelu, erf, tanh, sigmoid, sqrt, reciprocal.
+bool splittable(graph::Op op);
+/// The transfer function of such a node on F as elementwise_node computes it, with the range of entry e
+/// intersected with within[e] (null: none), so that the output encloses the node's values only where each
+/// entry lies in its interval. `fresh` (when given) gets, per entry, the column of its remainder symbol
+/// (−1: none) and `range` its range as the transfer function used it. Throws Vacuous like the pass, and
+/// also when an intersection is empty.
+Form split_transfer(const graph::Node& node, const Form& F, const Pass& p, const std::vector<I>* within,
+                    std::vector<Index>* fresh = nullptr, std::vector<I>* range = nullptr);
 /// The exponents pow supports (1, 2, 3, ½, −1, 0): empty when `exponent` is one, else the reason.
 std::string pow_unsupported(const std::vector<double>& exponent);
 
