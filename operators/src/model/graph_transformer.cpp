@@ -131,10 +131,11 @@ int residual(Matcher& m, int x, int branch, const std::string& what) {
   return a.output;
 }
 
-/// σ(Y·W₁ + b₁)·W₂ + b₂ from v (advanced to its output).
-void match_mlp(Matcher& m, int& v, Model& model, TransformerBlock& block, bool first) {
+/// σ(Y·W₁ + b₁)·W₂ + b₂ from v (advanced to its output). `shared`: v is also read by the residual Add
+/// (post-norm).
+void match_mlp(Matcher& m, int& v, Model& model, TransformerBlock& block, bool first, bool shared) {
   const graph::Graph& g = m.graph();
-  block.fc1 = m.linear(v, model.width, "MLP's first layer");
+  block.fc1 = m.linear(v, model.width, "MLP's first layer", shared);
   v = m.skip_identity(v);
   if (m.users(v).size() != 1) throw Refusal{"the MLP's hidden layer has more than one reader"};
   const int k = m.users(v)[0];
@@ -195,14 +196,14 @@ void match_block(Matcher& m, int& v, Model& model, double& eps) {
     const int x2 = residual(m, x, u, at + "'s attention residual");
     u = x2;
     block.norm2 = m.layer_norm(u, int(W), eps, at + "'s second norm");
-    match_mlp(m, u, model, block, first);
+    match_mlp(m, u, model, block, first, false);
     v = residual(m, x2, u, at + "'s MLP residual");
   } else {
     block.attention = m.attention(u, int(W), model.heads, at + "'s attention");
     int x2 = residual(m, x, u, at + "'s attention residual");
     block.norm1 = m.layer_norm(x2, int(W), eps, at + "'s first norm");
     u = x2;
-    match_mlp(m, u, model, block, first);
+    match_mlp(m, u, model, block, first, true);
     int x3 = residual(m, x2, u, at + "'s MLP residual");
     block.norm2 = m.layer_norm(x3, int(W), eps, at + "'s second norm");
     v = x3;

@@ -138,11 +138,22 @@ const std::vector<double>& Matcher::constant(int v, std::int64_t count, const st
   return value(v).data;
 }
 
-Affine Matcher::linear(int& v, int in, const std::string& what) {
+Affine Matcher::linear(int& v, int in, const std::string& what, bool shared) {
   v = skip_identity(v);
-  if (users(v).size() != 1)
-    throw Refusal{"the input of the " + what + " has " + std::to_string(users(v).size()) + " readers"};
-  const int k = users(v)[0];
+  int k = -1;
+  if (!shared) {
+    if (users(v).size() != 1)
+      throw Refusal{"the input of the " + what + " has " + std::to_string(users(v).size()) + " readers"};
+    k = users(v)[0];
+  } else {
+    // The one MatMul or Gemm among the readers (the others are left to the parts that expect them).
+    for (int u : users(v))
+      if (g_.nodes[std::size_t(u)].op == Op::matmul || g_.nodes[std::size_t(u)].op == Op::gemm) {
+        if (k >= 0) throw Refusal{"two MatMul or Gemm nodes read the input of the " + what};
+        k = u;
+      }
+    if (k < 0) throw Refusal{"no MatMul or Gemm node (the " + what + ") reads '" + value(v).name + "'"};
+  }
   const Node& n = g_.nodes[std::size_t(k)];
   Affine a;
   if (n.op == Op::gemm) {

@@ -52,8 +52,9 @@ class Matcher {
 
   /// x·W + b for the rows of v: MatMul with a constant [in, out] (then an Add of a constant [out] bias, if
   /// there is one), or Gemm (alpha = beta = 1, A = v not transposed, B constant, C the bias). Advances v to
-  /// the result; `in` the width of v's rows.
-  Affine linear(int& v, int in, const std::string& what);
+  /// the result; `in` the width of v's rows. `shared`: v may have other readers (a post-norm block's
+  /// residual Add beside the MLP), and the map is the one MatMul or Gemm among them.
+  Affine linear(int& v, int in, const std::string& what, bool shared = false);
 
   /// The LayerNorm reading v (user_of_kind), over v's last axis (advancing v to its output): γ, β (β absent:
   /// zeros), and its ε.
