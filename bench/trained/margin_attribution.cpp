@@ -167,6 +167,12 @@ int main(int argc, char** argv) {
     for (std::size_t k = 0; k < names.size(); ++k) shares[k].push_back(best_parts[1 + k] / centre);
     slack_share.push_back(best_parts[best_parts.size() - 2] / centre);
     refined.push_back(affine_margin(m, x, y, r));
+    if (std::getenv("REGATTA_ATTRIBUTION_PROFILE")) {  // the refined margin just past r*: smooth or a cliff
+      std::printf("  refined margin at r* x");
+      for (double k : {1.0, 1.01, 1.02, 1.05, 1.1, 1.2})
+        std::printf(" %.2f: %.4g", k, affine_margin(m, x, y, r * k));
+      std::printf("\n");
+    }
     std::printf("image %zu: r* %.5g, plain margin at r* %.4g of centre %.4g (refined %.3g)\n", i, r, worst,
                 centre, refined.back());
     ++done;
