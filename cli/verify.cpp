@@ -7,32 +7,29 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include <regatta/core/deadline.hpp>
 #include <regatta/core/decimal.hpp>
 #include <regatta/core/eigen.hpp>
 #include <regatta/core/error.hpp>
-#include <regatta/core/interval64.hpp>
 #include <regatta/core/io/file_bytes.hpp>
 #include <regatta/graph/graph.hpp>
 #include <regatta/graph/verify.hpp>
 #include <regatta/graph/vnnlib.hpp>
 #include <regatta/operators/graph_affine.hpp>
 #include <regatta/operators/graph_affine_branch.hpp>
+#include <regatta/operators/graph_verify_bounds.hpp>
 #ifdef REGATTA_HAVE_ONNX
 #include <regatta/graph/onnx_import.hpp>
 #endif
@@ -75,94 +72,6 @@ std::vector<graph::Op> split_kinds(const std::string& text) {
   if (out.empty()) throw InputError("--split-kinds", "no kind given");
   return out;
 }
-
-// The l-inf set around the box's midpoint with per-coordinate half-widths rounded up (a box containing
-// [lo, hi]), intersected with [lo, hi] itself as the valid range, so the set is exactly the box.
-operators::InputSet box_set(const std::vector<double>& lo, const std::vector<double>& hi) {
-  const Eigen::Index n = static_cast<Eigen::Index>(lo.size());
-  operators::InputSet set;
-  set.norm = operators::InputNorm::linf;
-  set.radius = 1;
-  set.centre.resize(n);
-  set.scale.resize(n);
-  set.lower = Eigen::Map<const Vector<double>>(lo.data(), n);
-  set.upper = Eigen::Map<const Vector<double>>(hi.data(), n);
-  for (Eigen::Index k = 0; k < n; ++k) {
-    const double c = 0.5 * lo[std::size_t(k)] + 0.5 * hi[std::size_t(k)];
-    set.centre(k) = c;
-    set.scale(k) = std::max((interval64(hi[std::size_t(k)]) - interval64(c)).upper(),
-                            (interval64(c) - interval64(lo[std::size_t(k)])).upper());
-  }
-  return set;
-}
-
-// The functionals as the rows of a matrix over the graph's flattened output.
-Matrix<double> functional_matrix(const graph::Graph& g,
-                                 const std::vector<graph::OutputFunctional>& functionals) {
-  const std::size_t outputs =
-      static_cast<std::size_t>(graph::element_count(g.values[static_cast<std::size_t>(g.outputs[0])].shape));
-  Matrix<double> C =
-      Matrix<double>::Zero(static_cast<Eigen::Index>(functionals.size()), static_cast<Eigen::Index>(outputs));
-  for (std::size_t r = 0; r < functionals.size(); ++r)
-    for (const auto& [index, coefficient] : functionals[r].terms)
-      C(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(index)) += coefficient;
-  return C;
-}
-
-// The bounds of a box by affine forms over the graph (graph_affine_lower_bounds) on box_set.
-graph::BoxLowerBounds affine_box_bounds(const graph::Graph& g, const std::atomic<bool>* stop) {
-  return [&g, stop](const std::vector<double>& lo, const std::vector<double>& hi,
-                    const std::vector<graph::OutputFunctional>& functionals) {
-    const Matrix<double> C = functional_matrix(g, functionals);
-    const Vector<double> d = Vector<double>::Zero(C.rows());
-    return operators::graph_affine_lower_bounds(g, box_set(lo, hi), C, d,
-                                                operators::GraphAffineOptions{stop});
-  };
-}
-
-// The phase splitting's bounds of a box (graph_affine_branch.hpp, docs/verify.md#phase-splitting).
-graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std::atomic<bool>* stop,
-                                               std::vector<graph::Op> kinds) {
-  return
-      [&g, stop, kinds](
-          const std::vector<double>& lo, const std::vector<double>& hi,
-          const std::vector<graph::OutputFunctional>& functionals) -> std::unique_ptr<graph::PhaseBounder> {
-        const Matrix<double> C = functional_matrix(g, functionals);
-        return std::make_unique<operators::GraphAffineBranching>(
-            g, box_set(lo, hi), C, Vector<double>::Zero(C.rows()), operators::GraphAffineOptions{stop}, 20,
-            kinds);
-      };
-}
-
-// Sets `passed` once `seconds` have elapsed (a thread waiting on a condition variable; the destructor wakes
-// and joins it): the affine passes check it between nodes, so a pass in flight at the time limit ends there
-// instead of running past --timeout.
-class Deadline {
- public:
-  explicit Deadline(double seconds)
-      : thread_([this, seconds] {
-          std::unique_lock lock(mutex_);
-          if (!wake_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))
-            passed = true;
-        }) {}
-  ~Deadline() {
-    {
-      const std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  Deadline(const Deadline&) = delete;
-  Deadline& operator=(const Deadline&) = delete;
-  std::atomic<bool> passed{false};
-
- private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 graph::Graph load_model(const std::string& path) {
 #ifndef REGATTA_HAVE_ONNX
@@ -230,11 +139,12 @@ Outcome run_one(const graph::Graph& model, const std::string& vnnlib_path, doubl
   options.seed = args.seed;
   options.split = !args.no_split && args.split != "none";
   const Deadline deadline(timeout);
-  if (method == "affine") options.box_lower_bounds = affine_box_bounds(model, &deadline.passed);
+  if (method == "affine")
+    options.box_lower_bounds = operators::affine_box_lower_bounds(model, &deadline.passed);
   const std::vector<graph::Op> kinds = split_kinds(args.split_kinds);
   if (method == "affine" && args.split == "phase" &&
       operators::GraphAffineBranching::has_split_node(model, kinds))
-    options.phase_bounds = affine_phase_bounds(model, &deadline.passed, kinds);
+    options.phase_bounds = operators::affine_phase_bounds(model, &deadline.passed, std::nullopt, kinds);
   Outcome o{graph::verify(model, property, options), {}, {}};
   if (o.result.verdict == graph::Verdict::sat) {
     for (double v : o.result.input) o.x_text.push_back(exact_decimal(v));

@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <limits>
-#include <mutex>
 #include <optional>
-#include <thread>
 
+#include <regatta/core/deadline.hpp>
 #include <regatta/core/interval64.hpp>
 #include <regatta/graph/verify.hpp>
 #include <regatta/operators/graph_affine.hpp>
@@ -22,44 +20,6 @@ namespace regatta::operators {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Sets `passed` once `seconds` have elapsed or the caller's stop flag is set (polled every 20 ms): verify
-// and the affine passes check it, so a pass in flight at the end of a test's share stops at its next node.
-class Deadline {
- public:
-  Deadline(double seconds, const std::atomic<bool>* outer)
-      : thread_([this, seconds, outer] {
-          const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(std::max(0.0, seconds)));
-          std::unique_lock lock(mutex_);
-          while (!done_) {
-            const auto now = Clock::now();
-            if (now >= end || (outer != nullptr && outer->load(std::memory_order_relaxed))) {
-              passed = true;
-              return;
-            }
-            wake_.wait_for(lock, std::min<Clock::duration>(end - now, std::chrono::milliseconds(20)));
-          }
-        }) {}
-  ~Deadline() {
-    {
-      const std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  Deadline(const Deadline&) = delete;
-  Deadline& operator=(const Deadline&) = delete;
-
-  std::atomic<bool> passed{false};
-
- private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;  // last: starts once the members above exist
-};
 
 // "Some logit c ≠ label is ≥ the label's" (a counterexample) over the box [x − r, x + r] ∩ [lower, upper]:
 // outer box rounded outward (it encloses the real box), inner box rounded inward (inside it).

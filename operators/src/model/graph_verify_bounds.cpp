@@ -50,9 +50,9 @@ graph::BoxLowerBounds affine_box_lower_bounds(const graph::Graph& g, const std::
 }
 
 graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std::atomic<bool>* stop,
-                                               std::optional<InputSet> set) {
+                                               std::optional<InputSet> set, std::vector<graph::Op> kinds) {
   return
-      [&g, stop, set = std::move(set)](
+      [&g, stop, set = std::move(set), kinds = std::move(kinds)](
           const std::vector<double>& lo, const std::vector<double>& hi,
           const std::vector<graph::OutputFunctional>& functionals) -> std::unique_ptr<graph::PhaseBounder> {
         const Matrix<double> C = functional_matrix(g, functionals);

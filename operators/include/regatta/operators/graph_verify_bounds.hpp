@@ -27,8 +27,10 @@ graph::BoxLowerBounds affine_box_lower_bounds(const graph::Graph& graph, const s
 
 /// verify's phase bounder: GraphAffineBranching over box_input_set(lo, hi) of the box verify passes, or,
 /// when `set` is given, over *set whatever the box (the set must lie in verify's box, as an l2 ball lies in
-/// its bounding box: VerifyOptions::box_encloses_set).
+/// its bounding box: VerifyOptions::box_encloses_set). `kinds`: the node kinds a branch may split
+/// (GraphAffineBranching's split_kinds; ReLU phases by default).
 graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& graph, const std::atomic<bool>* stop,
-                                               std::optional<InputSet> set = std::nullopt);
+                                               std::optional<InputSet> set = std::nullopt,
+                                               std::vector<graph::Op> kinds = {graph::Op::relu});
 
 }  // namespace regatta::operators
