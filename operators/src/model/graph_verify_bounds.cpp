@@ -56,9 +56,9 @@ graph::PhaseBounderFactory affine_phase_bounds(const graph::Graph& g, const std:
           const std::vector<double>& lo, const std::vector<double>& hi,
           const std::vector<graph::OutputFunctional>& functionals) -> std::unique_ptr<graph::PhaseBounder> {
         const Matrix<double> C = functional_matrix(g, functionals);
-        return std::make_unique<GraphAffineBranching>(
-            g, set ? *set : box_input_set(lo, hi), C, Vector<double>::Zero(C.rows()),
-            GraphAffineOptions{stop}, 20, std::vector<graph::Op>{graph::Op::relu});
+        return std::make_unique<GraphAffineBranching>(g, set ? *set : box_input_set(lo, hi), C,
+                                                      Vector<double>::Zero(C.rows()),
+                                                      GraphAffineOptions{stop}, 20, kinds);
       };
 }
 

@@ -17,104 +17,30 @@
 #include <regatta/graph/verify.hpp>
 #include <regatta/graph/vnnlib.hpp>
 #include <regatta/operators/graph_affine_branch.hpp>
+#include <regatta/operators/graph_verify_bounds.hpp>
 
-#include "graph_builder.hpp"
+#include "branch_nets.hpp"
 
 namespace {
 
 using namespace regatta;
 using graph::Op;
 using graph::Phase;
-using regatta::test::GraphBuilder;
+using test::box;
+using test::grow;
+using test::property;
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-/// A ReLU MLP: layer l maps h to W_l·h + b_l, ReLU between layers (not after the last).
-struct Mlp {
-  std::vector<Matrix<double>> W;  // out × in
-  std::vector<Vector<double>> b;
-  graph::Graph g;
-  std::vector<std::size_t> relu_nodes;  // graph.nodes index of each hidden layer's relu
-
-  Mlp(const std::vector<int>& widths, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal;
-    GraphBuilder gb;
-    int h = gb.input({1, widths[0]});
-    for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-      const int in = widths[l], out = widths[l + 1];
-      Matrix<double> w(out, in);
-      Vector<double> bias(out);
-      for (int i = 0; i < out; ++i) {
-        for (int j = 0; j < in; ++j) w(i, j) = normal(rng) / std::sqrt(double(in));
-        bias(i) = 0.3 * normal(rng);
-      }
-      std::vector<double> wt(std::size_t(in * out)), bt(bias.data(), bias.data() + out);
-      for (int j = 0; j < in; ++j)
-        for (int i = 0; i < out; ++i) wt[std::size_t(j * out + i)] = w(i, j);  // [in, out] row-major
-      h = gb.node(Op::matmul, {h, gb.constant({in, out}, wt)}, {1, out});
-      h = gb.node(Op::add, {h, gb.constant({out}, bt)}, {1, out});
-      if (l + 2 < widths.size()) {
-        h = gb.node(Op::relu, {h}, {1, out});
-        relu_nodes.push_back(gb.g.nodes.size() - 1);
-      }
-      W.push_back(w);
-      b.push_back(bias);
-    }
-    g = gb.done(h);
-  }
-  /// The output, and the pre-activations of every hidden layer.
-  Vector<double> forward(const Vector<double>& x, std::vector<Vector<double>>& pre) const {
-    Vector<double> h = x;
-    pre.clear();
-    for (std::size_t l = 0; l < W.size(); ++l) {
-      h = W[l] * h + b[l];
-      if (l + 1 < W.size()) {
-        pre.push_back(h);
-        h = h.cwiseMax(0.0);
-      }
-    }
-    return h;
-  }
-};
-
-operators::InputSet box(const Vector<double>& lo, const Vector<double>& hi) {
-  operators::InputSet set;
-  set.norm = operators::InputNorm::linf;
-  set.radius = 1;
-  set.centre = (lo + hi) / 2;
-  set.scale = (hi - lo) / 2 * (1 + 1e-12);
-  set.lower = lo;
-  set.upper = hi;
-  return set;
-}
-
-bool has_phases(const Mlp& m, const std::vector<Vector<double>>& pre, const std::vector<Phase>& phases) {
-  for (const Phase& ph : phases) {
-    const std::size_t layer =
-        std::size_t(std::find(m.relu_nodes.begin(), m.relu_nodes.end(), ph.node) - m.relu_nodes.begin());
-    const double x = pre[layer](Eigen::Index(ph.element));
-    if (ph.active ? x < 0 : x > 0) return false;
-  }
-  return true;
-}
-
-/// Every branch of the tree of depth `depth` grown by branch_on (functional 0), with its bounds.
-void grow(operators::GraphAffineBranching& b, const std::vector<Phase>& phases,
-          const graph::PhaseBranchBounds& at, int depth,
-          const std::function<void(const std::vector<Phase>&, const graph::PhaseBranchBounds&)>& visit) {
-  visit(phases, at);
-  if (depth == 0 || at.empty || at.branch_on[0].first == std::numeric_limits<std::size_t>::max()) return;
-  for (bool active : {true, false}) {
-    std::vector<Phase> child = phases;
-    child.push_back({at.branch_on[0].first, at.branch_on[0].second, active});
-    grow(b, child, b.bound(child, at.multipliers), depth - 1, visit);
-  }
+/// A ReLU MLP: layer l maps h to W_l·h + b_l, ReLU between layers (not after the last); weights
+/// N(0, 1)/√in, biases 0.3·N(0, 1).
+test::Net relu_mlp(const std::vector<int>& widths, std::uint64_t seed) {
+  return test::Net(widths, Op::relu, seed, false, 1.0);
 }
 
 TEST(PhaseBranching, EveryBranchBoundHoldsOnItsRegion) {
   int flipped_violations = 0, branches = 0, nonempty_checked = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    const Mlp m({3, 10, 10, 2}, seed);
+    const test::Net m = relu_mlp({3, 10, 10, 2}, seed);
     const Vector<double> lo = Vector<double>::Constant(3, -1.0), hi = Vector<double>::Constant(3, 1.0);
     Matrix<double> C(1, 2);
     C << 1, -1;  // y0 − y1
@@ -139,7 +65,7 @@ TEST(PhaseBranching, EveryBranchBoundHoldsOnItsRegion) {
            ++branches;
            double least = inf;
            for (std::size_t s = 0; s < pres.size(); ++s)
-             if (has_phases(m, pres[s], phases)) least = std::min(least, objective[s]);
+             if (test::meets(m, pres[s], phases)) least = std::min(least, objective[s]);
            if (at.empty) {
              EXPECT_EQ(least, inf) << "a branch called empty has sampled points";
              return;
@@ -174,7 +100,7 @@ double tree_bound(operators::GraphAffineBranching& b, int depth) {
 
 TEST(PhaseBranching, ConvergesToTheGridMinimumOnATwoInputNet) {
   for (std::uint64_t seed = 11; seed <= 13; ++seed) {
-    const Mlp m({2, 6, 6, 1}, seed);
+    const test::Net m = relu_mlp({2, 6, 6, 1}, seed);
     const Vector<double> lo = Vector<double>::Constant(2, -1.0), hi = Vector<double>::Constant(2, 1.0);
     Matrix<double> C(1, 1);
     C << 1;
@@ -201,53 +127,9 @@ TEST(PhaseBranching, ConvergesToTheGridMinimumOnATwoInputNet) {
   }
 }
 
-graph::PhaseBounderFactory phase_factory(const graph::Graph& g) {
-  return
-      [&g](const std::vector<double>& lo, const std::vector<double>& hi,
-           const std::vector<graph::OutputFunctional>& functionals) -> std::unique_ptr<graph::PhaseBounder> {
-        const Eigen::Index n = Eigen::Index(lo.size());
-        Matrix<double> C = Matrix<double>::Zero(Eigen::Index(functionals.size()), 1);
-        for (std::size_t r = 0; r < functionals.size(); ++r)
-          for (const auto& [index, c] : functionals[r].terms) C(Eigen::Index(r), Eigen::Index(index)) += c;
-        return std::make_unique<operators::GraphAffineBranching>(
-            g,
-            box(Eigen::Map<const Vector<double>>(lo.data(), n),
-                Eigen::Map<const Vector<double>>(hi.data(), n)),
-            C, Vector<double>());
-      };
-}
-
-graph::BoxLowerBounds box_factory(const graph::Graph& g) {
-  return [&g](const std::vector<double>& lo, const std::vector<double>& hi,
-              const std::vector<graph::OutputFunctional>& functionals) {
-    const Eigen::Index n = Eigen::Index(lo.size());
-    Matrix<double> C = Matrix<double>::Zero(Eigen::Index(functionals.size()), 1);
-    for (std::size_t r = 0; r < functionals.size(); ++r)
-      for (const auto& [index, c] : functionals[r].terms) C(Eigen::Index(r), Eigen::Index(index)) += c;
-    return operators::graph_affine_lower_bounds(
-        g,
-        box(Eigen::Map<const Vector<double>>(lo.data(), n), Eigen::Map<const Vector<double>>(hi.data(), n)),
-        C, Vector<double>());
-  };
-}
-
-/// "Y_0 ≤ t is impossible on the box [−r, r]^n" as VNNLIB text (unsat: min y > t).
-std::string property(int n, double r, double t) {
-  std::string s;
-  for (int j = 0; j < n; ++j) s += "(declare-const X_" + std::to_string(j) + " Real)\n";
-  s += "(declare-const Y_0 Real)\n";
-  char buf[128];
-  for (int j = 0; j < n; ++j) {
-    std::snprintf(buf, sizeof buf, "(assert (>= X_%d %.17g))\n(assert (<= X_%d %.17g))\n", j, -r, j, r);
-    s += buf;
-  }
-  std::snprintf(buf, sizeof buf, "(assert (<= Y_0 %.17g))\n", t);
-  return s + buf;
-}
-
 TEST(PhaseBranching, VerifyProvesWhatInputSplittingDoesNot) {
   const int n = 24;
-  const Mlp m({n, 24, 24, 1}, 5);
+  const test::Net m = relu_mlp({n, 24, 24, 1}, 5);
   const double r = 0.25;
   // The least output over many random corners and points: a known value of the function, so a threshold
   // above it has a counterexample near it.
@@ -271,8 +153,8 @@ TEST(PhaseBranching, VerifyProvesWhatInputSplittingDoesNot) {
   const graph::Property p = graph::parse_vnnlib(property(n, r, t), "p.vnnlib");
   graph::VerifyOptions phase, input;
   phase.timeout_seconds = input.timeout_seconds = 10;
-  phase.phase_bounds = phase_factory(m.g);
-  input.box_lower_bounds = box_factory(m.g);
+  phase.phase_bounds = operators::affine_phase_bounds(m.g, nullptr);
+  input.box_lower_bounds = operators::affine_box_lower_bounds(m.g, nullptr);
   const graph::VerifyResult by_phase = graph::verify(m.g, p, phase);
   const graph::VerifyResult by_input = graph::verify(m.g, p, input);
   std::cout << "affine root " << affine << ", threshold " << t << ", sampled min " << sampled << ": phase "

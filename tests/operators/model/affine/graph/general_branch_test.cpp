@@ -20,135 +20,22 @@
 #include <regatta/graph/verify.hpp>
 #include <regatta/graph/vnnlib.hpp>
 #include <regatta/operators/graph_affine_branch.hpp>
+#include <regatta/operators/graph_verify_bounds.hpp>
 
-#include "graph_builder.hpp"
+#include "branch_nets.hpp"
 
 namespace {
 
 using namespace regatta;
 using graph::Op;
 using graph::Phase;
-using regatta::test::GraphBuilder;
 constexpr double inf = std::numeric_limits<double>::infinity();
-constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-
-double activation(Op op, double x) {
-  switch (op) {
-    case Op::gelu:
-      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case Op::tanh:
-      return std::tanh(x);
-    case Op::sigmoid:
-      return 1 / (1 + std::exp(-x));
-    default:
-      return std::max(x, 0.0);
-  }
-}
-
-/// A net of dense layers (W_l·h + b_l) with the activation `act` between them (not after the last); with
-/// `norm`, each hidden layer's h is followed by h / √(h² + 4) (mul, add, sqrt, reciprocal, mul nodes), so
-/// that √ and 1/x of computed values are split too.
-struct Net {
-  std::vector<Matrix<double>> W;  // out × in
-  std::vector<Vector<double>> b;
-  Op act;
-  bool norm;
-  graph::Graph g;
-  std::vector<std::size_t> split_nodes;  // graph.nodes index of each split node, in order
-
-  Net(const std::vector<int>& widths, Op a, std::uint64_t seed, bool with_norm = false)
-      : act(a), norm(with_norm) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal;
-    GraphBuilder gb;
-    int h = gb.input({1, widths[0]});
-    const auto mark = [&] { split_nodes.push_back(gb.g.nodes.size() - 1); };
-    for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-      const int in = widths[l], out = widths[l + 1];
-      Matrix<double> w(out, in);
-      Vector<double> bias(out);
-      for (int i = 0; i < out; ++i) {
-        for (int j = 0; j < in; ++j) w(i, j) = 1.5 * normal(rng) / std::sqrt(double(in));
-        bias(i) = 0.3 * normal(rng);
-      }
-      std::vector<double> wt(std::size_t(in * out)), bt(bias.data(), bias.data() + out);
-      for (int j = 0; j < in; ++j)
-        for (int i = 0; i < out; ++i) wt[std::size_t(j * out + i)] = w(i, j);  // [in, out] row-major
-      h = gb.node(Op::matmul, {h, gb.constant({in, out}, wt)}, {1, out});
-      h = gb.node(Op::add, {h, gb.constant({out}, bt)}, {1, out});
-      if (l + 2 < widths.size()) {
-        h = act == Op::gelu ? gb.node(Op::gelu, {h}, {1, out}, graph::GeluAttrs{false})
-                            : gb.node(act, {h}, {1, out});
-        mark();
-        if (norm) {
-          const int sq = gb.node(Op::mul, {h, h}, {1, out});
-          const int shifted = gb.node(Op::add, {sq, gb.constant({1}, {4.0})}, {1, out});
-          const int root = gb.node(Op::sqrt, {shifted}, {1, out});
-          mark();
-          const int inv = gb.node(Op::reciprocal, {root}, {1, out});
-          mark();
-          h = gb.node(Op::mul, {h, inv}, {1, out});
-        }
-      }
-      W.push_back(w);
-      b.push_back(bias);
-    }
-    g = gb.done(h);
-  }
-  /// The output, and the input of every split node (in split_nodes' order).
-  Vector<double> forward(const Vector<double>& x, std::vector<Vector<double>>& inputs) const {
-    Vector<double> h = x;
-    inputs.clear();
-    for (std::size_t l = 0; l < W.size(); ++l) {
-      h = W[l] * h + b[l];
-      if (l + 1 == W.size()) break;
-      inputs.push_back(h);
-      h = h.unaryExpr([this](double v) { return activation(act, v); });
-      if (norm) {
-        const Vector<double> shifted = h.array().square() + 4.0;
-        inputs.push_back(shifted);
-        const Vector<double> root = shifted.array().sqrt();
-        inputs.push_back(root);
-        h = h.array() / root.array();
-      }
-    }
-    return h;
-  }
-};
-
-operators::InputSet box(const Vector<double>& lo, const Vector<double>& hi) {
-  operators::InputSet set;
-  set.norm = operators::InputNorm::linf;
-  set.radius = 1;
-  set.centre = (lo + hi) / 2;
-  set.scale = (hi - lo) / 2 * (1 + 1e-12);
-  set.lower = lo;
-  set.upper = hi;
-  return set;
-}
-
-bool meets(const Net& m, const std::vector<Vector<double>>& inputs, const std::vector<Phase>& phases) {
-  for (const Phase& ph : phases) {
-    const std::size_t k =
-        std::size_t(std::find(m.split_nodes.begin(), m.split_nodes.end(), ph.node) - m.split_nodes.begin());
-    const double x = inputs.at(k)(Eigen::Index(ph.element));
-    if (ph.active ? x < ph.threshold : x > ph.threshold) return false;
-  }
-  return true;
-}
-
-/// Every branch of the tree of depth `depth` grown by branch_on and branch_at (functional 0).
-void grow(operators::GraphAffineBranching& b, const std::vector<Phase>& phases,
-          const graph::PhaseBranchBounds& at, int depth,
-          const std::function<void(const std::vector<Phase>&, const graph::PhaseBranchBounds&)>& visit) {
-  visit(phases, at);
-  if (depth == 0 || at.empty || at.branch_on[0].first == none) return;
-  for (bool active : {true, false}) {
-    std::vector<Phase> child = phases;
-    child.push_back({at.branch_on[0].first, at.branch_on[0].second, active, at.branch_at[0]});
-    grow(b, child, b.bound(child, at.multipliers), depth - 1, visit);
-  }
-}
+constexpr std::size_t none = test::no_split;
+using test::box;
+using test::grow;
+using test::meets;
+using test::Net;
+using test::property;
 
 /// The bound of every branch down to depth 6 against the sampled points of the box [−r, r]^n that meet its
 /// constraints, and the same branches with the half-lines swapped, all of them or the last one (which must
@@ -276,35 +163,6 @@ TEST(GeneralBranching, ConvergesTowardsTheGridMinimumOnATwoInputGeluNet) {
   }
 }
 
-/// "Y_0 ≤ t is impossible on the box [−r, r]^n" as VNNLIB text (unsat: min y > t).
-std::string property(int n, double r, double t) {
-  std::string s;
-  for (int j = 0; j < n; ++j) s += "(declare-const X_" + std::to_string(j) + " Real)\n";
-  s += "(declare-const Y_0 Real)\n";
-  char buf[128];
-  for (int j = 0; j < n; ++j) {
-    std::snprintf(buf, sizeof buf, "(assert (>= X_%d %.17g))\n(assert (<= X_%d %.17g))\n", j, -r, j, r);
-    s += buf;
-  }
-  std::snprintf(buf, sizeof buf, "(assert (<= Y_0 %.17g))\n", t);
-  return s + buf;
-}
-
-graph::PhaseBounderFactory phase_factory(const graph::Graph& g, std::vector<Op> kinds) {
-  return [&g, kinds](const std::vector<double>& lo, const std::vector<double>& hi,
-                     const std::vector<graph::OutputFunctional>& functionals)
-             -> std::unique_ptr<graph::PhaseBounder> {
-    const Eigen::Index n = Eigen::Index(lo.size());
-    Matrix<double> C = Matrix<double>::Zero(Eigen::Index(functionals.size()), 1);
-    for (std::size_t r = 0; r < functionals.size(); ++r)
-      for (const auto& [index, c] : functionals[r].terms) C(Eigen::Index(r), Eigen::Index(index)) += c;
-    return std::make_unique<operators::GraphAffineBranching>(
-        g,
-        box(Eigen::Map<const Vector<double>>(lo.data(), n), Eigen::Map<const Vector<double>>(hi.data(), n)),
-        C, Vector<double>(), operators::GraphAffineOptions{}, 20, kinds);
-  };
-}
-
 TEST(GeneralBranching, VerifyProvesAGeluPropertyTheRootDoesNot) {
   const int n = 12;
   const Net m({n, 12, 12, 1}, Op::gelu, 8);
@@ -328,7 +186,7 @@ TEST(GeneralBranching, VerifyProvesAGeluPropertyTheRootDoesNot) {
   const graph::Property p = graph::parse_vnnlib(property(n, r, t), "p.vnnlib");
   graph::VerifyOptions options;
   options.timeout_seconds = 20;
-  options.phase_bounds = phase_factory(m.g, {Op::gelu});
+  options.phase_bounds = operators::affine_phase_bounds(m.g, nullptr, std::nullopt, {Op::gelu});
   const graph::VerifyResult proved = graph::verify(m.g, p, options);
   std::cout << "affine root " << affine << ", threshold " << t << ", sampled min " << sampled << ": "
             << graph::verdict_name(proved.verdict) << " (" << proved.phase_branches << " branches, depth "
