@@ -19,6 +19,8 @@ import subprocess
 import sys
 import zipfile
 
+from float32_eps import float32_eps_config
+
 REGATTA, VIT, ONNX, WORK = sys.argv[1:5]
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
@@ -35,12 +37,7 @@ def certify(model, name, *extra):
         return json.load(f), run.stdout
 
 
-with open(os.path.join(VIT, "config.json"), encoding="utf-8") as f:
-    config = json.load(f)
-config["layernorm_eps"] = struct.unpack("<f", struct.pack("<f", config["layernorm_eps"]))[0]
-float32_config = os.path.join(WORK, "config_float32_eps.json")
-with open(float32_config, "w", encoding="utf-8") as f:
-    json.dump(config, f)
+float32_config = float32_eps_config(VIT, WORK)
 
 common = ["--data", os.path.join(VIT, "test_set.npz"), "--limit", "2", "--tolerance", "0.2", "--compare", "local"]
 st, st_text = certify(os.path.join(VIT, "vit_digits.safetensors"), "safetensors", "--config", float32_config, *common)

@@ -11,9 +11,10 @@ transformer.
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
+
+from float32_eps import float32_eps_config
 
 REGATTA, VIT, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(WORK, ignore_errors=True)
@@ -33,12 +34,7 @@ def certify(model, name, config=None):
         return json.load(f)["inputs"], run.stdout
 
 
-with open(os.path.join(VIT, "config.json"), encoding="utf-8") as f:
-    config = json.load(f)
-config["layernorm_eps"] = struct.unpack("<f", struct.pack("<f", config["layernorm_eps"]))[0]
-float32_config = os.path.join(WORK, "config_float32_eps.json")
-with open(float32_config, "w", encoding="utf-8") as f:
-    json.dump(config, f)
+float32_config = float32_eps_config(VIT, WORK)
 
 failures = []
 same_eps, _ = certify("vit_digits.safetensors", "safetensors_float32_eps", float32_config)

@@ -11,21 +11,17 @@ the radii by far more. A box the data leaves is refused naming the data file.
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
+
+from float32_eps import float32_eps_config
 
 REGATTA, VIT, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 DATA = os.path.join(VIT, "test_set.npz")
 
-with open(os.path.join(VIT, "config.json"), encoding="utf-8") as f:
-    config = json.load(f)
-config["layernorm_eps"] = struct.unpack("<f", struct.pack("<f", config["layernorm_eps"]))[0]
-float32_config = os.path.join(WORK, "config_float32_eps.json")
-with open(float32_config, "w", encoding="utf-8") as f:
-    json.dump(config, f)
+float32_config = float32_eps_config(VIT, WORK)
 
 
 def certify(model, name, extra):
