@@ -143,6 +143,21 @@ inline void grow(
   }
 }
 
+/// The least output 0 of the net over `samples` points of the box [−r, r]^n (every other one a corner): a
+/// value the function takes, so a threshold above it has a counterexample.
+inline double sampled_minimum(const Net& m, int n, double r, int samples = 20000) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(-r, r);
+  double least = std::numeric_limits<double>::infinity();
+  std::vector<Vector<double>> inputs;
+  for (int s = 0; s < samples; ++s) {
+    Vector<double> x(n);
+    for (int j = 0; j < n; ++j) x(j) = s % 2 == 0 ? (u(rng) < 0 ? -r : r) : u(rng);
+    least = std::min(least, m.forward(x, inputs)(0));
+  }
+  return least;
+}
+
 /// "Y_0 ≤ t is impossible on the box [−r, r]^n" as VNNLIB text (unsat: min y > t).
 inline std::string property(int n, double r, double t) {
   std::string s;

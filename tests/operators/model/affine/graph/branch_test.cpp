@@ -133,15 +133,7 @@ TEST(PhaseBranching, VerifyProvesWhatInputSplittingDoesNot) {
   const double r = 0.25;
   // The least output over many random corners and points: a known value of the function, so a threshold
   // above it has a counterexample near it.
-  std::mt19937_64 rng(9);
-  std::uniform_real_distribution<double> u(-r, r);
-  double sampled = inf;
-  std::vector<Vector<double>> pre;
-  for (int s = 0; s < 20000; ++s) {
-    Vector<double> x(n);
-    for (int j = 0; j < n; ++j) x(j) = s % 2 == 0 ? (u(rng) < 0 ? -r : r) : u(rng);
-    sampled = std::min(sampled, m.forward(x, pre)(0));
-  }
+  const double sampled = test::sampled_minimum(m, n, r);
   Matrix<double> C(1, 1);
   C << 1;
   const Vector<double> lo = Vector<double>::Constant(n, -r), hi = Vector<double>::Constant(n, r);

@@ -87,8 +87,9 @@ void check_branches(const Net& m, int n, double r, const char* what, std::vector
            ++swapped_violations;
        });
   EXPECT_GT(checked, 20) << what;
-  if (must_catch_swaps)
+  if (must_catch_swaps) {
     EXPECT_GT(swapped_violations, 0) << what << ": the sampling check cannot tell the half-lines apart";
+  }
   std::cout << what << ": " << branches << " branches, " << checked << " checked on samples, "
             << swapped_violations << " caught with swapped half-lines; split kinds:";
   for (const auto& [op, count] : split) std::cout << " " << graph::op_name(op) << " " << count;
@@ -167,15 +168,7 @@ TEST(GeneralBranching, VerifyProvesAGeluPropertyTheRootDoesNot) {
   const int n = 12;
   const Net m({n, 12, 12, 1}, Op::gelu, 8);
   const double r = 0.3;
-  std::mt19937_64 rng(9);
-  std::uniform_real_distribution<double> u(-r, r);
-  double sampled = inf;
-  std::vector<Vector<double>> in;
-  for (int s = 0; s < 20000; ++s) {
-    Vector<double> x(n);
-    for (int j = 0; j < n; ++j) x(j) = s % 2 == 0 ? (u(rng) < 0 ? -r : r) : u(rng);
-    sampled = std::min(sampled, m.forward(x, in)(0));
-  }
+  const double sampled = test::sampled_minimum(m, n, r);
   Matrix<double> C(1, 1);
   C << 1;
   const Vector<double> lo = Vector<double>::Constant(n, -r), hi = Vector<double>::Constant(n, r);
