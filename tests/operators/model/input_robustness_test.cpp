@@ -99,7 +99,9 @@ TEST(InputRobustness, CertifiedNumbersOfARecordStayBelowItsEstimates) {
     }
     EXPECT_LE(r.naive, r.attack) << i;
     EXPECT_LE(r.certified, r.attack) << i;
-    if (r.prediction == y && r.margin_lower > 0) EXPECT_GT(r.certified, 0) << i;
+    if (r.prediction == y && r.margin_lower > 0) {
+      EXPECT_GT(r.certified, 0) << i;
+    }
   }
 }
 
