@@ -158,6 +158,20 @@ inline double sampled_minimum(const Net& m, int n, double r, int samples = 20000
   return least;
 }
 
+/// The least output 0 of a 2-input net over the 1001 × 1001 grid of [−1, 1]²: an upper bound of its true
+/// minimum there.
+inline double grid_minimum(const Net& m) {
+  double least = std::numeric_limits<double>::infinity();
+  std::vector<Vector<double>> inputs;
+  for (int i = 0; i <= 1000; ++i)
+    for (int j = 0; j <= 1000; ++j) {
+      Vector<double> x(2);
+      x << -1 + 2.0 * i / 1000, -1 + 2.0 * j / 1000;
+      least = std::min(least, m.forward(x, inputs)(0));
+    }
+  return least;
+}
+
 /// "Y_0 ≤ t is impossible on the box [−r, r]^n" as VNNLIB text (unsat: min y > t).
 inline std::string property(int n, double r, double t) {
   std::string s;

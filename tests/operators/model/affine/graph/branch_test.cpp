@@ -105,14 +105,7 @@ TEST(PhaseBranching, ConvergesToTheGridMinimumOnATwoInputNet) {
     Matrix<double> C(1, 1);
     C << 1;
     operators::GraphAffineBranching bounder(m.g, box(lo, hi), C, Vector<double>(), {}, 80);
-    double grid = inf;  // the minimum over a 1001 × 1001 grid: an upper bound of the true minimum
-    std::vector<Vector<double>> pre;
-    for (int i = 0; i <= 1000; ++i)
-      for (int j = 0; j <= 1000; ++j) {
-        Vector<double> x(2);
-        x << -1 + 2.0 * i / 1000, -1 + 2.0 * j / 1000;
-        grid = std::min(grid, m.forward(x, pre)(0));
-      }
+    const double grid = test::grid_minimum(m);  // an upper bound of the true minimum
     const double root = bounder.root().lower[0];
     const double deep = tree_bound(bounder, 12);
     EXPECT_LE(root, grid);
