@@ -51,6 +51,7 @@ struct CertifyArgs {
   std::vector<double> input_range;   ///< LO,HI (over the graph)
   std::string checkpoint;            ///< finished rows kept here (task_runner.hpp)
   double budget = 0;                 ///< --budget-per-input seconds (0: none)
+  std::string position;              ///< --position last|K ("": last, for logits per token)
 };
 
 // --checkpoint: what the rows depend on (the model, its config, the data, the options that change a row).
@@ -63,6 +64,7 @@ TaskCheckpoint rows_checkpoint(const CertifyArgs& args, const std::string& confi
                          {"method", args.method}, {"compare", args.compare},
                          {"norm", args.norm},     {"input_range", args.input_range}};
   if (args.budget > 0) options["budget_per_input"] = args.budget;  // absent without: older files still match
+  if (!args.position.empty()) options["position"] = args.position;
   return {args.checkpoint, "regatta-certify-checkpoint-1", certify_fingerprint(files, options)};
 }
 
@@ -134,7 +136,7 @@ void run(const CertifyArgs& args, int& result) {
       args.norm,        args.radii,
       args.input_range, args.tolerance,
       args.method,      std::find(args.compare.begin(), args.compare.end(), "local") != args.compare.end(),
-      args.budget};
+      args.budget,      args.position};
   if (!args.input_range.empty() &&
       !(args.input_range.size() == 2 && std::isfinite(args.input_range[0]) &&
         std::isfinite(args.input_range[1]) && args.input_range[0] < args.input_range[1]))
@@ -155,6 +157,10 @@ void run(const CertifyArgs& args, int& result) {
                              : !args.input_range.empty() ? "--input-range"
                              : args.budget > 0           ? "--budget-per-input"
                                                          : nullptr;
+  if (!args.position.empty())
+    throw InputError("--position",
+                     "applies to an ONNX graph whose logits are per token; a safetensors model's logits are "
+                     "one row (its pooling)");
   std::string config = args.config;  // load_model's default: config.json beside the model, when there
   if (config.empty()) {
     const std::filesystem::path beside = std::filesystem::path(args.model).parent_path() / "config.json";
@@ -236,6 +242,10 @@ void add_certify_command(CLI::App& app, int& result) {
                   "tested by verify's "
                   "search (ReLU phase splitting; input splitting for l-inf); default: none")
       ->check(positive(1e7));
+  cmd->add_option("--position", args->position,
+                  "last or K: for an ONNX model whose logits are per token ([1, n, C] or [n, C], n > 1: a "
+                  "language model's head over every position), certify the prediction at token K (0-based; "
+                  "default: last, the next-token prediction); refused for any other model");
   cmd->add_option("--checkpoint", args->checkpoint,
                   "Keep each finished input's row in this file (rewritten atomically); a rerun with the same "
                   "file and inputs skips them")

@@ -88,6 +88,35 @@ GraphTestSet read_graph_test_set(const std::string& path, std::size_t size, std:
   return t;
 }
 
+/// --position on a graph whose logits are per token ([1, n, C] or [n, C], n > 1): the graph's output becomes
+/// the row of token K (the last by default: a causal language model's next-token prediction). Refused for
+/// any other output, or for K out of range.
+void select_position(CertifySource& s, const std::string& position) {
+  graph::Graph& g = *s.graph;
+  const std::int64_t n = operators::output_token_count(g);
+  if (n == 0) {
+    if (position.empty()) return;
+    throw InputError("--position",
+                     "applies to logits per token ([1, n, C] or [n, C] with n > 1); the output '" +
+                         g.values[std::size_t(g.outputs[0])].name + "' of " + s.model_path + " has shape " +
+                         graph::shape_text(g.values[std::size_t(g.outputs[0])].shape));
+  }
+  std::int64_t k = n - 1;
+  if (!position.empty() && position != "last") {
+    if (!std::all_of(position.begin(), position.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      throw InputError("--position", "'" + position + "' is neither 'last' nor a 0-based token index");
+    // Digits only: past the int64 range it is out of range all the same.
+    const std::int64_t parsed = position.size() > 18 ? n : std::int64_t(std::stoll(position));
+    if (parsed >= n)
+      throw InputError("--position", position + " is out of range: the logits have " + std::to_string(n) +
+                                         " tokens (0.." + std::to_string(n - 1) + ")");
+    k = parsed;
+  }
+  operators::select_output_token(g, k);
+  s.position = k;
+  s.positions = n;
+}
+
 }  // namespace
 
 std::string recognised_origin(const operators::RecognisedTransformer& t) {
@@ -119,6 +148,7 @@ CertifySource read_onnx_source(const std::string& model, const std::string& data
   s.model_path = model;
   s.data_path = data;
   s.graph = graph::import_onnx(model);
+  select_position(s, options.position);
   const graph::Graph& g = *s.graph;
   if (options.norm == "2" && options.input_range.empty()) {
     s.model = operators::recognise_transformer(g, &s.why_not);
@@ -146,6 +176,8 @@ void run_certify(const CertifySource& s, const CertifyOptions& a, const TaskChec
   o.model = s.model_path;
   o.data = s.data_path;
   o.norm = a.norm;
+  o.position = s.position;
+  o.positions = s.positions;
   o.compare_local = a.compare_local;
   std::optional<std::vector<operators::InputRobustness>> rows;
   // --budget-per-input runs on the graph (graph_input_robustness: a recognised transformer's plain row is

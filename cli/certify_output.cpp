@@ -59,6 +59,10 @@ void write_certify_output(const CertifyOutput& o) {
   const bool l2 = o.norm == "2";
   std::cout << "regatta certify: " << o.model << " on " << o.data << " (" << count << " inputs"
             << (l2 ? ")\n" : ", l-inf perturbations)\n");
+  if (o.position >= 0)
+    std::cout << "position: the logits of token " << o.position << " of " << o.positions
+              << (o.position == o.positions - 1 ? " (the last)" : "")
+              << " (the model's logits are per token; --position)\n";
   std::cout << "clean accuracy (estimate: predictions of the double forward pass): "
             << fraction_text(correct, count) << "\n";
   if (o.factors) {
@@ -125,6 +129,7 @@ void write_certify_output(const CertifyOutput& o) {
       j["model"] = o.model;
       j["data"] = o.data;
       j["norm"] = o.norm;
+      if (o.position >= 0) j["position"] = o.position;
       j["kinds"] = {
           {"margin", "estimate"},
           {"margin_lower", "certified lower bound"},

@@ -3,6 +3,7 @@
 // (read in cli/certify.cpp) and an ONNX graph (cli/certify_graph.cpp), both certified by one row function.
 // The per-input rows, the medians, the accuracies at the radii (exact counts), the --out JSON or CSV with the
 // kind of every number, and the --plot figure (docs/models.md).
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,6 +22,8 @@ namespace regatta::cli {
 struct CertifyOutput {
   std::string model, data;
   std::string norm = "2";  ///< the perturbation's norm: "2" or "inf" (ONNX graphs only)
+  /// The token whose logits are certified when the model's logits are per token (--position); -1: none.
+  std::int64_t position = -1, positions = 0;
   std::vector<operators::InputRobustness> rows;
   /// The naive certificate's factors, or nullopt and why_naive.
   std::optional<std::vector<operators::LipschitzFactor>> factors;
@@ -60,6 +63,9 @@ struct CertifySource {
   std::vector<std::vector<double>> inputs;
   std::vector<int> labels;
   std::optional<operators::RecognisedTransformer> model;
+  /// With logits per token (output_token_count > 0): the token selected by --position (its row is the
+  /// graph's output now) and the token count; -1 and 0 otherwise.
+  std::int64_t position = -1, positions = 0;
   std::string model_origin;  ///< how `model` was obtained (for the method line)
   std::string why_not;       ///< why no transformer was recognised in the graph (model empty)
 };
@@ -73,6 +79,7 @@ struct CertifyOptions {
   std::string method = "affine";  ///< affine forms, or region enclosures
   bool compare_local = false;     ///< --compare local
   double budget = 0;              ///< --budget-per-input seconds (graph_bab_radius.hpp); 0: none
+  std::string position;           ///< --position: "last", a 0-based index, or "" (the default: last)
 };
 
 /// "the graph's recognised transformer (the block pipeline; <summary>)", for the method line.
@@ -82,7 +89,8 @@ std::string recognised_origin(const operators::RecognisedTransformer& transforme
 /// (naming the model file), or an input outside --input-range (naming the data file).
 void check_graph_rows(const CertifySource& s, const CertifyOptions& options);
 
-/// The ONNX front end (certify_graph.cpp): the graph, its recognised transformer (on the l2 ball without a
+/// The ONNX front end (certify_graph.cpp): the graph (with logits per token, cut to the row of the token
+/// options.position selects, the last by default), its recognised transformer (on the l2 ball without a
 /// box: the only set the Model's certificates cover) and the test set's first `limit` inputs.
 CertifySource read_onnx_source(const std::string& model, const std::string& data, long limit,
                                const CertifyOptions& options);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <regatta/core/error.hpp>
 #include <regatta/graph/graph.hpp>
@@ -91,8 +92,13 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
          {"output_bias", !p.bo.empty()},
          {"nodes", p.nodes.size()}});
   // A whole transformer recognised (docs/models.md#recognised-transformers), or why not.
+  // Logits per token: read at the last token, as certify does by default (--position).
   std::string why_not;
-  const auto transformer = operators::recognise_transformer(g, &why_not);
+  const std::int64_t tokens = operators::output_token_count(g);
+  std::optional<graph::Graph> last;
+  if (tokens > 0) operators::select_output_token(last.emplace(g), tokens - 1);
+  const auto transformer = operators::recognise_transformer(last ? *last : g, &why_not);
+  if (tokens > 0) out["position"] = tokens - 1;
   if (transformer) {
     const operators::Model& m = transformer->model;
     out["transformer"] = {{"recognised", true},
@@ -142,6 +148,10 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
     }
     for (const auto& s : g.fusion.not_attention)
       std::cout << "  softmax not recognised as attention: " << printable(s) << "\n";
+    if (tokens > 0)
+      std::cout << "  logits per token (" << tokens
+                << " tokens): the transformer is read at the last token's "
+                << "row, as certify's default --position last\n";
     if (transformer)
       std::cout << "  transformer: recognised, " << transformer->summary()
                 << " (certify in l2 without --input-range runs the block pipeline on it)\n";

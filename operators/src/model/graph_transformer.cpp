@@ -314,8 +314,9 @@ bool takes_one_token(const Matcher& m, const Node& n, int v, std::size_t axis, s
 }
 
 /// The pooling of the final tokens v ([1, T, W] or [T, W]) to one row: Gather or Slice of the first or last
-/// token, or the mean (with a class token, of the Slice without it). Advances v to the pooled row.
-void match_pooling(Matcher& m, int& v, Model& model, bool normed) {
+/// token, or the mean (with a class token, of the Slice without it). Advances v to the pooled row. With
+/// `one_row` (v the head's logits of every token) only the Gather or Slice of one token is accepted.
+void match_pooling(Matcher& m, int& v, Model& model, bool normed, bool one_row = false) {
   const graph::Graph& g = m.graph();
   const Eigen::Index T = model.tokens();
   const std::size_t axis = m.shape(v).size() - 2;  // the token axis
@@ -332,6 +333,10 @@ void match_pooling(Matcher& m, int& v, Model& model, bool normed) {
   }
   if (n.op == Op::gather || (n.op == Op::slice && row >= 0 && (T == 1 || !model.class_token || row == 0))) {
     if (row != 0 && row != T - 1) throw Refusal{describe(n) + " takes neither the first nor the last token"};
+    if (row == 0 && T > 1 && model.causal)
+      throw Refusal{describe(n) +
+                    " takes the first token of a causal model (which sees that token alone): no "
+                    "pooling of the Model"};
     // The first token: the class token, or for text BERT's [CLS] position; the last: a causal model's
     // summary token. A single token is the last of a causal model and the first of any other.
     const bool first_is_cls = model.class_token || model.text();
@@ -345,6 +350,7 @@ void match_pooling(Matcher& m, int& v, Model& model, bool normed) {
     v = n.output;
     return;
   }
+  if (one_row) throw Refusal{"the logits of every token go to " + describe(n) + ", not one token's row"};
   if (n.op != Op::slice && n.op != Op::reduce_mean)
     throw Refusal{"the final tokens go to " + describe(n) + ", not a pooling"};
   // The mean of the patch tokens: with a class token, a Slice dropping it before the ReduceMean.
@@ -378,8 +384,27 @@ Affine with_bias(Affine a) {
   return a;
 }
 
+/// Whether the tokens v are read by one linear map (a language model's head over every token).
+bool head_over_tokens(Matcher& m, int& v) {
+  v = m.skip_identity(v);
+  if (m.users(v).size() != 1 || is_output(m.graph(), v)) return false;
+  const Node& n = m.graph().nodes[std::size_t(m.users(v)[0])];
+  return (n.op == Op::matmul || n.op == Op::gemm) && n.inputs[0] == v;
+}
+
+/// The head's output v, the graph's one output: sets the classes.
+void match_logits(Matcher& m, int v, Model& model) {
+  const graph::Graph& g = m.graph();
+  v = m.skip_identity(v);
+  model.classes = int(model.head.W.cols());
+  if (g.outputs.size() != 1 || g.outputs[0] != v || graph::element_count(m.shape(v)) != model.classes)
+    throw Refusal{"the head's output '" + m.value(v).name + "' is not the graph's one output"};
+}
+
 /// The final norm, the pooling, BERT's pooler (a linear map to the width and tanh) and the head, from the
-/// last block's tokens v to the graph's output.
+/// last block's tokens v to the graph's output. A causal language model's head over every token, then one
+/// token's row of its logits (the row `regatta certify --position` selects), is the same function as the
+/// head of that token's row: the final norm and the head act on each token alone.
 void match_output(Matcher& m, int v, Model& model, double& eps) {
   const graph::Graph& g = m.graph();
   const Eigen::Index W = model.width;
@@ -387,6 +412,13 @@ void match_output(Matcher& m, int v, Model& model, double& eps) {
   if (reader_of_kind(m, v, Op::layer_norm) >= 0) {
     model.final_norm = m.layer_norm(v, int(W), eps, "final norm");
     normed = true;
+  }
+  if (head_over_tokens(m, v)) {
+    model.head = with_bias(m.linear(v, int(W), "head"));
+    match_pooling(m, v, model, normed, true);
+    skip_reshapes(m, v, model.head.W.cols());
+    match_logits(m, v, model);
+    return;
   }
   match_pooling(m, v, model, normed);
   skip_reshapes(m, v, W);
@@ -404,10 +436,7 @@ void match_output(Matcher& m, int v, Model& model, double& eps) {
     last = with_bias(m.linear(v, int(W), "head"));
   }
   model.head = std::move(last);
-  v = m.skip_identity(v);
-  model.classes = int(model.head.W.cols());
-  if (g.outputs.size() != 1 || g.outputs[0] != v || graph::element_count(m.shape(v)) != model.classes)
-    throw Refusal{"the head's output '" + m.value(v).name + "' is not the graph's one output"};
+  match_logits(m, v, model);
 }
 
 Model match(const graph::Graph& g) {

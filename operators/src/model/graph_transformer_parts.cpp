@@ -237,6 +237,16 @@ NormParameters Matcher::layer_norm(int& v, int width, double& eps, const std::st
 std::pair<double, double> Matcher::scalar_enclosure(int v, const std::string& what) {
   if (graph::element_count(shape(v)) != 1) throw Refusal{"the " + what + " is not a scalar"};
   if (value(v).constant) return {value(v).data[0], value(v).data[0]};
+  // Identity nodes (an ONNX Cast to float or double, Identity) and reshapes of the scalar keep its real
+  // value: torch writes `/ (d // heads) ** 0.5` as Cast(Pow(c, 0.5)). Each has this scalar as its only
+  // reader, as the node computing the scale must.
+  for (const Node* w = producer(v); w && (w->op == Op::identity || w->op == Op::reshape);) {
+    if (users(v).size() != 1) throw Refusal{"the " + what + " has more than one reader"};
+    consume(producer_[std::size_t(v)]);
+    v = w->inputs[0];
+    if (value(v).constant) return {value(v).data[0], value(v).data[0]};
+    w = producer(v);
+  }
   const int k = producer_[std::size_t(v)];
   const Node* n = producer(v);
   auto constant_scalar = [&](int u) -> double {

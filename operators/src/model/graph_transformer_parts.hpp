@@ -70,7 +70,8 @@ class Matcher {
 
  private:
   /// The interval64 enclosure [lo, hi] of the real value of an input-free scalar, consuming the nodes that
-  /// compute it (a constant; Pow(constant, ±1/2); Sqrt(constant)).
+  /// compute it (a constant; Pow(constant, ±1/2); Sqrt(constant); any of them under identity nodes or
+  /// reshapes, such as the Cast torch writes after the Pow).
   std::pair<double, double> scalar_enclosure(int v, const std::string& what);
   bool input_free(int v) const;
   /// Whether the node keeps its input's data in the same row-major order (reshape, identity, a transpose that

@@ -7,6 +7,7 @@
 // constants. The result is the operators::Model of the same real-number function, so that the certificates of
 // the block pipeline (model_affine.hpp) apply to the graph.
 #include <atomic>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,16 @@ struct RecognisedTransformer {
 /// enclosure of 1/√head_dim the block pipeline uses. After the match, a guard: the double forward of the
 /// graph and of the model at three seeded points agree to 1e-10 relative (a safety net, not the proof).
 std::optional<RecognisedTransformer> recognise_transformer(const graph::Graph& graph, std::string* why_not);
+
+/// The length n of the token axis of the graph's one output: n for [1, n, C] or [n, C] with n > 1 (logits
+/// per token, as a language model's head over every position writes them), 0 for any other output.
+std::int64_t output_token_count(const graph::Graph& graph);
+
+/// Makes the graph's output the logits of token `position` alone (0 <= position < output_token_count;
+/// std::invalid_argument otherwise): a Gather of that row along the token axis is appended and becomes the
+/// one output ([1, C] or [C]). recognise_transformer reads a head over every token followed by the first or
+/// last token's row as the model pooling that token (docs/models.md#per-token-logits-one-position).
+void select_output_token(graph::Graph& graph, std::int64_t position);
 
 /// graph_input_robustness's row for a recognised transformer on the ℓ2 ball without a valid-range box: the
 /// row `regatta certify` computes for the model itself (input_robustness with affine forms: the double and
