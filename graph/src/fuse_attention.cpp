@@ -34,7 +34,7 @@ std::int64_t count_of(const Graph& g, int v) { return element_count(shape_of(g, 
 
 bool moves_data(Op op) {
   return op == Op::reshape || op == Op::transpose || op == Op::slice || op == Op::gather ||
-         op == Op::identity;
+         op == Op::expand || op == Op::identity;
 }
 
 /// A path of data movement and scalar factors from `from` to a later value.

@@ -1,11 +1,13 @@
 // The fusion pass on rotary attention (docs/graph.md#fusion): hand-built graphs in the form of Hugging Face's
-// LLaMA (q·cos + rotate_half(q)·sin on [n, H, d_h] before the heads are transposed). What is recorded is
+// LLaMA (q·cos + rotate_half(q)·sin on [n, H, d_h] before the heads are transposed; grouped-query keys and
+// values repeated by Expand after the rotation, as its repeat_kv does). What is recorded is
 // checked against a second computation: operators' attend with Rotary{θ} (its own tables, its own rotation)
 // at the same tokens gives the graph's output, and operators::rotary_of recovers θ from the recorded tables.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/fuse.hpp>
@@ -32,7 +34,7 @@ Matrix<double> rows(const std::vector<double>& data, int r, int c) {
   return m;
 }
 
-enum class Variant { hugging_face, swapped_signs, float32_tables, values_rotated };
+enum class Variant { hugging_face, swapped_signs, float32_tables, values_rotated, grouped };
 
 struct Built {
   Graph graph;
@@ -40,13 +42,16 @@ struct Built {
 };
 
 /// One causal self-attention layer of H heads, rotary on Q and K with base θ (the variant: the HF form, the
-/// sign of rotate_half on the other half, tables rounded to float32, or the values rotated too).
+/// sign of rotate_half on the other half, tables rounded to float32, the values rotated too, or grouped-query
+/// attention: one key/value head rotated, then repeated over the H query heads by Expand as HF's repeat_kv).
 Built layer(double theta, Variant variant) {
+  const bool grouped = variant == Variant::grouped;
+  const int kv = grouped ? 1 : H;
   Built r{{},
           ramp(d * H * dh, 0.7),
           ramp(H * dh, 0.4),
-          ramp(d * H * dh, 1.3),
-          ramp(d * H * dh, 2.1),
+          ramp(d * kv * dh, 1.3),
+          ramp(d * kv * dh, 2.1),
           ramp(H * dh * d, 0.9)};
   Graph& g = r.graph;
   const auto value = [&](Shape s, bool constant = false, std::vector<double> data = {}) {
@@ -70,8 +75,8 @@ Built layer(double theta, Variant variant) {
   const int cos = value({n, 1, dh}, true, c), sin = value({n, 1, dh}, true, s);
   const int x = value({n, d});
   g.inputs = {x};
-  const Shape heads{n, H, dh}, halves{n, H, dh / 2};
   const auto rotate = [&](int z) {
+    const Shape heads = g.values[static_cast<std::size_t>(z)].shape, halves{heads[0], heads[1], dh / 2};
     const int second = node(Op::slice, {z}, halves, SliceAttrs{{0, 0, dh / 2}, {1, 1, 1}});
     const int first = node(Op::slice, {z}, halves, SliceAttrs{{0, 0, 0}, {1, 1, 1}});
     const int turned =
@@ -83,13 +88,24 @@ Built layer(double theta, Variant variant) {
   const auto projected = [&](const std::vector<double>& w, const std::vector<double>* b, bool rotated) {
     int p = node(Op::matmul, {x, value({d, H * dh}, true, w)}, {n, H * dh});
     if (b) p = node(Op::add, {p, value({H * dh}, true, *b)}, {n, H * dh});
-    const int z = node(Op::reshape, {p}, heads);
+    const int z = node(Op::reshape, {p}, {n, H, dh});
     return rotated ? rotate(z) : z;
   };
   const int q = node(Op::transpose, {projected(r.wq, &r.bq, true)}, {H, n, dh}, TransposeAttrs{{1, 0, 2}});
-  const int k = node(Op::transpose, {projected(r.wk, nullptr, true)}, {H, dh, n}, TransposeAttrs{{1, 2, 0}});
-  const int v = node(Op::transpose, {projected(r.wv, nullptr, variant == Variant::values_rotated)},
-                     {H, n, dh}, TransposeAttrs{{1, 0, 2}});
+  // [n, kv, d_h] → [kv, n, d_h] → [kv, 1, n, d_h] → Expand [kv, H/kv, n, d_h] → [H, n, d_h].
+  const auto repeated = [&](const std::vector<double>& w, bool rotated) {
+    int z = node(Op::matmul, {x, value({d, kv * dh}, true, w)}, {n, kv * dh});
+    z = node(Op::reshape, {z}, {n, kv, dh});
+    if (rotated) z = rotate(z);
+    z = node(Op::reshape, {node(Op::transpose, {z}, {kv, n, dh}, TransposeAttrs{{1, 0, 2}})}, {kv, 1, n, dh});
+    return node(Op::reshape, {node(Op::expand, {z}, {kv, H / kv, n, dh})}, {H, n, dh});
+  };
+  const int k =
+      grouped ? node(Op::transpose, {repeated(r.wk, true)}, {H, dh, n}, TransposeAttrs{{0, 2, 1}})
+              : node(Op::transpose, {projected(r.wk, nullptr, true)}, {H, dh, n}, TransposeAttrs{{1, 2, 0}});
+  const int v = grouped ? repeated(r.wv, false)
+                        : node(Op::transpose, {projected(r.wv, nullptr, variant == Variant::values_rotated)},
+                               {H, n, dh}, TransposeAttrs{{1, 0, 2}});
   std::vector<double> mask(n * n, 0.0);
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) mask[static_cast<std::size_t>(i * n + j)] = -1e9;
@@ -106,8 +122,10 @@ Built layer(double theta, Variant variant) {
   return r;
 }
 
-/// Head h's columns of a stacked d x (H·d_h) matrix.
-Matrix<double> head(const std::vector<double>& w, int h) { return rows(w, d, H * dh).middleCols(h * dh, dh); }
+/// Head h's columns of a stacked d x (heads·d_h) matrix.
+Matrix<double> head(const std::vector<double>& w, int h, int heads = H) {
+  return rows(w, d, heads * dh).middleCols(h * dh, dh);
+}
 
 TEST(FusionRotary, RecordsQueriesAndKeysRotatedWithTheGraphsTables) {
   const Built b = layer(10000, Variant::hugging_face);
@@ -133,9 +151,13 @@ TEST(FusionRotary, RecordsQueriesAndKeysRotatedWithTheGraphsTables) {
 }
 
 TEST(FusionRotary, OperatorsRotaryAttentionGivesTheGraphsOutput) {
-  for (double theta : {10000.0, 500000.0, 1234.5}) {
-    const Built b = layer(theta, Variant::hugging_face);
-    ASSERT_EQ(b.graph.attention.size(), 1u);
+  for (const auto& [theta, variant] :
+       {std::pair{10000.0, Variant::hugging_face}, std::pair{500000.0, Variant::hugging_face},
+        std::pair{1234.5, Variant::hugging_face}, std::pair{100.0, Variant::grouped}}) {
+    const bool grouped = variant == Variant::grouped;
+    const Built b = layer(theta, variant);
+    ASSERT_EQ(b.graph.attention.size(), 1u)
+        << (b.graph.fusion.not_attention.empty() ? "" : b.graph.fusion.not_attention[0]);
     const AttentionPattern& p = b.graph.attention[0];
     std::string why;
     const auto rotary = operators::rotary_of(p, &why);
@@ -148,8 +170,11 @@ TEST(FusionRotary, OperatorsRotaryAttentionGivesTheGraphsOutput) {
     for (int h = 0; h < H; ++h) {
       l.WQ.push_back(head(b.wq, h));
       l.bQ.push_back(Eigen::Map<const Vector<double>>(b.bq.data() + h * dh, dh));
-      l.WK.push_back(head(b.wk, h));
-      l.WV.push_back(head(b.wv, h));
+      // Grouped: every query head shares the one key/value head; the pattern repeats it per head.
+      l.WK.push_back(grouped ? head(b.wk, 0, 1) : head(b.wk, h));
+      l.WV.push_back(grouped ? head(b.wv, 0, 1) : head(b.wv, h));
+      EXPECT_EQ(rows(p.wk[h], d, dh), l.WK.back());
+      EXPECT_EQ(rows(p.wv[h], d, dh), l.WV.back());
     }
     l.WO = rows(b.wo, H * dh, d);
     l.rotary = rotary;
