@@ -9,6 +9,8 @@
 // recognised and give torch's logits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -16,6 +18,8 @@
 
 #include <regatta/core/io/npy.hpp>
 #include <regatta/core/resources.hpp>
+#include <regatta/graph/evaluate.hpp>
+#include <regatta/operators/graph_robustness.hpp>
 #include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
@@ -180,6 +184,26 @@ TEST(GraphTransformerLayouts, Llama) {
   Model other = llama;
   for (auto& blk : other.blocks) blk.attention.rotary->theta = 500000;
   expect_recognised(other, 7, "llama theta 500000");
+}
+
+// graph_input_robustness does not hand a rotary graph to the recognised Model (whose rotation is exact, the
+// graph's tables rounded): LLaMA's row is the graph pass's (refuted NaN marks it), GPT-2's the Model's.
+TEST(GraphTransformerLayouts, RobustnessOfARotaryGraphWalksTheGraph) {
+  for (const std::string name : {"llama", "gpt2"}) {
+    const Model m = text(name);
+    const Eigen::Index n = 4;
+    std::vector<double> x;
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < m.width; ++j) x.push_back(0.1 * std::sin(double(3 * i + j)));
+    const graph::Graph g = model_graph(m, Eigen::Index(x.size()), name);
+    const graph::Shape& shape = g.values[std::size_t(g.inputs[0])].shape;
+    const std::vector<double> y = graph::evaluate<double>(g, {graph::Tensor<double>{shape, x}})[0].data;
+    const int label = int(std::max_element(y.begin(), y.end()) - y.begin());
+    const InputRobustness r = graph_input_robustness(g, x, label, GraphRobustnessOptions{});
+    EXPECT_EQ(std::isnan(r.refuted), name == "llama") << name;
+    EXPECT_GT(r.certified, 0) << name;
+    EXPECT_LE(r.certified, r.attack) << name;
+  }
 }
 
 TEST(GraphTransformerLayouts, AGatedRmsNormVit) {
