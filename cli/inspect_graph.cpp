@@ -170,9 +170,16 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
     }
     for (const auto& s : g.fusion.not_attention)
       std::cout << "  softmax not recognised as attention: " << printable(s) << "\n";
+    const bool rotary =
+        transformer && !transformer->model.blocks.empty() && transformer->model.blocks[0].attention.rotary;
+    const bool onnx = origin.rfind("ONNX", 0) == 0;
     if (transformer)
       std::cout << "  transformer: recognised, " << transformer->summary()
-                << " (certify in l2 without --input-range runs the block pipeline on it)\n";
+                << (!rotary ? " (certify in l2 without --input-range runs the block pipeline on it)\n"
+                    : onnx  ? " (rotary: certify's rows walk the graph, whose binary64 tables are the file's "
+                              "function, not the Model's exact rotation)\n"
+                            : " (certify in l2 runs the block pipeline on it; not over the graph, whose "
+                              "rotary tables round the Model's rotation)\n");
     else
       std::cout << "  transformer: not recognised: " << printable(why_not) << "\n";
     std::cout << "  unsupported operators: none (a model with any is refused with their list, exit 2)\n";
