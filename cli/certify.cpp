@@ -70,8 +70,8 @@ TaskCheckpoint rows_checkpoint(const CertifyArgs& args, const std::string& confi
 
 /// The safetensors front end: the Model read, its test set (text: tokens looked up in the embedding table),
 /// the graph of the Model on that input length (model_graph, fused) and the transformer recognised in it: the
-/// rows are the recognised Model's, as for an ONNX file. LLaMA keeps the Model read: the fusion pass does not
-/// recognise attention with rotary embeddings (docs/models.md#certifying-a-model-file).
+/// rows are the recognised Model's, as for an ONNX file (LLaMA's too: rotary attention, docs/graph.md#fusion;
+/// docs/models.md#certifying-a-model-file).
 CertifySource read_safetensors_source(const CertifyArgs& args) {
   Model m = operators::load_model(args.model, args.config);
   TestSet data = read_test_set(args.data, m, args.limit);
@@ -81,24 +81,21 @@ CertifySource read_safetensors_source(const CertifyArgs& args) {
   s.labels = std::move(data.labels);
   for (const Vector<double>& x : data.images) s.inputs.emplace_back(x.data(), x.data() + x.size());
   data.images.clear();
-  if (m.layout == "llama") {
-    s.model = operators::RecognisedTransformer{std::move(m), {}};
-    s.model_origin = "the llama model read from safetensors (rotary attention: not recognised in a graph)";
-    return s;
-  }
   s.graph = operators::model_graph(m, Eigen::Index(s.inputs.front().size()), args.model);
   s.model = operators::recognise_transformer(*s.graph, &s.why_not);
-  // Every safetensors layout but LLaMA is recognised: a refusal is a defect of the recognition, not of the
-  // file.
+  // Every safetensors layout is recognised: a refusal is a defect of the recognition, not of the file.
   if (!s.model)
     throw std::logic_error("certify: the graph of the " + m.layout +
                            " model is not recognised: " + s.why_not);
   // One token: a causal model's graph has no mask to read (one key), so the graph cannot tell its causal
-  // last-token attention from an unmasked one, the same function; the file's flags say which it is.
+  // last-token attention from an unmasked one, the same function; the file's flags say which it is. Nor can
+  // it tell the rotary θ (every angle is 0): the file's.
   if (m.text() && s.model->model.context == 1) {
     s.model->model.causal = m.causal;
     s.model->model.pooling = m.pooling;
     s.model->model.layout = m.layout;
+    for (std::size_t b = 0; b < m.blocks.size(); ++b)
+      s.model->model.blocks[b].attention.rotary = m.blocks[b].attention.rotary;
   }
   s.model_origin = recognised_origin(*s.model);
   return s;
@@ -168,10 +165,14 @@ void run(const CertifyArgs& args, int& result) {
   }
   CertifySource source = read_safetensors_source(args);
   if (graph_option) {
-    if (!source.graph)
-      throw InputError(graph_option,
-                       "applies to models written as graphs; the llama layout is certified on "
-                       "its Model in l2 only (its rotary attention is not fused in a graph)");
+    // The graph's rotary tables are binary64 cos and sin of binary64 angles, the Model's rotation exact: rows
+    // on the graph would certify the rounded-table function, not the file's Model.
+    for (const auto& layer : source.graph->attention)
+      if (layer.q_rotary || layer.k_rotary)
+        throw InputError(graph_option,
+                         "applies to models written as graphs; the " + source.model->model.layout +
+                             " layout is certified on its Model in l2 only (its graph's rotary tables are "
+                             "binary64 roundings of the Model's exact rotation)");
     if (args.norm != "2" || !args.input_range.empty()) {
       source.why_not = args.norm != "2" ? "--norm inf" : "--input-range";
       source.model.reset();  // the recognised Model's certificates cover the l2 ball without a box only

@@ -152,6 +152,14 @@ CertifySource read_onnx_source(const std::string& model, const std::string& data
   const graph::Graph& g = *s.graph;
   if (options.norm == "2" && options.input_range.empty()) {
     s.model = operators::recognise_transformer(g, &s.why_not);
+    // A rotary Model rotates by the exact angles of its θ; this file's function uses its binary64 tables as
+    // they are, which the Model's enclosures need not contain: its rows walk the graph
+    // (docs/graph.md#fusion).
+    if (s.model && !s.model->model.blocks.empty() && s.model->model.blocks[0].attention.rotary) {
+      s.model.reset();
+      s.why_not =
+          "rotary attention (the file's binary64 tables are not the recognised Model's exact rotation)";
+    }
     if (s.model) s.model_origin = recognised_origin(*s.model);
   } else {
     s.why_not = options.norm == "2" ? "--input-range" : "--norm inf";

@@ -8,9 +8,11 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include <regatta/core/error.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/operators/graph_rotary.hpp>
 #include <regatta/operators/graph_transformer.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
@@ -25,6 +27,13 @@ bool is_onnx_path(const std::string& path) {
 }
 
 namespace {
+
+/// The θ of a rotary attention layer's tables (operators::rotary_of), or the reason none is read.
+std::pair<std::optional<double>, std::string> rotary_theta(const graph::AttentionPattern& p) {
+  std::string why;
+  const auto r = operators::rotary_of(p, &why);
+  return {r ? std::optional<double>(r->theta) : std::nullopt, why};
+}
 
 /// The graph view: inputs, outputs, nodes by kind, folding, fusion, attention layers, every node. `origin`
 /// says where the graph came from ("ONNX opset 17, after folding", "safetensors layout gpt2").
@@ -68,7 +77,7 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
                    {"rms_norm", g.fusion.rms_norms},
                    {"not_attention", g.fusion.not_attention}};
   out["attention"] = nlohmann::json::array();
-  for (const auto& p : g.attention)
+  for (const auto& p : g.attention) {
     out["attention"].push_back(
         {{"name", p.name},
          {"input", g.values[static_cast<std::size_t>(p.input)].name},
@@ -91,6 +100,15 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
          {"output_projection", p.output_projection},
          {"output_bias", !p.bo.empty()},
          {"nodes", p.nodes.size()}});
+    if (p.q_rotary || p.k_rotary) {
+      const auto [theta, why] = rotary_theta(p);
+      out["attention"].back()["rotary"] = {
+          {"q", p.q_rotary.has_value()},
+          {"k", p.k_rotary.has_value()},
+          {"theta", theta ? nlohmann::json(*theta) : nlohmann::json(nullptr)},
+          {"why_not", why}};
+    }
+  }
   // A whole transformer recognised (docs/models.md#recognised-transformers), or why not.
   // Logits per token: read at the last token, as certify does by default (--position).
   std::string why_not;
@@ -144,7 +162,16 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
         std::cout << " (fill " << p.mask_fill << ")";
       std::cout << ", scale " << p.scale
                 << (p.output_projection ? ", output projection" : ", no output projection")
-                << (p.out_width != p.width ? " to width " + std::to_string(p.out_width) : "") << "\n";
+                << (p.out_width != p.width ? " to width " + std::to_string(p.out_width) : "");
+      if (p.q_rotary || p.k_rotary) {
+        const auto [theta, why] = rotary_theta(p);
+        std::cout << ", rotary on " << (p.q_rotary && p.k_rotary ? "Q and K" : p.q_rotary ? "Q" : "K");
+        if (theta)
+          std::cout << " (theta " << *theta << ", tables regenerated bit for bit)";
+        else
+          std::cout << " (" << printable(why) << ")";
+      }
+      std::cout << "\n";
     }
     for (const auto& s : g.fusion.not_attention)
       std::cout << "  softmax not recognised as attention: " << printable(s) << "\n";
@@ -152,9 +179,16 @@ nlohmann::json describe(const graph::Graph& g, const std::string& path, const st
       std::cout << "  logits per token (" << tokens
                 << " tokens): the transformer is read at the last token's "
                 << "row, as certify's default --position last\n";
+    const bool rotary =
+        transformer && !transformer->model.blocks.empty() && transformer->model.blocks[0].attention.rotary;
+    const bool onnx = origin.rfind("ONNX", 0) == 0;
     if (transformer)
       std::cout << "  transformer: recognised, " << transformer->summary()
-                << " (certify in l2 without --input-range runs the block pipeline on it)\n";
+                << (!rotary ? " (certify in l2 without --input-range runs the block pipeline on it)\n"
+                    : onnx  ? " (rotary: certify's rows walk the graph, whose binary64 tables are the file's "
+                              "function, not the Model's exact rotation)\n"
+                            : " (certify in l2 runs the block pipeline on it; not over the graph, whose "
+                              "rotary tables round the Model's rotation)\n");
     else
       std::cout << "  transformer: not recognised: " << printable(why_not) << "\n";
     std::cout << "  unsupported operators: none (a model with any is refused with their list, exit 2)\n";

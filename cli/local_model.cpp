@@ -11,6 +11,7 @@
 #include <regatta/core/io/array.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/graph.hpp>
+#include <regatta/operators/graph_rotary.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
 #ifdef REGATTA_HAVE_ONNX
@@ -102,12 +103,14 @@ ModelLayer rebuild(const graph::AttentionPattern& p, const std::vector<graph::Te
   }
   l.WO = matrix(p.wo, std::int64_t(p.heads) * p.value_dim, p.out_width);
   if (!p.bo.empty()) l.bO = Eigen::Map<const Vector<double>>(p.bo.data(), p.out_width);
+  if (p.q_rotary || p.k_rotary) l.rotary = operators::rotary_of(p, nullptr);  // checked by model_layers
   l.validate();
   m.resolved.options.causal = p.mask == graph::AttentionMask::causal;
   std::ostringstream source;
   source << model << " node '" << p.name << "'";
   if (!p.output_projection) source << " (no output projection: W^O merges the heads)";
   if (m.folded) source << " (score factor " << p.scale << " folded into W_Q, b_Q)";
+  if (l.rotary) source << " (rotary theta " << l.rotary->theta << ")";
   m.resolved.source = source.str();
   m.X = matrix(values[static_cast<std::size_t>(p.input)].data, p.tokens, p.width);
   if (!p.self())
@@ -180,6 +183,10 @@ std::vector<ModelLayer> model_layers(const LayerArgs& args, const std::string& i
     if (p->mask == graph::AttentionMask::additive)
       throw InputError("--node", "the layer " + regatta::quoted(p->name) +
                                      " has an additive mask that is neither none nor causal (not modelled)");
+    std::string why;
+    if ((p->q_rotary || p->k_rotary) && !operators::rotary_of(*p, &why))
+      throw InputError("--node", "the layer " + regatta::quoted(p->name) + " has a rotary embedding " +
+                                     "operators' layers do not read: " + why);
     if (!p->self() && !allow_cross)
       throw InputError("--node", "the layer " + regatta::quoted(p->name) +
                                      " is cross-attention; this command analyses self-attention");

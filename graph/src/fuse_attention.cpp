@@ -34,7 +34,7 @@ std::int64_t count_of(const Graph& g, int v) { return element_count(shape_of(g, 
 
 bool moves_data(Op op) {
   return op == Op::reshape || op == Op::transpose || op == Op::slice || op == Op::gather ||
-         op == Op::identity;
+         op == Op::expand || op == Op::identity;
 }
 
 /// A path of data movement and scalar factors from `from` to a later value.
@@ -206,8 +206,11 @@ std::optional<Projection> projection(const Index& ix, int p) {
 /// the head, the projection column it reads (heads x dim entries).
 struct Side {
   Projection proj;
-  Chain chain;
+  Chain chain;  // from the projection (or the rotary embedding) to the side
   std::vector<std::int64_t> column;
+  std::optional<RotaryMatch> rotary;
+  Chain inner;  // with a rotary embedding: from the projection to its z
+  std::optional<RotaryPattern> pattern;
 };
 
 /// `v` has shape [batch..., a, b] with batch product `heads`; `tokens_last` says whether the token axis is
@@ -217,10 +220,20 @@ std::optional<Side> side(const Index& ix, int v, std::int64_t heads, bool tokens
   const Graph& g = ix.graph();
   Side s;
   s.chain = back_chain(ix, v);
-  const auto p = projection(ix, s.chain.from);
+  auto p = projection(ix, s.chain.from);
   if (!p) {
-    why = std::string(what) + " is not a constant linear map of tokens";
-    return std::nullopt;
+    std::string rotary_why;
+    s.rotary = rotary_at(ix, s.chain.from, rotary_why);
+    if (s.rotary) {
+      s.inner = back_chain(ix, s.rotary->z);
+      p = projection(ix, s.inner.from);
+    }
+    if (!p) {
+      why = std::string(what) + " is not a constant linear map of tokens" +
+            (s.rotary ? " (before its rotary embedding)" : "") +
+            (rotary_why.empty() ? "" : " (" + rotary_why + ")");
+      return std::nullopt;
+    }
   }
   s.proj = *p;
   const Shape& sh = shape_of(g, v);
@@ -231,7 +244,13 @@ std::optional<Side> side(const Index& ix, int v, std::int64_t heads, bool tokens
           std::to_string(s.proj.rows) + " rows";
     return std::nullopt;
   }
-  const auto pos = positions(g, s.chain);
+  auto pos = positions(g, s.chain);
+  std::vector<std::int64_t> zpos;  // with a rotary embedding: the entry of z (or its result) of each entry
+  if (s.rotary) {
+    zpos = pos;
+    const auto before = positions(g, s.inner);
+    for (auto& e : pos) e = before[static_cast<std::size_t>(e)];
+  }
   s.column.assign(static_cast<std::size_t>(heads * dim), -1);
   for (std::int64_t h = 0; h < heads; ++h)
     for (std::int64_t i = 0; i < a; ++i)
@@ -245,6 +264,13 @@ std::optional<Side> side(const Index& ix, int v, std::int64_t heads, bool tokens
         }
         col = at % s.proj.out;
       }
+  if (s.rotary)
+    s.pattern = rotary_pattern(*s.rotary, s.proj.out, s.column, heads, a, b, tokens_last, pos, zpos);
+  if (s.rotary && !s.pattern) {
+    why = std::string(what) + "'s rotary embedding is not q*cos + rotate_half(q)*sin over each head's " +
+          "coordinates with tables the same for every head";
+    return std::nullopt;
+  }
   return s;
 }
 
@@ -269,26 +295,6 @@ std::vector<std::vector<double>> head_biases(const Side& s, std::int64_t heads, 
       b[static_cast<std::size_t>(h)].push_back(
           s.proj.b[static_cast<std::size_t>(s.column[static_cast<std::size_t>(h * dim + c)])]);
   return b;
-}
-
-/// `data` of shape `from` broadcast (numpy rules) to `to`.
-std::vector<double> broadcast(const std::vector<double>& data, const Shape& from, const Shape& to) {
-  std::vector<double> out(static_cast<std::size_t>(element_count(to)));
-  for (std::size_t e = 0; e < out.size(); ++e) {
-    std::int64_t rest = static_cast<std::int64_t>(e), src = 0, stride = 1;
-    for (std::size_t k = to.size(); k-- > 0;) {
-      const std::int64_t i = rest % to[k];
-      rest /= to[k];
-      const std::size_t off = to.size() - k;
-      if (off <= from.size()) {
-        const std::int64_t dim = from[from.size() - off];
-        src += (dim == 1 ? 0 : i) * stride;
-        stride *= dim;
-      }
-    }
-    out[e] = data[static_cast<std::size_t>(src)];
-  }
-  return out;
 }
 
 std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::string& why) {
@@ -384,6 +390,10 @@ std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::s
     why = "keys and values are not maps of the same tokens";
     return std::nullopt;
   }
+  if (val->rotary) {
+    why = "the values are rotated (a rotary embedding applies to queries and keys)";
+    return std::nullopt;
+  }
   if (val->chain.factor != 1) {
     why = "a constant factor scales the values";
     return std::nullopt;
@@ -391,7 +401,7 @@ std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::s
   // The mask, applied in order to a·scores + M (where-masked entries: a = 0, M = the fill).
   const std::size_t count = static_cast<std::size_t>(element_count(ss));
   std::vector<double> a(count, 1), mk(count, 0);
-  double factor = q->chain.factor * k->chain.factor;
+  double factor = q->chain.factor * q->inner.factor * k->chain.factor * k->inner.factor;
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     if (it->constant < 0) {
       for (std::size_t e = 0; e < count; ++e) a[e] *= it->factor, mk[e] *= it->factor;
@@ -492,6 +502,10 @@ std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::s
   for (const Side* s : {&*q, &*k, &*val}) {
     nodes.insert(nodes.end(), s->chain.nodes.begin(), s->chain.nodes.end());
     nodes.insert(nodes.end(), s->proj.nodes.begin(), s->proj.nodes.end());
+    if (s->rotary) {
+      nodes.insert(nodes.end(), s->inner.nodes.begin(), s->inner.nodes.end());
+      nodes.insert(nodes.end(), s->rotary->nodes.begin(), s->rotary->nodes.end());
+    }
   }
   // The output projection: the one constant linear map that reads the merged heads.
   std::optional<Projection> out;
@@ -542,6 +556,8 @@ std::optional<AttentionPattern> match(const Index& ix, int softmax_index, std::s
   p.bq = head_biases(*q, heads, hd);
   p.bk = head_biases(*k, heads, hd);
   p.bv = head_biases(*val, heads, dv);
+  p.q_rotary = q->pattern;
+  p.k_rotary = k->pattern;
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   p.nodes = std::move(nodes);

@@ -126,8 +126,8 @@ class Model:
 
     def graph(self, tokens=None):
         """This model as a GraphModel (docs/graph.md#front-ends-safetensors-layouts): the graph of its forward
-        function, after the fusion pass (attention_layers: one per block, except LLaMA's, whose rotary
-        embeddings the pass does not recognise), so that everything a GraphModel does (logits, certified
+        function, after the fusion pass (attention_layers: one per block; LLaMA's rotary attention with
+        "rotary": True), so that everything a GraphModel does (logits, certified
         enclosures, robustness by affine forms over the graph) runs on it. `tokens`: a text model's number of
         input rows (default: the context; its input_shape is (tokens, width)); an image model takes its whole
         image (input_shape (1, C, H, W))."""

@@ -188,6 +188,7 @@ py::list attention_list(const graph::Graph& g) {
     d["scale"] = a.scale;
     d["self"] = a.self();
     d["output_projection"] = a.output_projection;
+    d["rotary"] = a.q_rotary.has_value() || a.k_rotary.has_value();
     layers.append(d);
   }
   return layers;

@@ -42,8 +42,9 @@ def test_graph_logits_equal_the_models(layout):
         assert np.max(np.abs(ours - reference)) <= 1e-12 * max(1.0, np.max(np.abs(reference)))
         for interval, value in zip(graph.logits_enclosure(x), reference):
             assert interval.lower <= value + 1e-12 and value - 1e-12 <= interval.upper
-    # one attention layer per block, except LLaMA's (rotary embeddings are outside the fusion pattern)
-    assert len(graph.attention_layers) == (0 if layout == "llama" else model.depth)
+    # one attention layer per block; LLaMA's with its rotary embedding on queries and keys
+    assert len(graph.attention_layers) == model.depth
+    assert all(layer["rotary"] == (layout == "llama") for layer in graph.attention_layers)
 
 
 def test_graph_refuses_bad_token_counts():

@@ -8,10 +8,11 @@ evaluates it at token embeddings E and rebuilds the attention layer blocks.0.att
 recorded. Route 2: this script computes the layer's input tokens itself in numpy (ln_1(E + wpe[:n]) with the
 file's transformer.h.0.ln_1 weights and the config's epsilon) and runs `local --layer model.safetensors
 --prefix transformer.h.0. --heads 2 --causal` (the layer reader of GPT-2's Conv1D layout). The Jacobian
-norms, certified bounds and delta must agree to 1e-9 relative, attend's outputs to 1e-12. Also: `--node all`
-on the digits ViT gives one line per block, LLaMA (rotary embeddings, not recognised by the fusion pass) and
-an input of the wrong length are refused with one line and exit 2, and `inspect` shows the graph view of each
-layout.
+norms, certified bounds and delta must agree to 1e-9 relative, attend's outputs to 1e-12. The same two
+routes on LLaMA's rotary attention (route 2: RMSNorm in numpy, then `attend --layer ... --rope 100`, the
+config's rope_theta; route 1 reads θ back from the graph's tables). Also: `--node all` on the digits ViT gives
+one line per block, an input of the wrong length is refused with one line and exit 2, and `inspect` shows the
+graph view of each layout.
 
     local_safetensors.py REGATTA DATA_DIR WORK_DIR      (exit 77: numpy missing, the test is skipped)
 """
@@ -107,6 +108,27 @@ if a is not None and b is not None:
     if json.loads(a)["causal"] is not True:
         failures.append("attend --model: the causal mask was not taken")
 
+# LLaMA: the rotary layer rebuilt from the graph (θ read from its tables) against the layer read from the file
+# with the config's θ, at the tokens RMSNorm(E)·γ computed here.
+llama = read_safetensors(LLAMA)
+llama_config = json.load(open(os.path.join(os.path.dirname(LLAMA), "config.json")))
+LLAMA_TOKENS = os.path.join(WORK, "llama_tokens.npy")
+np.save(LLAMA_TOKENS, E / np.sqrt((E ** 2).mean(axis=1, keepdims=True) + llama_config["rms_norm_eps"])
+        * llama["model.layers.0.input_layernorm.weight"])
+OUT_LLAMA_MODEL, OUT_LLAMA_FILE = os.path.join(WORK, "y_llama_model.npy"), os.path.join(WORK, "y_llama_file.npy")
+a = run("attend", "--model", LLAMA, "--node", "blocks.0.attn", "--input", INPUT, "--out", OUT_LLAMA_MODEL, "--json")
+b = run("attend", "--layer", LLAMA, "--prefix", "model.layers.0.", "--heads", "4", "--causal", "--rope",
+        str(llama_config["rope_theta"]), "--input", LLAMA_TOKENS, "--out", OUT_LLAMA_FILE)
+if a is not None and b is not None:
+    difference = np.abs(np.load(OUT_LLAMA_MODEL) - np.load(OUT_LLAMA_FILE)).max()
+    if not difference <= 1e-12:
+        failures.append(f"LLaMA attend outputs differ by {difference}")
+    if not json.loads(a)["graph_difference"] <= 1e-12:
+        failures.append(f"LLaMA attend --model: graph_difference {json.loads(a)['graph_difference']}")
+by_model = run("local", "--model", LLAMA, "--node", "blocks.1.attn", "--input", INPUT, "--norms-only")
+if by_model is not None and "rotary theta 100" not in by_model:
+    failures.append(f"LLaMA local --model does not state the rotary theta:\n{by_model}")
+
 # The digits ViT: an 8x8 image (any shape with the 64 pixels), one line per block with --node all.
 IMAGE = os.path.join(WORK, "image.npy")
 np.save(IMAGE, np.random.default_rng(5).uniform(0, 1, (8, 8)))
@@ -116,9 +138,6 @@ if text is not None and len([line for line in text.splitlines() if line.startswi
 
 # Refusals: one line, exit 2, nothing written.
 REFUSED = os.path.join(WORK, "refused.npy")
-message = run("attend", "--model", LLAMA, "--node", "blocks.0.attn", "--input", INPUT, "--out", REFUSED, expect=2)
-if message is not None and "no attention layer found" not in message:
-    failures.append(f"LLaMA refusal says: {message.strip()}")
 message = run("local", "--model", VIT, "--node", "all", "--input", INPUT, expect=2)
 if message is not None and "takes 64" not in message:
     failures.append(f"wrong-length refusal says: {message.strip()}")
@@ -127,7 +146,7 @@ if os.path.exists(REFUSED):
     failures.append("attend wrote its output on a refusal")
 
 # inspect: the graph view of every layout after the arrays.
-for path, layout, layers in [(VIT, "timm-vit", 2), (GPT2, "gpt2", 2), (LLAMA, "llama", 0),
+for path, layout, layers in [(VIT, "timm-vit", 2), (GPT2, "gpt2", 2), (LLAMA, "llama", 2),
                              (os.path.join(DATA, "text_models", "bert", "model.safetensors"), "bert", 2)]:
     out = run("inspect", "--json", path)
     if out is None:
@@ -135,6 +154,9 @@ for path, layout, layers in [(VIT, "timm-vit", 2), (GPT2, "gpt2", 2), (LLAMA, "l
     g = json.loads(out)[0].get("graph", {})
     if g.get("layout") != layout or len(g.get("attention", [])) != layers:
         failures.append(f"inspect {path}: layout {g.get('layout')}, {len(g.get('attention', []))} attention layers")
+out = run("inspect", LLAMA)
+if out is not None and out.count("rotary on Q and K (theta 100, tables regenerated bit for bit)") != 2:
+    failures.append(f"inspect of LLaMA does not show two rotary layers of theta 100:\n{out}")
 out = run("inspect", "--tokens", "3", GPT2)
 if out is not None and "attention layers found: 2" not in out:
     failures.append("inspect --tokens 3 of GPT-2 does not list its attention layers")

@@ -71,10 +71,12 @@ namespace {
 InputRobustness plain_row(const graph::Graph& graph, const std::vector<double>& x, int label,
                           const GraphRobustnessOptions& c) {
   // A recognised transformer on the ball without a box: the block pipeline's row
-  // (docs/models.md#recognised-transformers).
+  // (docs/models.md#recognised-transformers). Not one with rotary attention: its Model rotates by the exact
+  // angles of θ, the graph by its binary64 tables, and the row is the graph's.
   if (c.method == RadiusMethod::affine && c.norm == graph::Norm::l2 && c.lower.empty())
     if (const auto t = recognise_transformer(graph, nullptr))
-      return transformer_input_robustness(*t, x, label, c);
+      if (t->model.blocks.empty() || !t->model.blocks[0].attention.rotary)
+        return transformer_input_robustness(*t, x, label, c);
   InputRobustness r;
   r.label = label;
   r.method = c.method;

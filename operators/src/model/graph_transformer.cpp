@@ -238,6 +238,7 @@ bool block_starts(const Matcher& m, int v) {
     for (int u : m.users(v))
       if (g.nodes[std::size_t(u)].op == Op::layer_norm && g.nodes[std::size_t(u)].output == p.input)
         return true;
+    if (rms_norm_output(m, v) == p.input) return true;
   }
   return false;
 }
@@ -252,10 +253,17 @@ void match_block(Matcher& m, int& v, Model& model, double& eps) {
   v = m.skip_identity(v);
   bool pre = false;
   for (int u : m.users(v)) pre = pre || g.nodes[std::size_t(u)].op == Op::layer_norm;
-  if (first)
+  const bool rms = reads_rms_norm(m, v);  // LLaMA: pre-norm RMSNorm
+  pre = pre || rms;
+  if (first) {
     model.prenorm = pre;
-  else if (pre != model.prenorm)
+    if (rms) model.norm = Prenorm::rmsnorm;
+  } else if (pre != model.prenorm) {
     throw Refusal{at + " is " + (pre ? "pre" : "post") + "-norm, block 0 is not"};
+  }
+  if ((model.norm == Prenorm::rmsnorm) != rms)
+    throw Refusal{at + "'s norm is " + (rms ? "" : "not ") + "an RMSNorm, block 0's is " +
+                  (rms ? "not" : "one")};
   TransformerBlock block;
   bool causal = false;
   const auto attention = [&](int& u) {
@@ -269,12 +277,22 @@ void match_block(Matcher& m, int& v, Model& model, double& eps) {
   const int x = v;
   int u = x;
   if (pre) {
-    block.norm1 = m.layer_norm(u, int(W), eps, at + "'s first norm");
+    block.norm1 = rms ? rms_norm(m, u, int(W), eps, at + "'s first norm")
+                      : m.layer_norm(u, int(W), eps, at + "'s first norm");
     attention(u);
     const int x2 = residual(m, x, u, at + "'s attention residual");
     u = x2;
-    block.norm2 = m.layer_norm(u, int(W), eps, at + "'s second norm");
-    match_mlp(m, u, model, block, first);
+    block.norm2 = rms ? rms_norm(m, u, int(W), eps, at + "'s second norm")
+                      : m.layer_norm(u, int(W), eps, at + "'s second norm");
+    if (rms && reads_gated_mlp(m, m.skip_identity(u))) {  // LLaMA's SwiGLU
+      int hidden = first ? -1 : model.mlp_width;
+      gated_mlp(m, u, int(W), block, hidden);
+      if (first) model.activation = Activation::silu, model.mlp_width = hidden;
+      if (!first && !model.blocks[0].gated()) throw Refusal{at + "'s MLP is gated, block 0's is not"};
+    } else {
+      if (!first && model.blocks[0].gated()) throw Refusal{at + "'s MLP is not gated, block 0's is"};
+      match_mlp(m, u, model, block, first);
+    }
     v = residual(m, x2, u, at + "'s MLP residual");
   } else {
     attention(u);
@@ -409,8 +427,11 @@ void match_output(Matcher& m, int v, Model& model, double& eps) {
   const graph::Graph& g = m.graph();
   const Eigen::Index W = model.width;
   bool normed = false;
-  if (reader_of_kind(m, v, Op::layer_norm) >= 0) {
-    model.final_norm = m.layer_norm(v, int(W), eps, "final norm");
+  const bool rms = model.norm == Prenorm::rmsnorm;
+  v = m.skip_identity(v);
+  if (rms ? reads_rms_norm(m, v) : reader_of_kind(m, v, Op::layer_norm) >= 0) {
+    model.final_norm =
+        rms ? rms_norm(m, v, int(W), eps, "final norm") : m.layer_norm(v, int(W), eps, "final norm");
     normed = true;
   }
   if (head_over_tokens(m, v)) {
@@ -422,8 +443,10 @@ void match_output(Matcher& m, int v, Model& model, double& eps) {
   }
   match_pooling(m, v, model, normed);
   skip_reshapes(m, v, W);
-  if (!normed && reader_of_kind(m, v, Op::layer_norm) >= 0) {
-    model.final_norm = m.layer_norm(v, int(W), eps, "final norm");
+  v = m.skip_identity(v);
+  if (!normed && (rms ? reads_rms_norm(m, v) : reader_of_kind(m, v, Op::layer_norm) >= 0)) {
+    model.final_norm =
+        rms ? rms_norm(m, v, int(W), eps, "final norm") : m.layer_norm(v, int(W), eps, "final norm");
     skip_reshapes(m, v, W);
   }
   Affine last = with_bias(m.linear(v, int(W), "head"));
@@ -460,7 +483,7 @@ Model match(const graph::Graph& g) {
   while (block_starts(m, m.skip_identity(v))) match_block(m, v, model, eps);
   if (model.blocks.empty()) throw Refusal{"no attention block after the embedding"};
   match_output(m, v, model, eps);
-  if (model.text()) model.layout = model.causal ? "gpt2" : "bert";
+  if (model.text()) model.layout = model.norm == Prenorm::rmsnorm ? "llama" : model.causal ? "gpt2" : "bert";
   model.eps = eps;
   for (TransformerBlock& b : model.blocks) b.attention.norm_eps = eps;
   if (const int k = m.unconsumed(); k >= 0)
@@ -518,14 +541,28 @@ Vector<double> RecognisedTransformer::model_input(const std::vector<double>& gra
   return x;
 }
 
+namespace {
+std::string shortest(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+}  // namespace
+
 std::string RecognisedTransformer::summary() const {
   const Model& m = model;
   if (m.text())
     return std::string(m.prenorm ? "pre" : "post") + "-norm " + (m.causal ? "causal " : "") +
+           (m.norm == Prenorm::rmsnorm ? "RMSNorm " : "") +
            "text transformer: " + std::to_string(m.blocks.size()) + " blocks, width " +
            std::to_string(m.width) + ", " + std::to_string(m.heads) + " heads, MLP " +
-           std::to_string(m.mlp_width) + " (" + to_string(m.activation) + "), " + to_string(m.pooling) +
-           " pooling" + (m.pos_embed.size() != 0 ? ", position table" : "") +
+           std::to_string(m.mlp_width) + " (" + to_string(m.activation) +
+           (!m.blocks.empty() && m.blocks[0].gated() ? ", gated" : "") + "), " + to_string(m.pooling) +
+           " pooling" +
+           (!m.blocks.empty() && m.blocks[0].attention.rotary
+                ? ", rotary theta " + shortest(m.blocks[0].attention.rotary->theta)
+                : "") +
+           (m.pos_embed.size() != 0 ? ", position table" : "") +
            (m.token_type.size() != 0 ? ", token type" : "") +
            (m.embed_norm.present() ? ", embedding norm" : "") +
            (m.final_norm.present() ? ", final norm" : "") + (m.pooler.W.size() != 0 ? ", tanh pooler" : "") +

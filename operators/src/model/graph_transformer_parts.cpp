@@ -8,6 +8,7 @@
 #include <variant>
 
 #include <regatta/core/interval64.hpp>
+#include <regatta/operators/graph_rotary.hpp>
 
 namespace regatta::operators::recognise {
 
@@ -348,6 +349,11 @@ AttentionLayer Matcher::attention(int& v, int width, int& heads, bool text, bool
     if (!p.bq.empty()) a.bQ.push_back(Eigen::Map<const Vector<double>>(p.bq[std::size_t(h)].data(), hd));
     if (!p.bk.empty()) a.bK.push_back(Eigen::Map<const Vector<double>>(p.bk[std::size_t(h)].data(), hd));
     if (!p.bv.empty()) a.bV.push_back(Eigen::Map<const Vector<double>>(p.bv[std::size_t(h)].data(), hd));
+  }
+  if (p.q_rotary || p.k_rotary) {  // LLaMA: the rotation of the graph's tables, θ checked bit for bit
+    std::string why;
+    a.rotary = rotary_of(p, &why);
+    if (!a.rotary) throw Refusal{"the " + what + "'s rotary embedding: " + why};
   }
   a.WO = Eigen::Map<const RowMajor>(p.wo.data(), d, d);
   if (!p.bo.empty()) a.bO = Eigen::Map<const Vector<double>>(p.bo.data(), d);

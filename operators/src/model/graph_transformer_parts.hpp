@@ -87,4 +87,16 @@ class Matcher {
   std::vector<bool> consumed_;
 };
 
+/// LLaMA's parts (graph_transformer_llama.cpp). Whether an RMSNorm x / √(mean(x²) + ε) · γ reads v, and its
+/// output (-1: none).
+bool reads_rms_norm(const Matcher& m, int v);
+int rms_norm_output(const Matcher& m, int v);
+/// The RMSNorm reading v (consumed; v advanced to its output): γ (β empty) and ε (one ε for the model).
+NormParameters rms_norm(Matcher& m, int& v, int width, double& eps, const std::string& what);
+/// Whether v is read by two MatMuls (a gated MLP's gate and up projections).
+bool reads_gated_mlp(const Matcher& m, int v);
+/// The SwiGLU MLP silu(v·W_gate + b) ⊙ (v·W_up + b) · W_down + b from v (advanced to its output) into
+/// block.gate, fc1 (up) and fc2 (down); `hidden` the MLP width (-1: set it; else it must agree).
+void gated_mlp(Matcher& m, int& v, int width, TransformerBlock& block, int& hidden);
+
 }  // namespace regatta::operators::recognise

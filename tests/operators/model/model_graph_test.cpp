@@ -18,6 +18,7 @@
 #include <regatta/core/precision.hpp>
 #include <regatta/core/resources.hpp>
 #include <regatta/graph/evaluate.hpp>
+#include <regatta/operators/graph_rotary.hpp>
 #include <regatta/operators/model.hpp>
 #include <regatta/operators/model_graph.hpp>
 #ifdef REGATTA_HAVE_ONNX
@@ -174,14 +175,8 @@ TEST(ModelGraph, FusionFindsEveryAttentionLayerWithTheModelsWeights) {
     const Model& m = v.model;
     const Vector<double> x = random_input(m, v.tokens, 3);
     const graph::Graph g = model_graph(m, x.size());
-    if (m.layout == "llama") {
-      // Rotary embeddings (an elementwise product with position tables on Q and K) are outside the pattern
-      // of the fusion pass (docs/graph.md#fusion): every softmax is listed as not attention.
-      EXPECT_TRUE(g.attention.empty()) << v.name;
-      EXPECT_EQ(g.fusion.not_attention.size(), m.blocks.size()) << v.name;
-      continue;
-    }
-    ASSERT_EQ(g.attention.size(), m.blocks.size()) << v.name;
+    ASSERT_EQ(g.attention.size(), m.blocks.size())
+        << v.name << (g.fusion.not_attention.empty() ? "" : ": " + g.fusion.not_attention[0]);
     const Eigen::Index n = m.text() ? x.size() / m.width : m.tokens();
     for (std::size_t b = 0; b < m.blocks.size(); ++b) {
       const graph::AttentionPattern& p = g.attention[b];
@@ -205,6 +200,15 @@ TEST(ModelGraph, FusionFindsEveryAttentionLayerWithTheModelsWeights) {
           EXPECT_EQ(max_difference(p.bq[std::size_t(h)], l.bQ[std::size_t(h)].transpose()), 0);
         if (!l.bV.empty())
           EXPECT_EQ(max_difference(p.bv[std::size_t(h)], l.bV[std::size_t(h)].transpose()), 0);
+      }
+      // LLaMA's rotary embeddings: on queries and keys, with tables from which rotary_of reads the θ.
+      EXPECT_EQ(p.q_rotary.has_value(), l.rotary.has_value()) << v.name;
+      EXPECT_EQ(p.k_rotary.has_value(), l.rotary.has_value()) << v.name;
+      if (l.rotary) {
+        std::string why;
+        const auto r = rotary_of(p, &why);
+        ASSERT_TRUE(r.has_value()) << v.name << ": " << why;
+        if (n > 1) EXPECT_EQ(r->theta, l.rotary->theta) << v.name;
       }
       EXPECT_TRUE(p.output_projection);
       EXPECT_EQ(max_difference(p.wo, l.WO), 0) << v.name;

@@ -2,6 +2,7 @@
 // What the fusion pass (docs/graph.md#fusion) found in a graph: the attention layers it recognised, recorded
 // beside the plain nodes (which stay as they are), and how many LayerNorm / GELU subgraphs it rewrote.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,22 @@ enum class AttentionMask : std::uint8_t {
   additive,  ///< any other constant additive mask (`mask` holds it)
 };
 
+/// A rotary position embedding on the queries or the keys of an attention layer (docs/graph.md#fusion):
+/// row i of every head's Q_h (K_h) becomes q ⊙ cos_i + rotate_half(q) ⊙ sin_i, rotate_half([q₁, q₂]) =
+/// [−q₂, q₁] over the head's coordinates (the convention of Hugging Face's LLaMA), after the bias. The tables
+/// are the graph's constants as the layer applies them, the same for every head; the θ that generates them is
+/// not read here (operators::rotary_theta recovers it and checks the tables bit for bit).
+struct RotaryPattern {
+  int cos = -1, sin = -1;         ///< value ids of the constant tables in the graph
+  std::vector<double> cos_table;  ///< rows x head_dim (rows: tokens for Q, context tokens for K)
+  std::vector<double> sin_table;  ///< rows x head_dim
+};
+
 /// One attention layer: out = Σ_h softmax_row(scale·Q_h K_hᵀ + M)·V_h·WO_h + 1·bOᵀ, with
 /// Q_h = X·WQ[h] + 1·bQ[h]ᵀ, K_h = Y·WK[h] + 1·bK[h]ᵀ, V_h = Y·WV[h] + 1·bV[h]ᵀ (Y = X for self-attention),
-/// in the row-vector convention of operators::AttentionLayer (docs/math/attention.md#layers). Matrices are
-/// row-major std::vectors of binary64 values read from the graph's constants.
+/// Q_h and K_h then rotated when q_rotary / k_rotary are present, in the row-vector convention of
+/// operators::AttentionLayer (docs/math/attention.md#layers). Matrices are row-major std::vectors of binary64
+/// values read from the graph's constants.
 struct AttentionPattern {
   std::string name;        ///< the softmax node's name (or "attention_K" when it has none)
   int input = -1;          ///< value id of the query tokens X (its data read as tokens x width)
@@ -39,7 +52,9 @@ struct AttentionPattern {
   std::vector<double> wo;  ///< (heads·value_dim) x out_width; the merge permutation when no projection
   std::vector<double> bo;  ///< out_width, or empty
   bool output_projection = false;  ///< a constant linear map follows the merged heads
-  std::vector<int> nodes;          ///< indices into Graph::nodes of the nodes the layer consists of
+  /// The rotary embeddings of Q_h and K_h (absent: none), applied before the scores.
+  std::optional<RotaryPattern> q_rotary, k_rotary;
+  std::vector<int> nodes;  ///< indices into Graph::nodes of the nodes the layer consists of
   bool self() const { return input == context; }
 };
 
