@@ -81,6 +81,10 @@ TEST_P(InfMask, MpfiEnclosesTheLogitsAndMaskedWeightsAreExactlyZero) {
   const auto all_i = evaluate_all(
       c.graph, std::vector<Tensor<interval64>>{
                    {c.input.shape, std::vector<interval64>(c.input.data.begin(), c.input.data.end())}});
+  const auto all_m = evaluate_all(
+      c.graph, std::vector<Tensor<interval>>{
+                   {c.input.shape, std::vector<interval>(c.input.data.begin(), c.input.data.end())}});
+  const auto& wm = all_m[static_cast<std::size_t>(weights)];
   const auto& wd = all_d[static_cast<std::size_t>(weights)];
   const auto& wi = all_i[static_cast<std::size_t>(weights)];
   ASSERT_EQ(wd.data.size(), 4u * 6u * 6u);
@@ -90,15 +94,17 @@ TEST_P(InfMask, MpfiEnclosesTheLogitsAndMaskedWeightsAreExactlyZero) {
       EXPECT_EQ(wd.data[e], 0.0);
       EXPECT_EQ(wi.data[e].lower(), 0.0);
       EXPECT_EQ(wi.data[e].upper(), 0.0);
+      EXPECT_EQ(lower_bound(wm.data[e]), 0.0);
+      EXPECT_EQ(upper_bound(wm.data[e]), 0.0);
     } else {
       EXPECT_GT(wd.data[e], 0.0);
     }
   }
 }
 
-// The derivative paths at the stored input: forward mode against the reverse sweep, the MPFI Jacobian at
-// the point around the double Jacobian, the local Lipschitz bound finite and above its estimate, and the
-// attack's margins finite.
+// The derivative paths at the stored input: forward mode against the reverse sweep's Jacobian,
+// the MPFI Jacobian at the point and the interval64 one over a small box around it around the double one, the
+// local Lipschitz bound finite and above its estimate, and the attack's margins finite.
 TEST_P(InfMask, DerivativesLipschitzAndAttackStayFinite) {
   const Case c = load(GetParam());
   const Jacobian<double> J = jacobian(c.graph, c.input.data);
@@ -109,10 +115,25 @@ TEST_P(InfMask, DerivativesLipschitzAndAttackStayFinite) {
     EXPECT_LE(E.data[k].lower(), J.data[k] + 1e-12);
     EXPECT_GE(E.data[k].upper(), J.data[k] - 1e-12);
   }
-  std::vector<double> w(J.rows, 0.0);
-  w[3] = 1;
-  const std::vector<double> g = vjp(c.graph, c.input.data, w);
-  for (std::size_t j = 0; j < J.cols; ++j) EXPECT_NEAR(g[j], J(3, j), 1e-12);
+  // interval64 over a small box around the input: finite, and around the Jacobian at its centre.
+  std::vector<double> lo = c.input.data, hi = c.input.data;
+  for (std::size_t k = 0; k < lo.size(); ++k) lo[k] -= 1e-4, hi[k] += 1e-4;
+  const Jacobian<interval64> B = jacobian_enclosure(c.graph, lo, hi);
+  for (std::size_t k = 0; k < J.data.size(); ++k) {
+    ASSERT_TRUE(std::isfinite(B.data[k].lower()) && std::isfinite(B.data[k].upper()));
+    EXPECT_LE(B.data[k].lower(), J.data[k] + 1e-12);
+    EXPECT_GE(B.data[k].upper(), J.data[k] - 1e-12);
+  }
+  // Forward mode (J has fewer rows than columns: it is built by the reverse sweep) along a direction.
+  std::vector<double> v(J.cols);
+  for (std::size_t j = 0; j < J.cols; ++j) v[j] = std::sin(double(j) + 1);
+  const std::vector<double> jv = jvp(c.graph, c.input.data, v);
+  ASSERT_EQ(jv.size(), J.rows);
+  for (std::size_t i = 0; i < J.rows; ++i) {
+    double row = 0;
+    for (std::size_t j = 0; j < J.cols; ++j) row += J(i, j) * v[j];
+    EXPECT_NEAR(jv[i], row, 1e-12);
+  }
   const WholeLipschitz l = local_lipschitz(c.graph, c.input.data);
   EXPECT_TRUE(std::isfinite(l.certified));
   EXPECT_GT(l.estimate, 0.0);
