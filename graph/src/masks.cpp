@@ -2,15 +2,15 @@
 // (docs/graph.md#non-finite-constants). torch writes a causal mask as Where(cond, −inf, scores) or as
 // scores + M with M holding −inf above the diagonal; in both the −inf entries reach a Softmax, whose weight
 // there is exactly 0. Anywhere else an infinite value would give ∞ − ∞, 0·∞ or an infinite output.
+#include "masks.hpp"
+
 #include <algorithm>
 #include <cmath>
 
+#include <regatta/core/error.hpp>
 #include <regatta/graph/evaluate.hpp>
 
-#include <regatta/core/error.hpp>
 #include "evaluate_node.hpp"
-
-#include "masks.hpp"
 #include "shapes.hpp"
 
 namespace regatta::graph::detail {
