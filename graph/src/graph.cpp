@@ -6,6 +6,7 @@
 
 #include <regatta/core/error.hpp>
 
+#include "masks.hpp"
 #include "shapes.hpp"
 
 namespace regatta::graph {
@@ -27,8 +28,9 @@ void Graph::validate() const {
     if (v.constant) {
       if (static_cast<std::int64_t>(v.data.size()) != element_count(v.shape))
         fail("constant " + regatta::quoted(v.name) + " does not hold " + shape_text(v.shape) + " values");
-      for (double x : v.data)
-        if (!std::isfinite(x)) fail("constant " + regatta::quoted(v.name) + " is not finite");
+      for (double x : v.data)  // −inf is held to attention masks below
+        if (std::isnan(x) || x == HUGE_VAL)
+          fail("constant " + regatta::quoted(v.name) + " holds NaN or +Inf");
       define(id, "constant");
     }
   }
@@ -62,6 +64,7 @@ void Graph::validate() const {
   for (int id : outputs)
     if (id < 0 || id >= n || !defined[static_cast<std::size_t>(id)]) fail("an output is not defined");
   if (outputs.empty()) fail("the graph has no outputs");
+  detail::check_infinite_masks(*this);  // docs/graph.md#non-finite-constants
 }
 
 }  // namespace regatta::graph

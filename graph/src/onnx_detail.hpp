@@ -31,7 +31,8 @@ struct Where {
 };
 
 /// A TensorProto as a Const: float, double, int32, int64 and bool; refuses external data, segments,
-/// sizes that do not match the dims, counts over the limit, and NaN/Inf.
+/// sizes that do not match the dims, counts over the limit, NaN and +Inf (−inf is held to attention
+/// masks by Graph::validate).
 Const read_tensor(const onnx::TensorProto& t, const Where& where, const OnnxLimits& limits);
 
 /// Checked element count of dims (each >= 0, product <= limit).

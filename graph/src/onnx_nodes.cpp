@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <regatta/core/error.hpp>
 
@@ -152,8 +153,9 @@ void Builder::add_node(const onnx::NodeProto& node) {
       c = Const{{}, onnx::TensorProto::INT64, {}, {a.i()}};
     else
       c = Const{{a.ints_size()}, onnx::TensorProto::INT64, {}, {a.ints().begin(), a.ints().end()}};
-    for (double v : c.f)
-      if (!std::isfinite(v)) where.fail("the constant holds NaN or Inf (refused)");
+    for (double v : c.f)  // −inf is held to attention masks by Graph::validate (masks.cpp)
+      if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
+        where.fail("the constant holds NaN or +Inf (refused)");
     ++folded_[op];
     define(node.output(0), Entry{c.shape, c, -1}, where);
     return;

@@ -110,8 +110,10 @@ Const read_tensor(const onnx::TensorProto& t, const Where& where, const OnnxLimi
                  onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(c.dtype)) +
                  " (supported: FLOAT, DOUBLE, INT64, INT32, BOOL)");
   }
+  // −inf passes here and is held to attention masks by Graph::validate (masks.cpp).
   for (double v : c.f)
-    if (!std::isfinite(v)) where.fail("tensor " + regatta::quoted(name) + " holds NaN or Inf (refused)");
+    if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
+      where.fail("tensor " + regatta::quoted(name) + " holds NaN or +Inf (refused)");
   return c;
 }
 

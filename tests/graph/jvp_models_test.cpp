@@ -102,7 +102,8 @@ TEST_P(JvpModel, ForwardModeAgreesWithReverseModeAndMpfiQuotients) {
 
 INSTANTIATE_TEST_SUITE_P(Models, JvpModel,
                          ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "vit_conv_mha",
-                                           "gpt_causal", "vit_vnncomp_like", "vit_digits"));
+                                           "gpt_causal", "vit_vnncomp_like", "vit_digits", "causal_where_inf",
+                                           "causal_add_inf"));
 
 /// Whether every entry of J lies in the enclosure E, up to J's own rounding (1e-12 relative).
 bool contains(const Jacobian<interval64>& E, const Jacobian<double>& J) {

@@ -82,7 +82,8 @@ TEST_P(OnnxModel, Interval64EnclosesTheForward) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, OnnxModel,
                          ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "vit_conv_mha",
-                                           "gpt_causal", "vit_vnncomp_like", "vit_torchvision"));
+                                           "gpt_causal", "vit_vnncomp_like", "vit_torchvision",
+                                           "causal_where_inf", "causal_add_inf"));
 
 TEST(OnnxImport, MpfiIntervalEnclosesTheLogits) {
   const Case c = load("vit_vnncomp_like");

@@ -47,6 +47,7 @@ TEST_P(VjpModel, GradientOfTheLargestLogitMatchesTorchAutograd) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, VjpModel,
                          ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "vit_conv_mha",
-                                           "gpt_causal", "vit_vnncomp_like"));
+                                           "gpt_causal", "vit_vnncomp_like", "causal_where_inf",
+                                           "causal_add_inf"));
 
 }  // namespace

@@ -48,7 +48,8 @@ class OnnxTorch:
             elif op == "MatMul":
                 out = [torch.matmul(i[0], i[1])]
             elif op == "Split":
-                out = list(torch.split(i[0], list(a["split"]), dim=a.get("axis", 0)))
+                sizes = list(a["split"]) if "split" in a else [int(k) for k in i[1].tolist()]  # opset 13: input
+                out = list(torch.split(i[0], sizes, dim=a.get("axis", 0)))
             elif op == "Reshape":
                 shape = [int(s) if s != 0 else i[0].shape[k] for k, s in enumerate(i[1].tolist())]
                 if shape and shape[0] == 1 and i[0].shape[0] > 1:  # a batch along the export's batch axis

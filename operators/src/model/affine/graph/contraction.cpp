@@ -58,20 +58,36 @@ Block block_of(const Shape& shape, std::int64_t first, std::int64_t end) {
 
 /// softmax_l = e_l / Σ_m e_m with e_l = exp(x_l − t), t the largest centre of the row (softmax does not
 /// change under a shift): exp, the reciprocal of the row sum, and their product, each with its remainder as
-/// fresh symbols.
+/// fresh symbols. Entries of constant −inf (an attention mask, docs/graph.md#non-finite-constants) have
+/// e_l = 0 exactly: they are left out of the rows and their weights are exactly 0, with no symbols.
 Form softmax(const graph::Node& node, const Operand& x, const Pass& p) {
   const auto& a = std::get<graph::SoftmaxAttrs>(node.attributes);
   const Block b = block_of(*x.shape, a.first_axis, a.end_axis);
-  const Form& X = *x.form;
+  const Form& all = *x.form;
+  std::vector<Index> kept, position(std::size_t(all.size()), -1);
+  for (Index e = 0; e < all.size(); ++e) {
+    if (all.c(e) == -std::numeric_limits<double>::infinity()) {
+      if (all.s(e) != 0 || (all.A.cols() > 0 && all.A.row(e).cwiseAbs().maxCoeff() != 0)) throw Vacuous{};
+      continue;
+    }
+    position[std::size_t(e)] = Index(kept.size());
+    kept.push_back(e);
+  }
+  const bool masks = kept.size() != std::size_t(all.size());
+  const Form Xk = masks ? gather_or_zero(all, kept) : Form{};
+  const Form& X = masks ? Xk : all;
   std::vector<std::vector<Index>> rows(std::size_t(b.outer * b.inner));
   std::vector<Index> row_of(std::size_t(X.size()));
   for (Index o = 0; o < b.outer; ++o)
     for (Index i = 0; i < b.inner; ++i)
       for (Index l = 0; l < b.len; ++l) {
-        const Index e = (o * b.len + l) * b.inner + i, r = o * b.inner + i;
+        const Index e = position[std::size_t((o * b.len + l) * b.inner + i)], r = o * b.inner + i;
+        if (e < 0) continue;
         rows[std::size_t(r)].push_back(e);
         row_of[std::size_t(e)] = r;
       }
+  for (const auto& row : rows)
+    if (row.empty()) throw Vacuous{};  // a row of −inf only: 0/0 (Graph::validate refuses it statically)
   std::vector<I> shift(std::size_t(X.size()));
   for (const auto& row : rows) {
     double top = -std::numeric_limits<double>::infinity();
@@ -80,7 +96,8 @@ Form softmax(const graph::Node& node, const Operand& x, const Pass& p) {
   }
   const Form E = nonlinear(affine_entries(X, I(1.0), shift, p), Function::exp, p);
   const Form R = nonlinear(sum_groups(E, rows, p), Function::reciprocal, p);
-  return product(E, R, p, row_of);
+  if (!masks) return product(E, R, p, row_of);
+  return gather_or_zero(product(E, R, p, row_of), position);  // masked weights: exactly 0
 }
 
 /// LayerNormalization over the axes [axis, rank): norms.hpp's layer_norm of the rows, with the constant

@@ -3,6 +3,7 @@
 // on the symbols exactly; only the binary64 rounding of the new coefficients and centres enters the slack,
 // bounded a priori (Higham's γ_k on each row's sum, centres in interval64; docs/numerics.md): certified.
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "../linear.hpp"
@@ -54,9 +55,22 @@ Form broadcast_form(const Operand& x, const Shape& out) {
 /// x ∘ c entrywise for one form x and one constant c, as y = Λ·x + M (affine_entries).
 Form with_constant(graph::Op op, const Operand& x, const Operand& c, bool constant_first, const Shape& out,
                    const Pass& p) {
-  const Form X = broadcast_form(x, out);
-  const std::vector<I> C = broadcast_values(c, out);
+  Form X = broadcast_form(x, out);
+  std::vector<I> C = broadcast_values(c, out);
   const std::size_t N = C.size();
+  // A −inf attention mask (docs/graph.md#non-finite-constants): x + (−inf), or an entry of x already masked,
+  // is the constant −inf with no symbols; the softmax reading it gives that entry weight exactly 0.
+  std::vector<Index> masked;
+  if (op == graph::Op::add)
+    for (std::size_t e = 0; e < N; ++e)
+      if (C[e].upper() == -std::numeric_limits<double>::infinity() ||
+          X.c(Index(e)) == -std::numeric_limits<double>::infinity()) {
+        masked.push_back(Index(e));
+        X.c(Index(e)) = 0;
+        X.A.row(Index(e)).setZero();
+        X.s(Index(e)) = 0;
+        C[e] = I(0.0);
+      }
   std::vector<I> lambda(N, I(1.0)), M(N, I(0.0));
   for (std::size_t e = 0; e < N; ++e) switch (op) {
       case graph::Op::add:
@@ -80,7 +94,13 @@ Form with_constant(graph::Op op, const Operand& x, const Operand& c, bool consta
       default:
         throw std::logic_error("with_constant: not an arithmetic node");
     }
-  return affine_entries(X, lambda, M, p);
+  Form Y = affine_entries(X, lambda, M, p);
+  for (Index e : masked) {
+    Y.c(e) = -std::numeric_limits<double>::infinity();
+    Y.A.row(e).setZero();
+    Y.s(e) = 0;
+  }
+  return Y;
 }
 
 /// out = L·R (numpy matmul semantics, batch axes broadcast) where exactly one of L, R is a constant.

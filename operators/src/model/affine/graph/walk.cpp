@@ -248,15 +248,34 @@ std::string graph_affine_unsupported(const graph::Graph& graph) {
     return "the graph has " + std::to_string(graph.inputs.size()) + " runtime inputs (the pass takes one)";
   if (graph.outputs.size() != 1)
     return "the graph has " + std::to_string(graph.outputs.size()) + " outputs (the pass takes one)";
-  std::vector<bool> runtime(graph.values.size(), false);
+  std::vector<bool> runtime(graph.values.size(), false), masked(graph.values.size(), false);
   runtime[std::size_t(graph.inputs.front())] = true;
+  for (std::size_t v = 0; v < graph.values.size(); ++v)
+    for (double x : graph.values[v].data)
+      masked[v] = masked[v] || x == -std::numeric_limits<double>::infinity();
   for (const graph::Node& node : graph.nodes) {
     std::vector<bool> r;
     for (int id : node.inputs) r.push_back(runtime[std::size_t(id)]);
+    const std::string name = "node '" + node.name + "' (" + std::string(graph::op_name(node.op)) + "): ";
     const std::string why = node_unsupported(graph, node, r);
-    if (!why.empty())
-      return "node '" + node.name + "' (" + std::string(graph::op_name(node.op)) +
-             "): the affine-form pass " + "does not support " + why;
+    if (!why.empty()) return name + "the affine-form pass " + "does not support " + why;
+    // A −inf attention mask (docs/graph.md#non-finite-constants) reaches the softmax as constant −inf
+    // entries through data movement and an add of a computed value and a constant; any other way in
+    // (both operands computed, or constants only, enclosed by interval64) is not handled.
+    bool any = false, all_constant = true;
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      any = any || masked[std::size_t(node.inputs[k])];
+      all_constant = all_constant && !r[k];
+    }
+    if (any) {
+      const bool one_constant = node.inputs.size() == 2 && r[0] != r[1];
+      if (all_constant || !(is_movement(node.op) || node.op == graph::Op::softmax ||
+                            (node.op == graph::Op::add && one_constant)))
+        return name +
+               "reads a -inf attention mask: the affine-form pass takes it into a softmax through data "
+               "movement and an add of a computed value and a constant only";
+      masked[std::size_t(node.output)] = node.op != graph::Op::softmax;
+    }
     runtime[std::size_t(node.output)] = true;  // constants-only nodes too: they become forms
   }
   return "";

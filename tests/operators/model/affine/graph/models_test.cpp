@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <regatta/core/io/npy.hpp>
@@ -69,7 +70,7 @@ TEST_P(GraphAffineModel, SampledOutputsLieInTheCertifiedRanges) {
 
 TEST_P(GraphAffineModel, MarginOfThePredictionIsPositiveAtATinyRadius) {
   const Loaded m = load(GetParam());
-  // The logits: the whole output, or the last token's row for the causal model (output [1, 6, 11]).
+  // The logits: the whole output, or the last token's row for the causal models (output [1, 6, C]).
   const graph::Shape& out = m.graph.values[std::size_t(m.graph.outputs.front())].shape;
   const Eigen::Index classes = Eigen::Index(out.back()), offset = Eigen::Index(m.logits.size()) - classes;
   int label = 0;
@@ -108,7 +109,50 @@ TEST_P(GraphAffineModel, MarginOfThePredictionIsPositiveAtATinyRadius) {
 
 INSTANTIATE_TEST_SUITE_P(Onnx, GraphAffineModel,
                          ::testing::Values("encoder_postnorm_gelu", "encoder_prenorm_relu", "gpt_causal",
-                                           "vit_conv_mha", "vit_vnncomp_like"),
+                                           "vit_conv_mha", "vit_vnncomp_like", "causal_where_inf",
+                                           "causal_add_inf"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+
+namespace {
+
+// −inf masks reach the graph pass's softmax only as constant entries (docs/graph.md#non-finite-constants):
+// through an add of a computed value and a constant. A masked value added to another computed value is
+// refused by name, not bounded.
+TEST(GraphAffineMask, MaskedWeightsAreZeroAndAMaskedPlusComputedValueIsRefused) {
+  const double inf = std::numeric_limits<double>::infinity();
+  graph::Graph g;
+  g.source = "hand.onnx";
+  g.values = {{"x", {2, 3}, false, {}},
+              {"m", {2, 3}, true, {0, -inf, -inf, 0, 0, -inf}},
+              {"s", {2, 3}, false, {}},
+              {"t", {2, 3}, false, {}},
+              {"y", {2, 3}, false, {}}};
+  g.inputs = {0};
+  g.nodes.push_back({graph::Op::add, "mask", "Add", {0, 1}, 2, {}});
+  g.nodes.push_back({graph::Op::add, "again", "Add", {2, 0}, 3, {}});
+  g.nodes.push_back({graph::Op::softmax, "softmax", "Softmax", {3}, 4, graph::SoftmaxAttrs{1, 2}});
+  g.outputs = {4};
+  g.validate();  // the graph's own rule accepts it: the masked value reaches the softmax through adds
+  EXPECT_EQ(operators::graph_affine_unsupported(g),
+            "node 'again' (add): reads a -inf attention mask: the affine-form pass takes it into a softmax "
+            "through data movement and an add of a computed value and a constant only");
+  g.nodes[1].inputs = {2, 1};  // masked + the constant mask again: supported
+  g.validate();
+  EXPECT_EQ(operators::graph_affine_unsupported(g), "");
+  // Its ranges: the masked weights 0 (up to the ranges' allowance for underflow, a few subnormals), the
+  // others around the double forward at sampled points.
+  InputSet set;
+  set.norm = InputNorm::linf;
+  set.centre = Eigen::VectorXd::LinSpaced(6, -1, 1);
+  set.radius = 0.1;
+  const auto ranges = operators::graph_affine_output_ranges(g, set);
+  for (std::size_t e : {1, 2, 5}) {
+    EXPECT_LE(std::fabs(ranges[e].lower()), 1e-300);
+    EXPECT_LE(std::fabs(ranges[e].upper()), 1e-300);
+  }
+  regatta::test::expect_enclosed(g, set, ranges, 200, 17, "hand-built mask");
+}
 
 }  // namespace
