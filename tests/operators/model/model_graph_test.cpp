@@ -24,13 +24,14 @@
 #include <regatta/graph/onnx_import.hpp>
 #endif
 
+#include "model_files.hpp"
+
 namespace regatta::operators {
 namespace {
 
-const std::filesystem::path data = REGATTA_TEST_DATA_DIR;
-
-Model digits() { return load_model(data / "vit_digits" / "vit_digits.safetensors"); }
-Model text(const std::string& name) { return load_model(data / "text_models" / name / "model.safetensors"); }
+using model_files::data;
+using model_files::digits;
+using model_files::text;
 
 /// A random input the model accepts: pixels in [0, 1], or n token-embedding rows of random ids plus noise.
 Vector<double> random_input(const Model& m, int n, std::uint64_t seed) {
