@@ -202,14 +202,18 @@ TEST(ModelGraph, FusionFindsEveryAttentionLayerWithTheModelsWeights) {
         EXPECT_EQ(max_difference(p.wq[std::size_t(h)], l.WQ[std::size_t(h)]), 0) << v.name;
         EXPECT_EQ(max_difference(p.wk[std::size_t(h)], l.WK[std::size_t(h)]), 0) << v.name;
         EXPECT_EQ(max_difference(p.wv[std::size_t(h)], l.WV[std::size_t(h)]), 0) << v.name;
-        if (!l.bQ.empty())
+        if (!l.bQ.empty()) {
           EXPECT_EQ(max_difference(p.bq[std::size_t(h)], l.bQ[std::size_t(h)].transpose()), 0);
-        if (!l.bV.empty())
+        }
+        if (!l.bV.empty()) {
           EXPECT_EQ(max_difference(p.bv[std::size_t(h)], l.bV[std::size_t(h)].transpose()), 0);
+        }
       }
       EXPECT_TRUE(p.output_projection);
       EXPECT_EQ(max_difference(p.wo, l.WO), 0) << v.name;
-      if (l.bO.size() != 0) EXPECT_EQ(max_difference(p.bo, l.bO.transpose()), 0) << v.name;
+      if (l.bO.size() != 0) {
+        EXPECT_EQ(max_difference(p.bo, l.bO.transpose()), 0) << v.name;
+      }
     }
   }
 }
