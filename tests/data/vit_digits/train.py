@@ -11,18 +11,15 @@ blocks, class-token pooling, 10 logits. Training and evaluation run in float64 w
 seeds, so re-running writes the same numbers.
 
 Writes next to this file:
-  vit_digits.safetensors   the weights, float64, in timm naming (written here: the format is 8 bytes of
+  vit_digits.safetensors   the weights, float64, in timm naming (written by fixture_files.py: 8 bytes of
                            little-endian header length, a JSON header, then the raw tensors)
   config.json              what the names cannot say: heads, patch size, LayerNorm epsilon, GELU form, pooling
   test_set.npz             the held-out images (450, 8, 8) in [0, 1], labels (int64), torch's float64
                            logits for them, and the test accuracy
   README.md                a summary of the above
 """
-import io
 import json
 import os
-import struct
-import zipfile
 
 import numpy as np
 import torch
@@ -30,6 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import training
+from fixture_files import write_npz, write_safetensors  # also imported from here by text_models/generate.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 torch.set_default_dtype(torch.float64)
@@ -103,30 +101,6 @@ class VisionTransformer(nn.Module):
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
         x = self.norm(self.blocks(x))
         return self.head(x[:, 0])
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f8").tobytes()
-        header[name] = {"dtype": "F64", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def write_npz(path, arrays):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, array in arrays.items():
-            buffer = io.BytesIO()
-            np.save(buffer, array)
-            info = zipfile.ZipInfo(name + ".npy", date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, buffer.getvalue())
 
 
 def main():
