@@ -2,7 +2,7 @@
 """`regatta certify` prints every accuracy as the exact fraction of counted inputs. On the digits ViT fixture
 the counts are recounted here from the per-input rows of --out JSON (prediction, label, certified and attack
 radius), and compared with the JSON counts, the JSON doubles and the printed text, which must be exactly
-k/n: "0.85 (34/40)" when the decimal terminates (every k/40 does), "0.3333333333 (1/3, rounded down)" when it
+k/n: "0.625 (5/8)" when the decimal terminates (every k/8 does), "0.3333333333 (1/3, rounded down)" when it
 does not (k/3). Before, a certified accuracy was the double below k/n printed rounded down: 0.849999 for
 34/40.
 
@@ -94,17 +94,19 @@ def run(limit, radii, extra):
         failures.append(f"--limit {limit}: {len(lines)} accuracy lines for {len(radii)} radii")
     if re.search(r"\b0\.\d*9999\d*\b", "\n".join(lines)):
         failures.append(f"--limit {limit}: an accuracy printed as a rounded-down double: {lines}")
-    return p.stdout, [sum(x["certified_radius"] >= float(r) for x in correct) for r in radii]
+    return (p.stdout, [sum(x["certified_radius"] >= float(r) for x in correct) for r in radii],
+            [sum(attack(x) > float(r) for x in correct) for r in radii])
 
 
-# 40 inputs (k/40 always terminates). The radii straddle the certified radii of the fixture, so that the
-# certified counts are not all n or 0.
-_, counts = run(40, ["0", "0.005", "0.01", "0.02", "0.03", "0.05"], ["--tolerance", "0.5"])
-if len(set(counts)) < 3:
-    failures.append(f"the certified counts at the radii of the 40-input run are too uniform to test: {counts}")
+# 8 inputs (k/8 always terminates, with up to three decimals). The radii straddle the fixture's certified radii
+# (0.025 to 0.042 at this tolerance) and attack radii (0.19 to 0.50), so that neither count is all n or 0.
+_, counts, attacks = run(8, ["0", "0.02", "0.03", "0.035", "0.04", "0.05", "0.25", "0.3"], ["--tolerance", "0.5"])
+if len(set(counts)) < 3 or len(set(attacks)) < 2:
+    failures.append(f"the certified {counts} or attack {attacks} counts at the radii of the 8-input run are too "
+                    "uniform to test")
 # 3 inputs: k/3 does not terminate for k = 1, 2; the radii lie between the fixture's per-input radii (region
 # certified radii 2.5e-5 to 5.1e-5, attack radii 0.19 to 0.50), so that both appear.
-text, _ = run(3, ["0", "3e-05", "0.2", "0.5"], ["--tolerance", "0.5", "--method", "region"])
+text, _, _ = run(3, ["0", "3e-05", "0.2", "0.5"], ["--tolerance", "0.5", "--method", "region"])
 if "/3, rounded down)" not in text:
     failures.append("no accuracy of the 3-input run is a non-terminating k/3: the radii no longer test it")
 

@@ -2,7 +2,9 @@
 (tests/data/vit_digits_torchvision, tests/data/vit_digits_encoder; docs/models.md#recognised-transformers).
 Each export must be recognised (inspect names its layout), certify must run through the recognised transformer
 and, on every row, give 0 <= certified radius <= attack radius, with a positive certified radius on every
-correctly classified input whose attack radius is positive (else the comparison says little).
+correctly classified input whose attack radius is positive (else the comparison says little). The bisection's
+tolerance is coarse (0.5): the point is the order of the two radii, not the certified radius's last digits, and
+the encoder's three inputs take 13 CPU-s instead of 33.
 
     certify_trained_vits.py REGATTA DATA_DIR WORK_DIR
 """
@@ -30,7 +32,8 @@ for name, layout in EXPECTED.items():
                         f"{run.stdout}{run.stderr}")
     out = os.path.join(WORK, name + ".json")
     run = subprocess.run([REGATTA, "certify", "--model", model, "--data",
-                          os.path.join(DATA, "vit_digits", "test_set.npz"), "--limit", "3", "--out", out],
+                          os.path.join(DATA, "vit_digits", "test_set.npz"), "--limit", "3", "--tolerance", "0.5",
+                          "--out", out],
                          capture_output=True, text=True, check=False)
     if run.returncode != 0:
         failures.append(f"{name}: certify exit {run.returncode}: {run.stderr.strip()}")

@@ -11,23 +11,23 @@ blocks, class-token pooling, 10 logits. Training and evaluation run in float64 w
 seeds, so re-running writes the same numbers.
 
 Writes next to this file:
-  vit_digits.safetensors   the weights, float64, in timm naming (written here: the format is 8 bytes of
+  vit_digits.safetensors   the weights, float64, in timm naming (written by fixture_files.py: 8 bytes of
                            little-endian header length, a JSON header, then the raw tensors)
   config.json              what the names cannot say: heads, patch size, LayerNorm epsilon, GELU form, pooling
   test_set.npz             the held-out images (450, 8, 8) in [0, 1], labels (int64), torch's float64
                            logits for them, and the test accuracy
   README.md                a summary of the above
 """
-import io
 import json
 import os
-import struct
-import zipfile
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import training
+from fixture_files import write_npz, write_safetensors  # also imported from here by text_models/generate.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 torch.set_default_dtype(torch.float64)
@@ -103,59 +103,13 @@ class VisionTransformer(nn.Module):
         return self.head(x[:, 0])
 
 
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f8").tobytes()
-        header[name] = {"dtype": "F64", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def write_npz(path, arrays):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, array in arrays.items():
-            buffer = io.BytesIO()
-            np.save(buffer, array)
-            info = zipfile.ZipInfo(name + ".npy", date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, buffer.getvalue())
-
-
 def main():
-    # scikit-learn only supplies the training data: importing this file for its model classes does not need it.
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    images = digits.images / 16.0
-    x_train, x_test, y_train, y_test = train_test_split(images, digits.target, test_size=450,
-                                                        stratify=digits.target, random_state=0)
-    x_train, x_test = torch.tensor(x_train), torch.tensor(x_test)
-    y_train, y_test = torch.tensor(y_train), torch.tensor(y_test)
-
+    # The split (scikit-learn only supplies the data: importing this file for its model classes does not need
+    # it) and the training loop are the ones the two other digits ViTs use (training.py); this split writes
+    # test_set.npz, so it is not checked against it.
+    x_train, x_test, y_train, y_test = training.split(checked=False)
     model = VisionTransformer()
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
-    epochs, batch = 150, 16
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, epochs)
-    generator = torch.Generator().manual_seed(1)
-    for epoch in range(epochs):
-        model.train()
-        order = torch.randperm(len(x_train), generator=generator)
-        for start in range(0, len(order), batch):
-            idx = order[start:start + batch]
-            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-        schedule.step()
-
-    model.eval()
+    training.train(model, x_train, y_train, epochs=150)
     with torch.no_grad():
         logits = model(x_test)
     accuracy = float((logits.argmax(1) == y_test).double().mean())

@@ -25,8 +25,8 @@ import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import common  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "vit_digits"))
+import training  # noqa: E402  (the split, the training loop, the export)
 
 IMAGE, PATCH, WIDTH, HEADS, FF, DEPTH, CLASSES = 8, 2, 48, 4, 96, 3, 10
 
@@ -47,14 +47,8 @@ class EncoderViT(nn.Module):
         return self.head(self.encoder(x).mean(dim=1))
 
 
-def main():
-    torch.manual_seed(0)
-    model = EncoderViT()
-    description = ("Conv2d 2x2 patch embedding, position table, nn.TransformerEncoder(d_model=48, nhead=4, "
-                   "dim_feedforward=96, 3 layers, activation relu, norm_first=False, eps 1e-5), mean pooling, "
-                   "linear head")
-    common.train_and_export(model, "vit_digits_encoder", HERE, description, epochs=50)
-
+DESCRIPTION = ("Conv2d 2x2 patch embedding, position table, nn.TransformerEncoder(d_model=48, nhead=4, "
+               "dim_feedforward=96, 3 layers, activation relu, norm_first=False, eps 1e-5), mean pooling, linear head")
 
 if __name__ == "__main__":
-    main()
+    training.train_and_export(EncoderViT, "vit_digits_encoder", HERE, DESCRIPTION, epochs=50)

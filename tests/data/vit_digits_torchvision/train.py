@@ -26,8 +26,8 @@ import torch.nn as nn
 from torchvision.models import VisionTransformer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "vit_digits_encoder"))
-import common  # noqa: E402  (the split, the training loop, the export)
+sys.path.insert(0, os.path.join(HERE, "..", "vit_digits"))
+import training  # noqa: E402  (the split, the training loop, the export)
 
 IMAGE, PATCH, WIDTH, HEADS, MLP, DEPTH, CLASSES = 8, 2, 32, 4, 64, 2, 10
 
@@ -45,14 +45,9 @@ class Digits(nn.Module):
         return self.vit(images.unsqueeze(1))
 
 
-def main():
-    torch.manual_seed(0)
-    model = Digits()
-    description = ("torchvision.models.VisionTransformer(image_size=8, patch_size=2, num_layers=2, num_heads=4, "
-                   "hidden_dim=32, mlp_dim=64, num_classes=10) with a one-channel conv_proj; pre-LayerNorm "
-                   "blocks (eps 1e-6), exact GELU, class token, final LayerNorm")
-    common.train_and_export(model, "vit_digits_torchvision", HERE, description, epochs=150)
-
+DESCRIPTION = ("torchvision.models.VisionTransformer(image_size=8, patch_size=2, num_layers=2, num_heads=4, "
+               "hidden_dim=32, mlp_dim=64, num_classes=10) with a one-channel conv_proj; pre-LayerNorm blocks "
+               "(eps 1e-6), exact GELU, class token, final LayerNorm")
 
 if __name__ == "__main__":
-    main()
+    training.train_and_export(Digits, "vit_digits_torchvision", HERE, DESCRIPTION, epochs=150)

@@ -27,13 +27,13 @@
 #include <regatta/graph/onnx_import.hpp>
 #endif
 
+#include "model_files.hpp"
+
 namespace regatta::operators {
 namespace {
 
-const std::filesystem::path data = REGATTA_TEST_DATA_DIR;
-
-Model digits() { return load_model(data / "vit_digits" / "vit_digits.safetensors"); }
-Model text(const std::string& name) { return load_model(data / "text_models" / name / "model.safetensors"); }
+using model_files::digits;
+using model_files::text;
 
 template <class A, class B>
 void expect_same(const A& a, const B& b, const std::string& what) {

@@ -25,13 +25,14 @@
 #include <regatta/graph/onnx_import.hpp>
 #endif
 
+#include "model_files.hpp"
+
 namespace regatta::operators {
 namespace {
 
-const std::filesystem::path data = REGATTA_TEST_DATA_DIR;
-
-Model digits() { return load_model(data / "vit_digits" / "vit_digits.safetensors"); }
-Model text(const std::string& name) { return load_model(data / "text_models" / name / "model.safetensors"); }
+using model_files::data;
+using model_files::digits;
+using model_files::text;
 
 /// A random input the model accepts: pixels in [0, 1], or n token-embedding rows of random ids plus noise.
 Vector<double> random_input(const Model& m, int n, std::uint64_t seed) {
@@ -196,10 +197,12 @@ TEST(ModelGraph, FusionFindsEveryAttentionLayerWithTheModelsWeights) {
         EXPECT_EQ(max_difference(p.wq[std::size_t(h)], l.WQ[std::size_t(h)]), 0) << v.name;
         EXPECT_EQ(max_difference(p.wk[std::size_t(h)], l.WK[std::size_t(h)]), 0) << v.name;
         EXPECT_EQ(max_difference(p.wv[std::size_t(h)], l.WV[std::size_t(h)]), 0) << v.name;
-        if (!l.bQ.empty())
+        if (!l.bQ.empty()) {
           EXPECT_EQ(max_difference(p.bq[std::size_t(h)], l.bQ[std::size_t(h)].transpose()), 0);
-        if (!l.bV.empty())
+        }
+        if (!l.bV.empty()) {
           EXPECT_EQ(max_difference(p.bv[std::size_t(h)], l.bV[std::size_t(h)].transpose()), 0);
+        }
       }
       // LLaMA's rotary embeddings: on queries and keys, with tables from which rotary_of reads the θ.
       EXPECT_EQ(p.q_rotary.has_value(), l.rotary.has_value()) << v.name;
@@ -212,7 +215,9 @@ TEST(ModelGraph, FusionFindsEveryAttentionLayerWithTheModelsWeights) {
       }
       EXPECT_TRUE(p.output_projection);
       EXPECT_EQ(max_difference(p.wo, l.WO), 0) << v.name;
-      if (l.bO.size() != 0) EXPECT_EQ(max_difference(p.bo, l.bO.transpose()), 0) << v.name;
+      if (l.bO.size() != 0) {
+        EXPECT_EQ(max_difference(p.bo, l.bO.transpose()), 0) << v.name;
+      }
     }
   }
 }

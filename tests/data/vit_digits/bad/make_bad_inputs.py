@@ -9,23 +9,14 @@ Made with:  /usr/bin/python3 tests/data/vit_digits/bad/make_bad_inputs.py   (num
   nan_pixel.npz           the first 3 test images with pixel (1, 3, 4) = NaN
   no_labels.npz           images only
 """
-import io
 import os
-import zipfile
+import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def write_npz(path, arrays):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, array in arrays.items():
-            buffer = io.BytesIO()
-            np.save(buffer, array)
-            info = zipfile.ZipInfo(name + ".npy", date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, buffer.getvalue())
+sys.path.insert(0, os.path.join(HERE, ".."))
+from fixture_files import write_npz  # noqa: E402  (the fixtures' npz writer: deterministic bytes)
 
 
 def main():

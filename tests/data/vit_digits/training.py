@@ -1,47 +1,59 @@
-"""What the two trained ViTs of tests/data/vit_digits_torchvision and tests/data/vit_digits_encoder share:
-the digits ViT's data split, the training loop (AdamW, cosine schedule, float64, one thread, seeded), and
-the ONNX export with torch's logits of the 450 test images beside it."""
+"""What the three ViTs trained on the digits share (tests/data/vit_digits, vit_digits_torchvision,
+vit_digits_encoder): the data split, the training loop (AdamW, cosine schedule, batch 16, float64, seeded), and
+for the two ViTs written other ways the ONNX export with torch's logits of the 450 test images beside it."""
 import os
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-DIGITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vit_digits")
+DIGITS = os.path.dirname(os.path.abspath(__file__))
 
 
-def split():
-    """The digits ViT's split (tests/data/vit_digits/train.py), checked against its test_set.npz."""
+def split(checked=True):
+    """scikit-learn's digits (values /16 in [0, 1]) split into 1347 training and 450 test images, stratified,
+    random_state 0, as torch tensors. checked: the test half must be tests/data/vit_digits/test_set.npz (the
+    digits ViT's own train.py, which writes that file, passes False)."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
     digits = load_digits()
     x_train, x_test, y_train, y_test = train_test_split(digits.images / 16.0, digits.target, test_size=450,
                                                         stratify=digits.target, random_state=0)
-    with np.load(os.path.join(DIGITS, "test_set.npz")) as z:
-        if not (np.array_equal(z["images"], x_test) and np.array_equal(z["labels"], y_test)):
-            raise SystemExit("the split differs from tests/data/vit_digits/test_set.npz")
+    if checked:
+        with np.load(os.path.join(DIGITS, "test_set.npz")) as z:
+            if not (np.array_equal(z["images"], x_test) and np.array_equal(z["labels"], y_test)):
+                raise SystemExit("the split differs from tests/data/vit_digits/test_set.npz")
     return torch.tensor(x_train), torch.tensor(x_test), torch.tensor(y_train), torch.tensor(y_test)
 
 
-def train_and_export(model, name, here, description, epochs, lr=1e-3):
-    torch.set_num_threads(1)
-    model = model.double()
-    x_train, x_test, y_train, y_test = split()
+def train(model, x_train, y_train, epochs, lr=1e-3, batch=16):
+    """AdamW (weight decay 0.1) under a cosine schedule, mini-batches drawn by a generator seeded with 1; the
+    model is left in eval mode."""
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, epochs)
     generator = torch.Generator().manual_seed(1)
     for _ in range(epochs):
         model.train()
         order = torch.randperm(len(x_train), generator=generator)
-        for start in range(0, len(order), 16):
-            idx = order[start:start + 16]
+        for start in range(0, len(order), batch):
+            idx = order[start:start + batch]
             loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
         schedule.step()
     model.eval()
+
+
+def train_and_export(make_model, name, here, description, epochs, lr=1e-3):
+    """make_model() built after torch.manual_seed(0), trained in float64 on one thread, exported to ONNX next
+    to the script (here) with torch's logits of the test images and a README."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = make_model().double()
+    x_train, x_test, y_train, y_test = split()
+    train(model, x_train, y_train, epochs, lr)
     with torch.no_grad():
         logits = model(x_test)
         one = model(x_test[:1])
@@ -57,7 +69,7 @@ def train_and_export(model, name, here, description, epochs, lr=1e-3):
     with open(os.path.join(here, "README.md"), "w") as f:
         f.write(f"# {name}: a ViT written another way, trained on the digits (regatta fixture)\n\n"
                 f"Made by `/usr/bin/python3 {script}` with torch {torch.__version__} (float64, one thread, "
-                f"seeds 0 and 1; the training loop is common.py in tests/data/vit_digits_encoder).\n\n"
+                f"seeds 0 and 1; the split and the training loop are training.py in tests/data/vit_digits).\n\n"
                 f"- data: the split of tests/data/vit_digits (1347 training, 450 test images; its "
                 f"test_set.npz is the test set)\n"
                 f"- model: {description}; {parameters} parameters\n"
