@@ -49,6 +49,23 @@ double directed(Unary f, double v, bool up) {
   return mpfr_get_d(w.y, rnd);
 }
 
+/// f(v) enclosed with one MPFR call where the two directed ones would give the same interval: the
+/// round-to-nearest value y (53 bits) and its ternary value say on which side of the exact value y lies,
+/// and y's binary64 neighbour towards the exact value is the other end (no 53-bit number lies strictly
+/// between the exact value and its nearest one). When y does not convert to binary64 exactly (outside the
+/// normal range), the two directed calls.
+interval64 point_enclosure(Unary f, double v) {
+  Workspace& w = workspace();
+  mpfr_set_d(w.x, v, MPFR_RNDN);  // exact
+  const int side = f(w.y, w.x, MPFR_RNDN);
+  const double y = mpfr_get_d(w.y, MPFR_RNDN);
+  if (!std::isnormal(y) || mpfr_cmp_d(w.y, y) != 0)
+    return interval64::hull(directed(f, v, false), directed(f, v, true));
+  if (side == 0) return interval64(y);
+  return side > 0 ? interval64::hull(std::nextafter(y, -inf), y)
+                  : interval64::hull(y, std::nextafter(y, inf));
+}
+
 double directed_pow(double t, double p, bool up) {
   Workspace& w = workspace();
   const mpfr_rnd_t rnd = up ? MPFR_RNDU : MPFR_RNDD;
@@ -90,6 +107,7 @@ interval64 square(const interval64& x) {
 
 interval64 exp(const interval64& x) {
   if (x.is_nan()) return x;
+  if (x.lower() == x.upper() && std::isfinite(x.lower())) return point_enclosure(mpfr_exp, x.lower());
   return interval64::hull(directed(mpfr_exp, x.lower(), false), directed(mpfr_exp, x.upper(), true));
 }
 

@@ -19,6 +19,7 @@
 #include <regatta/core/interval64.hpp>
 #include <regatta/core/precision.hpp>
 #include <string>
+#include <vector>
 
 namespace regatta {
 namespace {
@@ -419,6 +420,56 @@ TEST(Interval64, CornerCases) {
   EXPECT_TRUE(interval64::hull(0, 1) < interval64::hull(2, 3));
   EXPECT_FALSE(interval64::nan() < interval64(1.0));
   EXPECT_THROW((void)(interval64::hull(0, 2) < interval64::hull(1, 3)), std::domain_error);
+}
+
+// exp of a point takes one round-to-nearest MPFR call and its ternary value: its ends must be exactly
+// MPFR's correctly rounded values down and up at 53 bits (two directed calls here), on random points of
+// every size and on the edges of the normal range, of overflow and of underflow.
+TEST(Interval64, ExpOfAPointIsTheDirectedRoundingsOfMpfr) {
+  mpfr_t x, y;
+  mpfr_init2(x, 53);
+  mpfr_init2(y, 53);
+  auto directed = [&](double v, mpfr_rnd_t rnd) {
+    mpfr_set_d(x, v, MPFR_RNDN);
+    mpfr_exp(y, x, rnd);
+    return mpfr_get_d(y, rnd);
+  };
+  std::vector<double> points = {0.0,
+                                -0.0,
+                                1.0,
+                                -1.0,
+                                709.78,
+                                709.7827128933840,
+                                709.79,
+                                710.0,
+                                -708.39,
+                                -708.4,
+                                -708.3964185322641,
+                                -744.44,
+                                -745.13,
+                                -745.2,
+                                -800.0,
+                                1e-300,
+                                -1e-300,
+                                tiny,
+                                -tiny,
+                                dmin,
+                                -dmin,
+                                0.6931471805599453};
+  std::mt19937_64 rng(40);
+  std::uniform_real_distribution<double> wide(-760.0, 720.0), small(-1.0, 1.0);
+  std::uniform_int_distribution<int> scale(-60, 3);
+  for (int k = 0; k < 300000; ++k) {
+    points.push_back(wide(rng));
+    points.push_back(std::ldexp(small(rng), scale(rng)));
+  }
+  for (double v : points) {
+    const interval64 e = exp(interval64(v));
+    ASSERT_EQ(e.lower(), directed(v, MPFR_RNDD)) << v;
+    ASSERT_EQ(e.upper(), directed(v, MPFR_RNDU)) << v;
+  }
+  mpfr_clear(x);
+  mpfr_clear(y);
 }
 
 TEST(Interval64, ConversionsToAndFromMpfiEnclose) {
