@@ -20,14 +20,17 @@ Writes next to this file:
 """
 import json
 import os
+import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import training
-from fixture_files import write_npz, write_safetensors  # also imported from here by text_models/generate.py
+# The shared modules beside this file, also when it is imported from elsewhere (python/tests/test_model.py).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import training  # noqa: E402
+from fixture_files import write_npz, write_safetensors  # noqa: E402  (also imported from here by text_models/generate.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 torch.set_default_dtype(torch.float64)
