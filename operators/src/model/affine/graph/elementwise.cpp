@@ -82,10 +82,12 @@ Form reciprocal_of(const Form& F, const Pass& p, const std::vector<I>* within = 
                         sign, zero, p);
 }
 
-/// The operand broadcast to `out` as a form.
-Form spread(const Operand& x, const Shape& out) {
-  if (*x.shape == out) return form_of(x);
-  return gather_or_zero(form_of(x), broadcast_index(*x.shape, out));
+/// The operand broadcast to `out` as a form: a computed operand's own form when no entry moves, else a
+/// form made in `storage`.
+const Form& spread(const Operand& x, const Shape& out, Form& storage) {
+  if (*x.shape == out && !x.constant()) return *x.form;
+  storage = *x.shape == out ? form_of(x) : gather_or_zero(form_of(x), broadcast_index(*x.shape, out));
+  return storage;
 }
 
 /// σ(x) = ½ + ½·tanh(x/2) (exact identity; the halvings are exact in binary64), the intervals halved with x
@@ -151,9 +153,10 @@ Form elementwise_node(const graph::Node& node, const std::vector<Operand>& in, c
                       const Pass& p) {
   using graph::Op;
   if (splittable(node.op)) return split_transfer(node, *in[0].form, p, nullptr);
+  Form first, second;  // the operands' broadcast copies, where they need one
   switch (node.op) {
     case Op::pow: {
-      const Form X = spread(in[0], out);
+      const Form& X = spread(in[0], out, first);
       const double k = in[1].data->empty() ? 1.0 : in[1].data->front();
       if (!pow_unsupported(*in[1].data).empty()) throw std::logic_error("pow: unsupported exponent");
       if (k == 0) return constant_form(std::vector<double>(std::size_t(X.size()), 1.0));
@@ -165,18 +168,19 @@ Form elementwise_node(const graph::Node& node, const std::vector<Operand>& in, c
     }
     case Op::add:
     case Op::sub:
-      return combine(spread(in[0], out), spread(in[1], out), node.op == Op::add ? 1.0 : -1.0, p);
+      return combine(spread(in[0], out, first), spread(in[1], out, second), node.op == Op::add ? 1.0 : -1.0,
+                     p);
     case Op::mul:
-      return product(spread(in[0], out), spread(in[1], out), p);
+      return product(spread(in[0], out, first), spread(in[1], out, second), p);
     case Op::div: {  // x · (1/y); a constant numerator is a constant factor of 1/y
-      const Form R = reciprocal_of(spread(in[1], out), p);
+      const Form R = reciprocal_of(spread(in[1], out, second), p);
       if (in[0].constant()) {
-        const Form c = spread(in[0], out);
+        const Form& c = spread(in[0], out, first);
         std::vector<I> lambda(std::size_t(c.size()));
         for (Index e = 0; e < c.size(); ++e) lambda[std::size_t(e)] = I(c.c(e));
         return affine_entries(R, lambda, std::vector<I>(lambda.size(), I(0.0)), p);
       }
-      return product(spread(in[0], out), R, p);
+      return product(spread(in[0], out, first), R, p);
     }
     default:
       throw std::logic_error("elementwise_node: not an elementwise node");

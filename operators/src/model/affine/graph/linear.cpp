@@ -46,16 +46,18 @@ std::vector<I> broadcast_values(const Operand& c, const Shape& out) {
   return v;
 }
 
-/// The form of x broadcast to `out` (x itself when no entry moves).
-Form broadcast_form(const Operand& x, const Shape& out) {
-  if (*x.shape == out) return form_of(x);
-  return gather_or_zero(form_of(x), broadcast_index(*x.shape, out));
+/// The form of x broadcast to `out`: x's own form when no entry moves, else a gathered copy in `storage`.
+const Form& broadcast_form(const Operand& x, const Shape& out, Form& storage) {
+  if (*x.shape == out && !x.constant()) return *x.form;
+  storage = *x.shape == out ? form_of(x) : gather_or_zero(form_of(x), broadcast_index(*x.shape, out));
+  return storage;
 }
 
 /// x ∘ c entrywise for one form x and one constant c, as y = Λ·x + M (affine_entries).
 Form with_constant(graph::Op op, const Operand& x, const Operand& c, bool constant_first, const Shape& out,
                    const Pass& p) {
-  Form X = broadcast_form(x, out);
+  Form storage;
+  const Form* X = &broadcast_form(x, out, storage);
   std::vector<I> C = broadcast_values(c, out);
   const std::size_t N = C.size();
   // A −inf attention mask (docs/graph.md#non-finite-constants): x + (−inf), or an entry of x already masked,
@@ -64,11 +66,15 @@ Form with_constant(graph::Op op, const Operand& x, const Operand& c, bool consta
   if (op == graph::Op::add)
     for (std::size_t e = 0; e < N; ++e)
       if (C[e].upper() == -std::numeric_limits<double>::infinity() ||
-          X.c(Index(e)) == -std::numeric_limits<double>::infinity()) {
+          X->c(Index(e)) == -std::numeric_limits<double>::infinity()) {
+        if (X != &storage) {  // x's own form: the masked rows are cleared in a copy
+          storage = *X;
+          X = &storage;
+        }
         masked.push_back(Index(e));
-        X.c(Index(e)) = 0;
-        X.A.row(Index(e)).setZero();
-        X.s(Index(e)) = 0;
+        storage.c(Index(e)) = 0;
+        storage.A.row(Index(e)).setZero();
+        storage.s(Index(e)) = 0;
         C[e] = I(0.0);
       }
   std::vector<I> lambda(N, I(1.0)), M(N, I(0.0));
@@ -94,7 +100,7 @@ Form with_constant(graph::Op op, const Operand& x, const Operand& c, bool consta
       default:
         throw std::logic_error("with_constant: not an arithmetic node");
     }
-  Form Y = affine_entries(X, lambda, M, p);
+  Form Y = affine_entries(*X, lambda, M, p);
   for (Index e : masked) {
     Y.c(e) = -std::numeric_limits<double>::infinity();
     Y.A.row(e).setZero();

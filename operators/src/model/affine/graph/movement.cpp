@@ -115,7 +115,8 @@ graph::Graph single_node(const graph::Graph& g, const graph::Node& node, const s
 
 }  // namespace
 
-Form movement(const graph::Graph& g, const graph::Node& node, const std::vector<Operand>& in) {
+Form movement(const graph::Graph& g, const graph::Node& node, const std::vector<Operand>& in,
+              const Form** unchanged) {
   // The operands that carry data (every one but where's condition), stacked in order.
   std::vector<bool> keep(in.size(), false);
   if (node.op == graph::Op::where) keep[0] = true;
@@ -141,7 +142,15 @@ Form movement(const graph::Graph& g, const graph::Node& node, const std::vector<
   if (!(offset < 9007199254740992.0)) throw std::logic_error("movement: more than 2^53 entries");
   const std::vector<double> map = graph::evaluate<double>(h, inputs).front().data;
   std::vector<Index> idx(map.size());
-  for (std::size_t e = 0; e < map.size(); ++e) idx[e] = Index(map[e]);
+  bool moved = parts.size() != 1 || Index(map.size()) != parts.front()->size();
+  for (std::size_t e = 0; e < map.size(); ++e) {
+    idx[e] = Index(map[e]);
+    moved = moved || idx[e] != Index(e);
+  }
+  if (!moved && unchanged && owned.empty()) {  // every entry stays where it is: the operand's own form
+    *unchanged = parts.front();
+    return Form();
+  }
   if (parts.size() == 1) return gather_or_zero(*parts.front(), idx);
   return gather_or_zero(stack(parts), idx);
 }

@@ -48,8 +48,11 @@ std::vector<Index> broadcast_index(const Shape& in, const Shape& out);
 // movement.cpp
 /// Transpose, reshape, identity, slice, gather, expand, concat and where with a constant condition: the
 /// operands stacked (constants as forms) and gathered by the node's index map, which the graph's own
-/// double evaluation computes on tensors of indices. Exact on the symbols: nothing is added.
-Form movement(const graph::Graph& g, const graph::Node& node, const std::vector<Operand>& in);
+/// double evaluation computes on tensors of indices. Exact on the symbols: nothing is added. When
+/// `unchanged` is given and the node reads one form and leaves every entry where it is (reshape, identity,
+/// squeeze), *unchanged is set to that form and the result is empty: the caller reuses the form.
+Form movement(const graph::Graph& g, const graph::Node& node, const std::vector<Operand>& in,
+              const Form** unchanged = nullptr);
 /// A node whose operands are all constants, enclosed by the graph's interval64 evaluation: the midpoints
 /// as centres, the half-widths as slack.
 Form constant_node(const graph::Graph& g, const graph::Node& node, const std::vector<Operand>& in);

@@ -148,6 +148,7 @@ void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOpti
     }
     const Shape& out = g.values[std::size_t(node.output)].shape;
     Result r;
+    std::shared_ptr<const Form> kept;  // an operand's form that the node leaves unchanged (a reshape)
     using graph::Op;
     const bool one_constant = !constants_only && (in[0].constant() || (in.size() > 1 && in[1].constant()));
     if (constants_only) {
@@ -155,7 +156,10 @@ void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOpti
     } else if (replace && (*replace)(w.node, node, in, p, r.form)) {
       // the caller's transfer function (the phase-split ReLU of graph_affine_branch.hpp)
     } else if (is_movement(node.op)) {
-      r.form = movement(g, node, in);
+      const Form* same = nullptr;
+      r.form = movement(g, node, in, &same);
+      for (int id : node.inputs)
+        if (same && w.forms[std::size_t(id)].get() == same) kept = w.forms[std::size_t(id)];
       r.stochastic = node.op == Op::identity && in[0].stochastic;
     } else if (node.op == Op::conv || node.op == Op::batch_norm || node.op == Op::reduce_mean ||
                node.op == Op::neg || node.op == Op::gemm ||
@@ -168,13 +172,14 @@ void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOpti
     } else {
       r.form = elementwise_node(node, in, out, p);
     }
-    if (r.form.size() != Index(graph::element_count(out)))
+    const Form& made = kept ? *kept : r.form;
+    if (made.size() != Index(graph::element_count(out)))
       throw std::logic_error("graph affine pass: node " + node.name + " gave a form of the wrong size");
-    w.bytes += form_bytes(r.form);
+    w.bytes += form_bytes(made);  // counted as a copy, though a kept form is shared, not copied
     if (w.bytes > options.max_bytes)
       throw InputError(g.source, "the affine forms need more than " + std::to_string(options.max_bytes) +
                                      " bytes at node '" + node.name + "' (GraphAffineOptions::max_bytes)");
-    w.forms[std::size_t(node.output)] = std::make_shared<const Form>(std::move(r.form));
+    w.forms[std::size_t(node.output)] = kept ? kept : std::make_shared<const Form>(std::move(r.form));
     w.stochastic[std::size_t(node.output)] = r.stochastic ? 1 : 0;
     for (int id : node.inputs)
       if (--w.uses[std::size_t(id)] == 0 && w.forms[std::size_t(id)]) {
