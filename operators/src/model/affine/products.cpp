@@ -92,32 +92,6 @@ I deviation_sum(const Form& F, const Form& G, const std::vector<std::pair<Index,
   return intersect(sum, centred);
 }
 
-RowRuns::RowRuns(const Matrix<double>& A, Index width) {
-  // Blocks of `chunk` columns, a run the blocks from a nonzero one to the next all-zero one. A block is zero
-  // when the sum of its magnitudes is (a sum of nonnegative numbers, 0 only when each is; NaN is not 0).
-  constexpr Index chunk = 16;
-  start.reserve(std::size_t(A.rows() + 1));
-  for (Index r = 0; r < A.rows(); ++r) {
-    start.push_back(Index(runs.size()));
-    const double* a = A.data() + r * A.outerStride();
-    Index open = -1;  // the first column of the run being read, −1 between runs
-    for (Index b = 0; b < width; b += chunk) {
-      const double mass =
-          b + chunk <= width
-              ? Eigen::Map<const Eigen::Matrix<double, chunk, 1>>(a + b).cwiseAbs().sum()
-              : Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, 1>>(a + b, width - b).cwiseAbs().sum();
-      const bool nonzero = mass != 0;
-      if (nonzero && open < 0) open = b;
-      if (!nonzero && open >= 0) {
-        runs.emplace_back(open, b);
-        open = -1;
-      }
-    }
-    if (open >= 0) runs.emplace_back(open, width);
-  }
-  start.push_back(Index(runs.size()));
-}
-
 /// An upper bound of −Σ_{j≥q} a_j η_j over the symbols beyond the input ones (η_j ∈ [−1, 1]): Σ |a_j|, except
 /// that (with `ledger`) a ledger group's columns are bounded together (ProductGroup) where that is smaller.
 double fresh_bound(const Eigen::Matrix<double, 1, Eigen::Dynamic>& a, Index q, const Pass& p, bool ledger) {

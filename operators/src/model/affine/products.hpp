@@ -42,27 +42,6 @@ I deviation_sum(const Form& F, const Form& G, const std::vector<std::pair<Index,
 /// row of attention weights). Against Σ_t |a_t|, the cancellations of the combination over t are kept.
 /// `exact_rest`: the combinations' other symbols are summed exactly (else bounded by the triangle
 /// inequality, which is cheaper).
-/// The runs of nonzero coefficients in the first `width` columns of each row of A: row r's are
-/// runs[start[r]], ..., runs[start[r + 1] − 1], each [first, last), in column order; outside them the row's
-/// coefficients are zero (runs are whole blocks of 16 columns, up to `width`). A row's sweeps that add a
-/// multiple of it skip the zeros between its runs: w·0 changes no sum.
-struct RowRuns {
-  std::vector<Index> start;
-  std::vector<std::pair<Index, Index>> runs;
-  RowRuns() = default;
-  RowRuns(const Matrix<double>& A, Index width);
-  /// to.segment(b, e − b) += w·A.row(r).segment(b, e − b) over the parts [b, e) of row r's runs in [from,
-  /// until).
-  template <class Row>
-  void add_to(Row&& to, double w, const Matrix<double>& A, Index r, Index from, Index until) const {
-    for (Index k = start[std::size_t(r)]; k < start[std::size_t(r + 1)]; ++k) {
-      const Index b = std::max(runs[std::size_t(k)].first, from),
-                  e = std::min(runs[std::size_t(k)].second, until);
-      if (b < e) to.segment(b, e - b) += w * A.row(r).segment(b, e - b);
-    }
-  }
-};
-
 struct ProductGroup {
   struct Output {
     Index entry, column;  ///< the entry of the step's result that the symbol joined, and its column
@@ -181,17 +160,15 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
       out.s(o) = hi(s + I(gamma_of(count)) * magnitude + I(count * double(K)) * I(underflow_unit) +
                     I(halfwidth(centre, out.c(o))));
     }
-  // Only the runs of nonzero coefficients of F's and G's rows are swept (RowRuns).
-  const RowRuns runs_F(F.A, KF), runs_G(G.A, KG);
   constexpr Index block = 512;
   for (Index c0 = 0; c0 < K; c0 += block) {
-    const Index end = c0 + block;
+    const Index wG = std::clamp<Index>(KG - c0, 0, block), wF = std::clamp<Index>(KF - c0, 0, block);
     for (Index o = 0; o < n * m_out; ++o) {
       auto row = out.A.row(o);
       for (Index t = first_term[std::size_t(o)]; t < first_term[std::size_t(o + 1)]; ++t) {
         const Term& term = terms[std::size_t(t)];
-        runs_G.add_to(row, term.cf, G.A, term.f, c0, end);
-        runs_F.add_to(row, term.g, F.A, term.e, c0, end);
+        if (wG > 0) row.segment(c0, wG) += term.cf * G.A.row(term.f).segment(c0, wG);
+        if (wF > 0) row.segment(c0, wF) += term.g * F.A.row(term.e).segment(c0, wF);
       }
     }
   }
