@@ -183,7 +183,13 @@ S gelu_erf_derivative_naive(const S& x) {
   return normal_cdf(x) + x * normal_pdf(x);
 }
 
-double gelu_erf_derivative(double x) { return gelu_erf_derivative_naive(x); }
+/// GELU′(x) = Φ(x) + x·φ(x) in binary64 from 1 + erf(x/√2): x·φ(x) rounded, then Φ added with one rounding
+/// (halving is exact there: 1 + erf is 0 or at least 2⁻⁵³), one fixed sequence whether or not the compiler
+/// contracts into FMA, so activate_with_derivative gives the same numbers.
+double gelu_erf_derivative_of(double x, double one_plus_erf) {
+  return std::fma(one_plus_erf, 0.5, x * normal_pdf(x));
+}
+double gelu_erf_derivative(double x) { return gelu_erf_derivative_of(x, 1.0 + erf_of(x * inv_sqrt2(x))); }
 interval64 gelu_erf_derivative(const interval64& x) {
   // GELU″(x) = φ(x)(2 − x²): GELU′ decreases on (−∞, −√2], increases on [−√2, √2], decreases on [√2, ∞).
   // On one piece the range is the hull of the endpoint enclosures; across a boundary the naive formula.
@@ -299,6 +305,24 @@ Matrix<S> activation_derivative(Activation activation, const Matrix<S>& H) {
     }
     return x;
   });
+}
+
+void activate_with_derivative(Activation activation, const Matrix<double>& H, Matrix<double>& value,
+                              Matrix<double>& derivative) {
+  if (activation != Activation::gelu_erf) {
+    value = activate(activation, H);
+    derivative = activation_derivative(activation, H);
+    return;
+  }
+  // x·Φ(x) (activate) and gelu_erf_derivative with one erf.
+  value.resize(H.rows(), H.cols());
+  derivative.resize(H.rows(), H.cols());
+  for (Eigen::Index i = 0; i < H.rows(); ++i)
+    for (Eigen::Index j = 0; j < H.cols(); ++j) {
+      const double x = H(i, j), one_plus_erf = 1.0 + erf_of(x * inv_sqrt2(x));
+      value(i, j) = x * (one_plus_erf / 2.0);
+      derivative(i, j) = gelu_erf_derivative_of(x, one_plus_erf);
+    }
 }
 
 template <class S>

@@ -381,6 +381,7 @@ LogitGradient logit_gradient(const ConvertedModel<double>& cm, const Vector<doub
   struct Stage {
     std::optional<Linearization<double>> attention;
     Matrix<double> pooled_from, norm1_in, mlp_in, Y, H, G, norm2_in;
+    Matrix<double> gate_value, derivative;  // σ(G) (gated) and σ′ of G (gated) or of H
   };
   Matrix<double> X = embed<double>(m, x);
   const Matrix<double> embedded = X;
@@ -408,9 +409,10 @@ LogitGradient logit_gradient(const ConvertedModel<double>& cm, const Vector<doub
     if (blk.gated()) {
       st.G = st.Y * blk.gate.W;
       st.G.rowwise() += blk.gate.b.transpose();
-      A = activate(m.activation, st.G).cwiseProduct(st.H);
+      activate_with_derivative(m.activation, st.G, st.gate_value, st.derivative);
+      A = st.gate_value.cwiseProduct(st.H);
     } else {
-      A = activate(m.activation, st.H);
+      activate_with_derivative(m.activation, st.H, A, st.derivative);
     }
     X += A * blk.fc2.W;
     X.rowwise() += blk.fc2.b.transpose();
@@ -449,12 +451,11 @@ LogitGradient logit_gradient(const ConvertedModel<double>& cm, const Vector<doub
     const Matrix<double> Abar = bar * blk.fc2.W.transpose();
     Matrix<double> Ybar;
     if (blk.gated()) {
-      const Matrix<double> Gbar =
-          Abar.cwiseProduct(activation_derivative(m.activation, st.G)).cwiseProduct(st.H);
-      const Matrix<double> Hbar = Abar.cwiseProduct(activate(m.activation, st.G));
+      const Matrix<double> Gbar = Abar.cwiseProduct(st.derivative).cwiseProduct(st.H);
+      const Matrix<double> Hbar = Abar.cwiseProduct(st.gate_value);
       Ybar = Gbar * blk.gate.W.transpose() + Hbar * blk.fc1.W.transpose();
     } else {
-      Ybar = Abar.cwiseProduct(activation_derivative(m.activation, st.H)) * blk.fc1.W.transpose();
+      Ybar = Abar.cwiseProduct(st.derivative) * blk.fc1.W.transpose();
     }
     bar += m.prenorm ? norm_vjp(m, st.mlp_in, blk.norm2, Ybar) : Ybar;
     if (!m.prenorm) bar = norm_vjp(m, st.norm1_in, blk.norm1, bar);

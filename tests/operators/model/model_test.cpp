@@ -113,6 +113,29 @@ TEST(Model, GeluDerivativeEnclosuresContainSampledValues) {
     }
 }
 
+TEST(Model, ActivationWithDerivativeIsTheTwoCalls) {
+  // The attack's gradient pass takes σ and σ′ from one sweep: the same binary64 numbers as activate and
+  // activation_derivative, for every activation, on points spread over [−8, 8] and a few special values.
+  Matrix<double> H(7, 301);
+  for (Eigen::Index i = 0; i < H.rows(); ++i)
+    for (Eigen::Index j = 0; j < H.cols(); ++j) H(i, j) = -8.0 + 16.0 * double(j) / 300.0 + 1e-3 * double(i);
+  H(0, 0) = 0.0;
+  H(1, 1) = -0.0;
+  H(2, 2) = 40.0;
+  H(3, 3) = -40.0;
+  for (Activation a :
+       {Activation::gelu_erf, Activation::gelu_tanh, Activation::relu, Activation::tanh, Activation::silu}) {
+    Matrix<double> value, derivative;
+    activate_with_derivative(a, H, value, derivative);
+    const Matrix<double> v = activate(a, H), d = activation_derivative(a, H);
+    for (Eigen::Index i = 0; i < H.rows(); ++i)
+      for (Eigen::Index j = 0; j < H.cols(); ++j) {
+        EXPECT_EQ(value(i, j), v(i, j)) << int(a) << " at " << H(i, j);
+        EXPECT_EQ(derivative(i, j), d(i, j)) << int(a) << " at " << H(i, j);
+      }
+  }
+}
+
 class ModelFiles : public ::testing::Test {
  protected:
   std::filesystem::path dir;

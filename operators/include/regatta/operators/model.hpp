@@ -179,5 +179,9 @@ template <class S>
 Matrix<S> activate(Activation activation, const Matrix<S>& H);
 template <class S>
 Matrix<S> activation_derivative(Activation activation, const Matrix<S>& H);
+/// activate(σ, H) into `value` and activation_derivative(σ, H) into `derivative` in one sweep, the same
+/// numbers as the two calls (binary64; for gelu_erf Φ(x) is computed once per entry and read by both).
+void activate_with_derivative(Activation activation, const Matrix<double>& H, Matrix<double>& value,
+                              Matrix<double>& derivative);
 
 }  // namespace regatta::operators
