@@ -26,6 +26,7 @@ try:
 
     sys.path.insert(0, sys.argv[2])
     from onnx_torch import OnnxTorch
+    from token_sets import points_inside
 except ImportError as e:
     print("skipped:", e)
     sys.exit(77)
@@ -53,41 +54,6 @@ def certify(name, *args, data=LAST):
         return json.load(f), r.stdout
 
 
-def project(d, r, norm):
-    """d moved into the l2 ball or the l-inf box of radius r (a batch along axis 0)."""
-    if norm == "inf":
-        return d.clamp(-r, r)
-    n = d.flatten(1).norm(dim=1).clamp(min=r).view(-1, 1, 1)
-    return d * (r / n)
-
-
-def points_inside(x, r, position, label, norm):
-    """256 points of the set of radius r around x: uniform inside (l2: 64 on the sphere; l-inf: 128 vertices),
-    and 8 ends of projected gradient ascent on torch's float64 loss margin (12 steps from random starts): the
-    search that finds a label change at the attack radius when there is one."""
-    d = torch.randn(256, *x.shape[1:], dtype=torch.float64)
-    if norm == "2":
-        d = d / d.flatten(1).norm(dim=1).view(-1, 1, 1)
-        scale = torch.rand(256, dtype=torch.float64) ** (1 / d[0].numel())
-        scale[:64] = 1.0
-        d = d * (r * scale).view(-1, 1, 1)
-    else:
-        d = torch.sign(d) * r
-        d[128:] *= torch.rand(128, *x.shape[1:], dtype=torch.float64)
-    a = project(0.5 * d[:8].clone(), r, norm)
-    for _ in range(12):
-        a.requires_grad_(True)
-        y = reference(x + a)[:, position, :]
-        other = y.clone()
-        other[:, label] = -float("inf")
-        margin = (y[:, label] - other.max(dim=1).values).sum()
-        (g,) = torch.autograd.grad(margin, a)
-        with torch.no_grad():
-            step = torch.sign(g) if norm == "inf" else g / g.flatten(1).norm(dim=1).clamp(min=1e-300).view(-1, 1, 1)
-            a = project(a - 0.25 * r * step, r, norm)
-    return torch.cat([d, a.detach()])
-
-
 def sample_check(name, rows, position, norm, labels, images, factor=0.999):
     """Points inside each certified set (radius scaled by `factor`) keep the label under torch; the count of
     rows where some point changes it."""
@@ -98,7 +64,7 @@ def sample_check(name, rows, position, norm, labels, images, factor=0.999):
             continue
         label = int(labels[row["index"]])
         x = torch.from_numpy(images[row["index"]]).unsqueeze(0)
-        points = points_inside(x, factor * r, position, label, norm)
+        points = points_inside(reference, x, factor * r, position, label, norm)
         with torch.no_grad():
             y = reference(x + points)[:, position, :]
         wrong = int((y.argmax(dim=1) != label).sum())

@@ -22,6 +22,7 @@ try:
 
     sys.path.insert(0, sys.argv[2])
     from onnx_torch import OnnxTorch
+    from token_sets import points_inside
 except ImportError as e:
     print("skipped:", e)
     sys.exit(77)
@@ -40,38 +41,6 @@ images, labels = data["images"], data["labels"]
 
 def run(*args):
     return subprocess.run([REGATTA, *args], capture_output=True, text=True, check=False)
-
-
-def project(d, r, norm):
-    if norm == "inf":
-        return d.clamp(-r, r)
-    n = d.flatten(1).norm(dim=1).clamp(min=r).view(-1, 1, 1)
-    return d * (r / n)
-
-
-def points_inside(x, r, label, norm):
-    """256 points of the set of radius r around x (l2: uniform, 64 on the sphere; l-inf: 128 vertices, 128
-    inside) and 8 ends of 12 steps of projected gradient ascent on torch's loss margin at the last token."""
-    d = torch.randn(256, *x.shape[1:], dtype=torch.float64)
-    if norm == "2":
-        d = d / d.flatten(1).norm(dim=1).view(-1, 1, 1)
-        scale = torch.rand(256, dtype=torch.float64) ** (1 / d[0].numel())
-        scale[:64] = 1.0
-        d = d * (r * scale).view(-1, 1, 1)
-    else:
-        d = torch.sign(d) * r
-        d[128:] *= torch.rand(128, *x.shape[1:], dtype=torch.float64)
-    a = project(0.5 * d[:8].clone(), r, norm)
-    for _ in range(12):
-        a.requires_grad_(True)
-        y = reference(x + a)[:, -1, :]
-        other = y.clone()
-        other[:, label] = -float("inf")
-        (g,) = torch.autograd.grad((y[:, label] - other.max(dim=1).values).sum(), a)
-        with torch.no_grad():
-            step = torch.sign(g) if norm == "inf" else g / g.flatten(1).norm(dim=1).clamp(min=1e-300).view(-1, 1, 1)
-            a = project(a - 0.25 * r * step, r, norm)
-    return torch.cat([d, a.detach()])
 
 
 r = run("inspect", MODEL)
@@ -105,7 +74,7 @@ for norm in ("2", "inf"):
             continue
         label = int(labels[row["index"]])
         x = torch.from_numpy(images[row["index"]]).unsqueeze(0)
-        points = points_inside(x, 0.999 * c, label, norm)
+        points = points_inside(reference, x, 0.999 * c, -1, label, norm)
         with torch.no_grad():
             y = reference(x + points)[:, -1, :]
         wrong = int((y.argmax(dim=1) != label).sum())
@@ -118,7 +87,7 @@ for norm in ("2", "inf"):
         if row["attack_radius"]:
             x = torch.from_numpy(images[row["index"]]).unsqueeze(0)
             label = int(labels[row["index"]])
-            points = points_inside(x, 2 * row["attack_radius"], label, norm)
+            points = points_inside(reference, x, 2 * row["attack_radius"], -1, label, norm)
             with torch.no_grad():
                 changed += int((reference(x + points)[:, -1, :].argmax(dim=1) != label).any())
     if changed == 0:
