@@ -18,27 +18,15 @@
 #include <regatta/graph/local_lipschitz.hpp>
 #include <regatta/graph/onnx_import.hpp>
 
+#include "onnx_fixtures.hpp"
+
 namespace {
 
 using namespace regatta;
 using namespace regatta::graph;
 
-const std::string dir = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
+using namespace regatta::graph::onnx_fixtures;
 constexpr double inf = std::numeric_limits<double>::infinity();
-
-struct Case {
-  Graph graph;
-  Tensor<double> input;
-  io::Array logits;
-};
-
-Case load(const std::string& name) {
-  Case c{import_onnx(dir + name + ".onnx"), {}, io::read_npy(dir + name + ".logits.npy")};
-  const io::Array x = io::read_npy(dir + name + ".input.npy");
-  c.input.shape.assign(x.shape.begin(), x.shape.end());
-  c.input.data = x.data;
-  return c;
-}
 
 bool holds_minus_inf(const Graph& g) {
   for (const Value& v : g.values)
@@ -149,18 +137,6 @@ TEST_P(InfMask, DerivativesLipschitzAndAttackStayFinite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, InfMask, ::testing::Values("causal_where_inf", "causal_add_inf"));
-
-void expect_refused(const std::string& file, const std::string& part) {
-  try {
-    import_onnx(dir + file);
-    ADD_FAILURE() << file << " was accepted";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(file), std::string::npos) << what;
-    EXPECT_NE(what.find(part), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
-}
 
 TEST(InfMaskRefusal, OutsideAMaskPlusInfAndWholeRows) {
   expect_refused("inf_outside_mask.onnx", "node 'relu' (Relu): reads 'y', which holds -inf");

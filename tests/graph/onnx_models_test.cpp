@@ -14,26 +14,14 @@
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/graph/onnx_import.hpp>
 
+#include "onnx_fixtures.hpp"
+
 namespace {
 
 using namespace regatta;
 using namespace regatta::graph;
 
-const std::string dir = std::string(REGATTA_TEST_DATA_DIR) + "/onnx/";
-
-struct Case {
-  Graph graph;
-  Tensor<double> input;
-  io::Array logits;
-};
-
-Case load(const std::string& name) {
-  Case c{import_onnx(dir + name + ".onnx"), {}, io::read_npy(dir + name + ".logits.npy")};
-  const io::Array x = io::read_npy(dir + name + ".input.npy");
-  c.input.shape.assign(x.shape.begin(), x.shape.end());
-  c.input.data = x.data;
-  return c;
-}
+using namespace regatta::graph::onnx_fixtures;
 
 template <class S>
 Tensor<S> cast(const Tensor<double>& t) {
@@ -108,19 +96,6 @@ TEST(OnnxImport, VnncompLikeModelFoldsItsShapeSubgraph) {
   for (const Value& v : g.values)
     for (std::int64_t d : v.shape) EXPECT_GE(d, 0);
   EXPECT_EQ(g.opset, 9);
-}
-
-// One-line InputErrors naming the file and what is wrong.
-void expect_refused(const std::string& file, const std::string& part) {
-  try {
-    import_onnx(dir + file);
-    ADD_FAILURE() << file << " was accepted";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(file), std::string::npos) << what;
-    EXPECT_NE(what.find(part), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
 }
 
 TEST(OnnxImport, RefusesBadFiles) {
