@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command: install what is missing, build with tests (and benchmarks, so that they keep
 # compiling), run every test with ctest, install into a scratch prefix and build the consumer project under
-# tests/buildsystem/ against it, then rebuild the core and measures libraries with clang and rerun their
+# tests/buildsystem/ against it, then rebuild the core, measures and graph libraries with clang and rerun their
 # batteries under AddressSanitizer (+ UBSan on the file readers) with the library's assertions enabled (no
 # NDEBUG), and finally a short libFuzzer run of every parser (scripts/fuzz-smoke.sh).
 # REGATTA_SKIP_SANITIZE=1 skips the sanitizer pass (it roughly doubles the time); REGATTA_SKIP_FUZZ=1 the fuzzing.
@@ -28,10 +28,10 @@ cmake --build "$consumer" -j "$jobs" >/dev/null
 "$consumer/regatta_consumer"
 
 if [[ "${REGATTA_SKIP_SANITIZE:-0}" != 1 ]]; then
-  phase "core and measures under AddressSanitizer (+ UndefinedBehaviorSanitizer on the file readers)"
+  phase "core, measures and graph under AddressSanitizer (+ UndefinedBehaviorSanitizer on the file readers)"
   # Scope: the layers with the hand-written memory handling: the file readers (also fuzzed below), the blocked
-  # pairwise kernels, interval arithmetic and spectral norms (core), and the transport solvers (measures),
-  # with their batteries. Not the operators, proofs-check and the CLI: building them again under ASan and
+  # pairwise kernels, interval arithmetic and spectral norms (core), the transport solvers (measures), and the
+  # ONNX importer, the graph's evaluation, derivatives and verify (graph), with their batteries. Not the operators, proofs-check and the CLI: building them again under ASan and
   # running the CLI suite took 11 of CI's 38 minutes (bench/RESULTS.md, "CI time"), and the 30-minute budget on
   # 2 cores cannot carry it; they run in the Release pass above, and every parser the CLI uses is fuzzed.
   # Run the same on everything with: cmake -DREGATTA_SANITIZE=ON (docs/getting-started.md).
