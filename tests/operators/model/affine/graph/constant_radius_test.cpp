@@ -188,41 +188,81 @@ TEST(ConstantRadius, AffinePassWidensByTheRadius) {
       << "the perturbed constants never left the radius-free ranges: the check is blind";
 }
 
-TEST(ConstantRadius, AConstantLeftOperandOfMatmulAndALayerNormScale) {
-  // W·x for a constant W [3, 4] and x [4, 1] (the sparse path), then a layer norm with a scale of radius r:
-  // sampled perturbed constants stay inside the certified ranges.
-  GraphBuilder gb;
-  const int x = gb.input({4, 1});
-  std::vector<double> w(kW);
-  const int W = gb.constant({3, 4}, w);
-  gb.g.values[std::size_t(W)].radius = kRw;
-  const int y = gb.node(Op::matmul, {W, x}, {3, 1});
-  const int t = gb.node(Op::reshape, {y}, {1, 3});
-  const int gamma = gb.constant({3}, {1.2, 0.8, -0.5}), beta = gb.constant({3}, {0.1, 0.0, -0.3});
-  gb.g.values[std::size_t(gamma)].radius = kRc;
-  gb.g.values[std::size_t(beta)].radius = kRb;
-  const graph::Graph g =
-      gb.done(gb.node(Op::layer_norm, {t, gamma, beta}, {1, 3}, graph::LayerNormAttrs{1, 1e-5}));
+/// Ranges of g over the box of radius h around centre, and of g with every radius set to 0.
+std::pair<std::vector<interval64>, std::vector<interval64>> ranges_with_and_without(
+    const graph::Graph& g, const std::vector<double>& centre, double h) {
   operators::InputSet set;
   set.norm = operators::InputNorm::linf;
-  set.centre = Eigen::Map<const Vector<double>>(kX.data(), 4);
-  set.radius = 0.02;
-  const std::vector<interval64> ranges = operators::graph_affine_output_ranges(g, set);
+  set.centre = Eigen::Map<const Vector<double>>(centre.data(), Eigen::Index(centre.size()));
+  set.radius = h;
+  graph::Graph exact = g;
+  for (graph::Value& v : exact.values) v.radius = 0;
+  return {operators::graph_affine_output_ranges(g, set), operators::graph_affine_output_ranges(exact, set)};
+}
+
+/// Points of the box with every constant perturbed inside its radius: inside `ranges`.
+void expect_perturbed_inside(const graph::Graph& g, const std::vector<double>& centre, double h,
+                             const std::vector<interval64>& ranges) {
+  operators::InputSet set;
+  set.norm = operators::InputNorm::linf;
+  set.centre = Eigen::Map<const Vector<double>>(centre.data(), Eigen::Index(centre.size()));
+  set.radius = h;
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
+  const graph::Shape& shape = g.values[std::size_t(g.inputs[0])].shape;
   for (const auto& point : sample_set(set, 200, 3)) {
-    graph::Graph h = g;
-    for (graph::Value& v : h.values)
+    graph::Graph p = g;
+    for (graph::Value& v : p.values)
       if (v.constant) {
         for (double& e : v.data) e += v.radius * u(rng) * (1 - 1e-12);
         v.radius = 0;
       }
-    const auto out = graph::evaluate<double>(h, {graph::Tensor<double>{{4, 1}, point}}).front().data;
-    for (std::size_t j = 0; j < 3; ++j) {
+    const auto out = graph::evaluate<double>(p, {graph::Tensor<double>{shape, point}}).front().data;
+    for (std::size_t j = 0; j < out.size(); ++j) {
       EXPECT_GE(out[j], ranges[j].lower() - 1e-12) << j;
       EXPECT_LE(out[j], ranges[j].upper() + 1e-12) << j;
     }
   }
+}
+
+TEST(ConstantRadius, AConstantLeftOperandOfMatmul) {
+  // W·x for a constant W [3, 4] of radius r_W and x [4, 1] (the sparse path): each output widens by
+  // r_W·Σ_k sup|x_k| on both sides.
+  GraphBuilder gb;
+  const int x = gb.input({4, 1});
+  const int W = gb.constant({3, 4}, kW);
+  gb.g.values[std::size_t(W)].radius = kRw;
+  const graph::Graph g = gb.done(gb.node(Op::matmul, {W, x}, {3, 1}));
+  const double h = 0.02;
+  const auto [wide, narrow] = ranges_with_and_without(g, kX, h);
+  double extra = 0;
+  for (double v : kX) extra += kRw * (std::fabs(v) + h);
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_NEAR(wide[j].upper() - narrow[j].upper(), extra, 1e-6 * extra) << j;
+    EXPECT_NEAR(narrow[j].lower() - wide[j].lower(), extra, 1e-6 * extra) << j;
+  }
+  expect_perturbed_inside(g, kX, h, wide);
+}
+
+TEST(ConstantRadius, ALayerNormScaleAndBias) {
+  // LayerNorm of x [1, 3] with a scale of radius r_γ and a bias of radius r_β: the normalised entries have
+  // |z| ≤ √3, so each output widens by r_γ·√3 + r_β.
+  GraphBuilder gb;
+  const int x = gb.input({1, 3});
+  const int gamma = gb.constant({3}, {1.2, 0.8, -0.5}), beta = gb.constant({3}, {0.1, 0.0, -0.3});
+  gb.g.values[std::size_t(gamma)].radius = kRc;
+  gb.g.values[std::size_t(beta)].radius = kRb;
+  const graph::Graph g =
+      gb.done(gb.node(Op::layer_norm, {x, gamma, beta}, {1, 3}, graph::LayerNormAttrs{1, 1e-5}));
+  const std::vector<double> centre{0.4, -1.1, 0.9};
+  const double h = 0.01;
+  const auto [wide, narrow] = ranges_with_and_without(g, centre, h);
+  const double extra = kRc * std::sqrt(3.0) + kRb;
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_NEAR(wide[j].upper() - narrow[j].upper(), extra, 1e-9) << j;
+    EXPECT_NEAR(narrow[j].lower() - wide[j].lower(), extra, 1e-9) << j;
+  }
+  expect_perturbed_inside(g, centre, h, wide);
 }
 
 }  // namespace
