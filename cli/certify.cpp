@@ -165,14 +165,9 @@ void run(const CertifyArgs& args, int& result) {
   }
   CertifySource source = read_safetensors_source(args);
   if (graph_option) {
-    // The graph's rotary tables are binary64 cos and sin of binary64 angles, the Model's rotation exact: rows
-    // on the graph would certify the rounded-table function, not the file's Model.
-    for (const auto& layer : source.graph->attention)
-      if (layer.q_rotary || layer.k_rotary)
-        throw InputError(graph_option,
-                         "applies to models written as graphs; the " + source.model->model.layout +
-                             " layout is certified on its Model in l2 only (its graph's rotary tables are "
-                             "binary64 roundings of the Model's exact rotation)");
+    // A rotary layout's graph holds binary64 cos and sin tables with the enclosure radius that covers the
+    // Model's exact rotation (docs/graph.md#enclosure-radii-of-constants): rows on the graph certify the
+    // file's Model.
     if (args.norm != "2" || !args.input_range.empty()) {
       source.why_not = args.norm != "2" ? "--norm inf" : "--input-range";
       source.model.reset();  // the recognised Model's certificates cover the l2 ball without a box only
@@ -224,13 +219,11 @@ void add_certify_command(CLI::App& app, int& result) {
                   "on the digits ViT; a recognised transformer's, not an unrecognised graph's)")
       ->delimiter(',')
       ->check(CLI::IsMember({"local"}));
-  cmd->add_option(
-         "--norm", args->norm,
-         "The perturbation's norm: 2 (the default) or inf (l-infinity: over the graph; not for LLaMA)")
+  cmd->add_option("--norm", args->norm,
+                  "The perturbation's norm: 2 (the default) or inf (l-infinity: over the graph)")
       ->check(CLI::IsMember({"2", "inf"}));
   cmd->add_option("--input-range", args->input_range,
-                  "LO,HI: the valid range of every input coordinate (over the graph; not for LLaMA): the "
-                  "certificate and "
+                  "LO,HI: the valid range of every input coordinate (over the graph): the certificate and "
                   "the attack are over the ball intersected with this box")
       ->delimiter(',')
       ->expected(2);
@@ -239,8 +232,7 @@ void add_certify_command(CLI::App& app, int& result) {
       ->check(finite_in(0, 1, Ends::open));
   cmd->add_option("--budget-per-input", args->budget,
                   "S seconds (> 0) of branch and bound per input after the affine forms' radius (over the "
-                  "graph, --method affine; not for LLaMA): the bisection goes on above it, each radius "
-                  "tested by verify's "
+                  "graph, --method affine): the bisection goes on above it, each radius tested by verify's "
                   "search (ReLU phase splitting; input splitting for l-inf); default: none")
       ->check(positive(1e7));
   cmd->add_option("--position", args->position,

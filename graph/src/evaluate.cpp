@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 #include <regatta/core/error.hpp>
 #include <regatta/core/scalar_traits.hpp>
@@ -21,6 +22,20 @@ using std::size_t;
 
 template <class S>
 using Data = std::vector<S>;
+
+/// A constant's element as S: the stored binary64 value for double (an estimate); for an enclosing S the
+/// interval [v − r, v + r] of its enclosure radius, rounded outward
+/// (docs/graph.md#enclosure-radii-of-constants).
+template <class S>
+S constant_entry(double v, double r) {
+  if constexpr (!scalar_traits<S>::is_interval) {
+    return S(v);
+  } else if constexpr (std::is_same_v<S, interval64>) {
+    return r == 0 ? interval64(v) : interval64(v) + interval64::hull(-r, r);
+  } else {
+    return r == 0 ? S(v) : S(v) + make_interval(mpfr(-r), mpfr(r));
+  }
+}
 
 template <class S, class F>
 Data<S> unary(const Data<S>& x, F&& f) {
@@ -329,7 +344,8 @@ std::vector<Tensor<S>> evaluate_all(const Graph& g, const std::vector<Tensor<S>>
   for (size_t i = 0; i < g.values.size(); ++i)
     if (g.values[i].constant) {
       v[i].shape = g.values[i].shape;
-      v[i].data.assign(g.values[i].data.begin(), g.values[i].data.end());
+      v[i].data.reserve(g.values[i].data.size());
+      for (double x : g.values[i].data) v[i].data.push_back(constant_entry<S>(x, g.values[i].radius));
     }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& in = g.values[static_cast<size_t>(g.inputs[i])];

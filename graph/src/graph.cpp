@@ -1,4 +1,5 @@
-// Graph::validate: the invariants of the representation (docs/graph.md, "Representation").
+// Graph::validate: the invariants of the representation (docs/graph.md, "Representation"), and the query
+// for constants with an enclosure radius (docs/graph.md#enclosure-radii-of-constants).
 #include <regatta/graph/graph.hpp>
 
 #include <cmath>
@@ -31,7 +32,11 @@ void Graph::validate() const {
       for (double x : v.data)  // −inf is held to attention masks below
         if (std::isnan(x) || x == HUGE_VAL)
           fail("constant " + regatta::quoted(v.name) + " holds NaN or +Inf");
+      if (!(v.radius >= 0) || !std::isfinite(v.radius))
+        fail("constant " + regatta::quoted(v.name) + " has an enclosure radius that is not finite and >= 0");
       define(id, "constant");
+    } else if (v.radius != 0) {
+      fail("value " + regatta::quoted(v.name) + " is not a constant but has an enclosure radius");
     }
   }
   for (int id : inputs) define(id, "an input");
@@ -47,6 +52,8 @@ void Graph::validate() const {
     const auto needs_constant = [&](std::size_t i, const char* what) {
       if (node.inputs.size() <= i || !values[static_cast<std::size_t>(node.inputs[i])].constant)
         fail(who + ": the " + what + " must be a constant");
+      if (values[static_cast<std::size_t>(node.inputs[i])].radius != 0)  // read as exact by every consumer
+        fail(who + ": the " + what + " must be a constant without an enclosure radius");
     };
     if (node.op == Op::pow) needs_constant(1, "exponent");
     if (node.op == Op::where) needs_constant(0, "condition");
@@ -65,6 +72,12 @@ void Graph::validate() const {
     if (id < 0 || id >= n || !defined[static_cast<std::size_t>(id)]) fail("an output is not defined");
   if (outputs.empty()) fail("the graph has no outputs");
   detail::check_infinite_masks(*this);  // docs/graph.md#non-finite-constants
+}
+
+bool Graph::has_inexact_constants() const {
+  for (const Value& v : values)
+    if (v.constant && v.radius != 0) return true;
+  return false;
 }
 
 }  // namespace regatta::graph

@@ -1,5 +1,6 @@
 // The naive certificate of a graph (graph_naive.hpp, docs/models.md#certifying-a-model-file): global ℓ2
-// Lipschitz bounds composed node by node, every operation rounded up in interval64.
+// Lipschitz bounds composed node by node, every operation rounded up in interval64. A constant with an
+// enclosure radius (docs/graph.md#enclosure-radii-of-constants) enters as the intervals [v − r, v + r].
 #include <regatta/operators/graph_naive.hpp>
 
 #include <algorithm>
@@ -57,23 +58,30 @@ class Composer {
     return value(v).data;
   }
 
+  /// Element e of the constant v as an interval (its value widened by its enclosure radius).
+  I element(const Node& n, int v, std::size_t e) const {
+    const I x(constant(n, v)[e]);
+    const double r = value(v).radius;
+    return r == 0 ? x : x + I::hull(-r, r);
+  }
+
   /// The certified ‖W‖₂ of a constant matrix (= ‖Wᵀ‖₂; a vector as one row: its ℓ2 norm, either way).
   double matrix_norm(const Node& n, int v) const {
     const graph::Shape& s = value(v).shape;
-    const std::vector<double>& w = constant(n, v);
+    constant(n, v);
     if (s.size() > 2)
       refuse(n, "a constant operand of rank " + std::to_string(s.size()) + " (batched weights)");
     const Eigen::Index rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();
     Matrix<I> m(rows, cols);
     for (Eigen::Index i = 0; i < rows; ++i)
-      for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = I(w[std::size_t(i * cols + j)]);
+      for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = element(n, v, std::size_t(i * cols + j));
     return spectral_norm_upper(m);
   }
 
   double max_abs(const Node& n, int v) const {
     double m = 0;
     for (double c : constant(n, v)) m = std::max(m, std::fabs(c));
-    return m;
+    return value(v).radius == 0 ? m : up(I(m) + I(value(v).radius));
   }
 
   /// The one operand that depends on the input (throws when two do).
@@ -138,7 +146,9 @@ class Composer {
         if (n.inputs[1] == x) refuse(n, "a constant divided by a value that depends on the input");
         double smallest = INFINITY;
         for (double d : constant(n, c)) smallest = std::min(smallest, std::fabs(d));
-        if (!(smallest > 0)) refuse(n, "a division by a constant with a zero entry");
+        smallest = (I(smallest) - I(value(c).radius)).lower();  // the enclosure radius, rounded down
+        if (!(smallest > 0))
+          refuse(n, "a division by a constant with a zero entry (or one within its radius)");
         return up(base / I(smallest));
       }
       case Op::matmul: {
@@ -161,11 +171,10 @@ class Composer {
           refuse(n, "the kernel or bias depends on the input");
         const auto& a = std::get<graph::ConvAttrs>(n.attributes);
         const graph::Shape& ws = value(n.inputs[1]).shape;  // [M, C, kh, kw]
-        const std::vector<double>& w = constant(n, n.inputs[1]);
         const Eigen::Index M = ws[0], K = ws[1] * ws[2] * ws[3];
         Matrix<I> m(M, K);
         for (Eigen::Index o = 0; o < M; ++o)
-          for (Eigen::Index k = 0; k < K; ++k) m(o, k) = I(w[std::size_t(o * K + k)]);
+          for (Eigen::Index k = 0; k < K; ++k) m(o, k) = element(n, n.inputs[1], std::size_t(o * K + k));
         // An input entry falls in at most ⌈kh/sh⌉·⌈kw/sw⌉ patches (kh·kw with dilation).
         const bool dilated = a.dilations[0] != 1 || a.dilations[1] != 1;
         const std::int64_t patches = dilated ? ws[2] * ws[3]
@@ -184,11 +193,14 @@ class Composer {
         // Inference: per channel (x − mean)·scale/√(var + ε) + B, an affine map.
         for (std::size_t k = 1; k < n.inputs.size(); ++k)
           if (runtime(n.inputs[k])) refuse(n, "a statistic or parameter depends on the input");
-        const std::vector<double>&scale = constant(n, n.inputs[1]), &var = constant(n, n.inputs[4]);
+        const std::size_t channels = constant(n, n.inputs[1]).size();
         const double eps = std::get<graph::BatchNormAttrs>(n.attributes).epsilon;
         double most = 0;
-        for (std::size_t c = 0; c < scale.size(); ++c)
-          most = std::max(most, up(I(std::fabs(scale[c])) / sqrt(I(var[c]) + I(eps))));
+        for (std::size_t c = 0; c < channels; ++c) {
+          const I var = element(n, n.inputs[4], c) + I(eps);
+          if (!(var.lower() > 0)) refuse(n, "a variance + epsilon that is not positive");
+          most = std::max(most, up(abs(element(n, n.inputs[1], c)) / sqrt(var)));
+        }
         return up(I(lip(n.inputs[0])) * I(most));
       }
       default:

@@ -136,6 +136,8 @@ const std::vector<double>& Matcher::constant(int v, std::int64_t count, const st
   if (graph::element_count(shape(v)) != count)
     throw Refusal{"the " + what + " '" + value(v).name + "' has shape " + graph::shape_text(shape(v)) +
                   ", expected " + std::to_string(count) + " values"};
+  if (value(v).radius != 0)  // a Model's weights are exact binary64 values
+    throw Refusal{"the " + what + " '" + value(v).name + "' has an enclosure radius (not exact values)"};
   return value(v).data;
 }
 
@@ -237,7 +239,11 @@ NormParameters Matcher::layer_norm(int& v, int width, double& eps, const std::st
 
 std::pair<double, double> Matcher::scalar_enclosure(int v, const std::string& what) {
   if (graph::element_count(shape(v)) != 1) throw Refusal{"the " + what + " is not a scalar"};
-  if (value(v).constant) return {value(v).data[0], value(v).data[0]};
+  const auto exact = [&](int u) {  // the constants below are read as exact values
+    if (value(u).radius != 0) throw Refusal{"the " + what + " reads '" + value(u).name + "', not exact"};
+    return value(u).data[0];
+  };
+  if (value(v).constant) return {exact(v), exact(v)};
   // Identity nodes (an ONNX Cast to float or double, Identity) and reshapes of the scalar keep its real
   // value: torch writes `/ (d // heads) ** 0.5` as Cast(Pow(c, 0.5)). Each has this scalar as its only
   // reader, as the node computing the scale must.
@@ -245,7 +251,7 @@ std::pair<double, double> Matcher::scalar_enclosure(int v, const std::string& wh
     if (users(v).size() != 1) throw Refusal{"the " + what + " has more than one reader"};
     consume(producer_[std::size_t(v)]);
     v = w->inputs[0];
-    if (value(v).constant) return {value(v).data[0], value(v).data[0]};
+    if (value(v).constant) return {exact(v), exact(v)};
     w = producer(v);
   }
   const int k = producer_[std::size_t(v)];
@@ -254,7 +260,7 @@ std::pair<double, double> Matcher::scalar_enclosure(int v, const std::string& wh
     if (!value(u).constant || graph::element_count(shape(u)) != 1)
       throw Refusal{"the " + what + " is computed from something other than constants (" + describe(*n) +
                     ")"};
-    return value(u).data[0];
+    return exact(u);
   };
   interval64 s;
   if (n && n->op == Op::pow) {

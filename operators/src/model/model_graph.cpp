@@ -3,11 +3,13 @@
 // shapes the fusion pass reads attention from (tokens [n, d], heads [H, n, d_h]).
 #include <regatta/operators/model_graph.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <regatta/core/error.hpp>
+#include <regatta/core/interval64.hpp>
 #include <regatta/graph/fuse.hpp>
 
 #include "../rotary.hpp"
@@ -146,16 +148,31 @@ class Assembler {
     return b_.node(Op::add, name, {a, c}, s);
   }
 
+  /// The tables hold the binary64 cos and sin (rotary.hpp's double tables: what fusion and rotary_of read
+  /// θ back from), each with the enclosure radius (docs/graph.md#enclosure-radii-of-constants) that covers
+  /// the Model's exact rotation: the largest distance, rounded up, from a stored value to the far end of
+  /// rotary.hpp's interval64 enclosure of cos or sin of the exact angle i·θ^(−2a/d_h).
   void rotary_tables(const Rotary& rotary, int head_dim) {
     if (rotary_cos_ >= 0) return;  // one pair of tables for every layer (the same θ and head_dim)
     const auto t = detail::rotary_tables<double>(rotary, n_, head_dim);
+    const auto e = detail::rotary_tables<interval64>(rotary, n_, head_dim);
     const std::int64_t half = head_dim / 2;
     std::vector<double> c, s;
-    for (std::int64_t i = 0; i < n_; ++i)
+    double r = 0;
+    const auto reach = [&r](double v, const interval64& x) {
+      r = std::max({r, (interval64(x.upper()) - interval64(v)).upper(),
+                    (interval64(v) - interval64(x.lower())).upper()});
+    };
+    for (std::int64_t i = 0; i < n_; ++i) {
+      for (std::int64_t a = 0; a < half; ++a)
+        reach(t.cos(i, a), e.cos(i, a)), reach(t.sin(i, a), e.sin(i, a));
       for (int copy = 0; copy < 2; ++copy)
         for (std::int64_t a = 0; a < half; ++a) c.push_back(t.cos(i, a)), s.push_back(t.sin(i, a));
+    }
     rotary_cos_ = b_.constant("rotary.cos", {n_, 1, head_dim}, std::move(c));
     rotary_sin_ = b_.constant("rotary.sin", {n_, 1, head_dim}, std::move(s));
+    b_.enclose(rotary_cos_, r);
+    b_.enclose(rotary_sin_, r);
   }
 
   int causal_mask() {

@@ -27,6 +27,9 @@ class GraphBuilder {
     return id;
   }
 
+  /// Sets a constant's enclosure radius (graph::Value::radius): its true values lie within r of data.
+  void enclose(int id, double r) { graph_.values[static_cast<std::size_t>(id)].radius = r; }
+
   /// A row-major constant from a matrix (shape rows × cols) or a vector (shape [size]).
   int matrix(const std::string& name, const Matrix<double>& m) {
     std::vector<double> data;

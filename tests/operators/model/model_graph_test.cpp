@@ -17,6 +17,7 @@
 #include <regatta/core/io/npz.hpp>
 #include <regatta/core/precision.hpp>
 #include <regatta/core/resources.hpp>
+#include <regatta/core/scalar.hpp>
 #include <regatta/graph/evaluate.hpp>
 #include <regatta/operators/graph_rotary.hpp>
 #include <regatta/operators/model.hpp>
@@ -125,8 +126,8 @@ TEST(ModelGraph, MpfiEvaluationLiesInTheModelEnclosure) {
   // The graph in MPFI at 256 bits (a tight enclosure of the graph's exact function at a point) against the
   // Model's interval64 forward (an enclosure of the Model's exact function): two enclosures of the same
   // function by different code. The graph's function differs from the Model's by e^(−1e9) where the causal
-  // mask is additive, and by the binary64 rounding of the rotary tables (LLaMA): far below the Model's
-  // interval widths, which the test prints.
+  // mask is additive (far below the Model's interval widths, which the test prints); LLaMA's rotary tables
+  // enter with their enclosure radius, so the graph's enclosure holds the Model's exact rotation.
   for (const Variant& v : variants()) {
     const Model& m = v.model;
     const Vector<double> x = random_input(m, v.tokens, 7);
@@ -220,6 +221,50 @@ TEST(ModelGraph, FusionFindsEveryAttentionLayerWithTheModelsWeights) {
       }
     }
   }
+}
+
+TEST(ModelGraph, RotaryTablesRadiusEnclosesTheExactRotation) {
+  // The graph's binary64 cos/sin tables carry an enclosure radius
+  // (docs/graph.md#enclosure-radii-of-constants) computed from rotary.hpp's MPFI tables. Independently: cos
+  // and sin of the exact angle i·θ^(−2a/d_h) in MPFR at 256 bits (θ^(−2a/d_h) by pow, not by exp of a log),
+  // every stored entry within the radius of it.
+  const Model llama = text("llama");
+  const AttentionLayer& l = llama.blocks[0].attention;
+  ASSERT_TRUE(l.rotary.has_value());
+  const Eigen::Index n = llama.context;
+  const graph::Graph g = model_graph(llama, n * llama.width);
+  const graph::Value *cos = nullptr, *sin = nullptr;
+  for (const graph::Value& v : g.values) {
+    if (v.name == "rotary.cos") cos = &v;
+    if (v.name == "rotary.sin") sin = &v;
+  }
+  ASSERT_TRUE(cos && sin);
+  EXPECT_TRUE(g.has_inexact_constants());
+  EXPECT_GT(cos->radius, 0);
+  EXPECT_LT(cos->radius, 1e-14);  // a few ulp of the angle at the last position, not a loose bound
+  EXPECT_EQ(cos->shape, (graph::Shape{n, 1, l.head_dim}));
+  PrecisionGuard guard(256);
+  const int half = l.head_dim / 2;
+  double worst = 0;
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (int c = 0; c < l.head_dim; ++c) {
+      const mpfr angle =
+          mpfr(double(i)) * pow(mpfr(l.rotary->theta), mpfr(-2 * (c % half)) / mpfr(l.head_dim));
+      const std::size_t e = std::size_t(i * l.head_dim + c);
+      const double dc = std::fabs(double(mpfr(cos->data[e]) - boost::multiprecision::cos(angle)));
+      const double ds = std::fabs(double(mpfr(sin->data[e]) - boost::multiprecision::sin(angle)));
+      EXPECT_LE(dc, cos->radius) << "cos at position " << i << ", column " << c;
+      EXPECT_LE(ds, sin->radius) << "sin at position " << i << ", column " << c;
+      worst = std::max({worst, dc, ds});
+    }
+  // The tables are roundings (the check can fail): without the radius some entry would be off.
+  EXPECT_GT(worst, 0);
+  std::cout << "rotary tables: radius " << cos->radius << ", largest |stored - exact| " << worst << "\n";
+  // Every other constant of the graph is exact (the Model's binary64 weights).
+  for (const graph::Value& v : g.values)
+    if (v.constant && &v != cos && &v != sin) {
+      EXPECT_EQ(v.radius, 0) << v.name;
+    }
 }
 
 TEST(ModelGraph, NamesItsSourceAndRefusesABadLength) {

@@ -4,8 +4,9 @@
 // One generic walk for every scalar: double gives the floating-point forward, interval64 and interval
 // (MPFI) give enclosures of the exact real-number forward of the graph (every operation is rounded outward;
 // the elementary functions erf, tanh, exp, sqrt are enclosed). Constants enter exactly (they are binary64
-// values, and every S instantiated here holds binary64 exactly). Batch size is whatever the graph's input
-// shapes say (the importer fixes them statically).
+// values, and every S instantiated here holds binary64 exactly), except that an interval S takes a constant
+// with an enclosure radius r as [v − r, v + r] (docs/graph.md#enclosure-radii-of-constants); double takes v
+// (an estimate). Batch size is whatever the graph's input shapes say (the importer fixes them statically).
 #include <vector>
 
 #include <regatta/core/scalar.hpp>

@@ -126,6 +126,13 @@ struct Value {
   Shape shape;
   bool constant = false;
   std::vector<double> data;  // the values of a constant, row-major; empty otherwise
+  /// A constant's enclosure radius (docs/graph.md#enclosure-radii-of-constants), one for the whole tensor:
+  /// the true value of every element lies in [data[e] − radius, data[e] + radius]. 0 (every ONNX constant:
+  /// its binary64 values are the file's function) means data holds the true values exactly; > 0 when data
+  /// holds roundings of values that binary64 cannot hold (a safetensors LLaMA's rotary cos/sin tables).
+  /// Certifying consumers take each element as that interval; estimates (the double forward, attacks) use
+  /// data as it is.
+  double radius = 0;
 };
 
 struct Node {
@@ -152,9 +159,12 @@ struct Graph {
   FusionReport fusion;
 
   /// Checks the invariants above (ids in range, topological order, one definition per value, constants
-  /// sized by their shapes, each node's arity, attributes and output shape consistent with its inputs).
-  /// Throws InputError naming `source` on the first violation.
+  /// sized by their shapes with a finite radius >= 0, each node's arity, attributes and output shape
+  /// consistent with its inputs). Throws InputError naming `source` on the first violation.
   void validate() const;
+  /// Whether a constant has an enclosure radius above 0 (Value::radius): a consumer that takes constants
+  /// as exact must refuse such a graph.
+  bool has_inexact_constants() const;
 };
 
 }  // namespace regatta::graph

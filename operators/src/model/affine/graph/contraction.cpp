@@ -115,7 +115,16 @@ Form layer_norm_node(const graph::Node& node, const std::vector<Operand>& in, co
     return out;
   };
   const Vector<double> gamma = vector_of(in[1]), beta = in.size() > 2 ? vector_of(in[2]) : Vector<double>();
-  return layer_norm(*in[0].form, n, d, gamma, beta, a.epsilon, p);
+  Form y = layer_norm(*in[0].form, n, d, gamma, beta, a.epsilon, p);
+  // Scale and bias with enclosure radii (docs/graph.md#enclosure-radii-of-constants): the normalised entries
+  // have Σ_f z_f² = d·σ²/(σ² + ε) ≤ d, so |z_f| ≤ √d, and each output is off by at most r_γ·√d + r_β.
+  const double rg = in[1].radius, rb = in.size() > 2 ? in[2].radius : 0.0;
+  if (rg != 0 || rb != 0) {
+    const I extra = I(rg) * sqrt(I(double(d))) + I(rb);
+    for (Index e = 0; e < y.size(); ++e) y.s(e) = hi(I(y.s(e)) + extra);
+    y.forget();
+  }
+  return y;
 }
 
 }  // namespace

@@ -177,7 +177,8 @@ Form elementwise_node(const graph::Node& node, const std::vector<Operand>& in, c
       if (in[0].constant()) {
         const Form& c = spread(in[0], out, first);
         std::vector<I> lambda(std::size_t(c.size()));
-        for (Index e = 0; e < c.size(); ++e) lambda[std::size_t(e)] = I(c.c(e));
+        for (Index e = 0; e < c.size(); ++e)  // the slack: the constant's enclosure radius
+          lambda[std::size_t(e)] = I(c.c(e)) + I::hull(-c.s(e), c.s(e));
         return affine_entries(R, lambda, std::vector<I>(lambda.size(), I(0.0)), p);
       }
       return product(spread(in[0], out, first), R, p);

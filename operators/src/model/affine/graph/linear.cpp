@@ -2,6 +2,9 @@
 // constant operand, batch_norm, reduce_mean, neg, and add, sub, mul, div with a constant. A linear map acts
 // on the symbols exactly; only the binary64 rounding of the new coefficients and centres enters the slack,
 // bounded a priori (Higham's γ_k on each row's sum, centres in interval64; docs/numerics.md): certified.
+// A constant operand with an enclosure radius r (docs/graph.md#enclosure-radii-of-constants) enters as the
+// intervals [v − r, v + r] where it scales or shifts entries, and as its stored values plus the slack
+// r·Σ sup|x| of the entries it multiplies where it is a matrix or a kernel.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -38,12 +41,38 @@ Form sparse_linear(const Form& F, const SparseRows& rows, const Pass& p) {
 
 namespace {
 
-/// The entries of `data` broadcast to `out`, as intervals (exact points).
+/// Element e of a constant operand as an interval: its value, widened by the enclosure radius.
+I entry(const Operand& c, std::size_t e) {
+  const I v((*c.data)[e]);
+  return c.radius == 0 ? v : v + I::hull(-c.radius, c.radius);
+}
+
+/// The entries of `data` broadcast to `out`, as intervals (exact points when the radius is 0).
 std::vector<I> broadcast_values(const Operand& c, const Shape& out) {
   const std::vector<Index> map = broadcast_index(*c.shape, out);
   std::vector<I> v(map.size());
-  for (std::size_t e = 0; e < map.size(); ++e) v[e] = I((*c.data)[std::size_t(map[e])]);
+  for (std::size_t e = 0; e < map.size(); ++e) v[e] = entry(c, std::size_t(map[e]));
   return v;
+}
+
+/// Upper bounds of sup|x_e| = |c_e| + the half-width of the range of entry e of F.
+std::vector<double> magnitudes(const Form& F, const Pass& p) {
+  const Vector<double>& rad = radius(F, p);
+  std::vector<double> m(std::size_t(F.size()));
+  for (Index e = 0; e < F.size(); ++e) m[std::size_t(e)] = hi(I(std::fabs(F.c(e))) + I(rad(e)));
+  return m;
+}
+
+/// Y's slack widened by r·Σ_{e ∈ reads[o]} sup|x_e| per entry o (sup|x| from `magnitude`), rounded up: the
+/// product of those entries by constants each within r of the value used.
+void widen_by_radius(Form& Y, double r, const std::vector<std::vector<Index>>& reads,
+                     const std::vector<double>& magnitude) {
+  for (Index o = 0; o < Y.size(); ++o) {
+    I sum(0.0);
+    for (Index e : reads[std::size_t(o)]) sum += I(magnitude[std::size_t(e)]);
+    Y.s(o) = hi(I(Y.s(o)) + I(r) * sum);
+  }
+  Y.forget();
 }
 
 /// The form of x broadcast to `out`: x's own form when no entry moves, else a gathered copy in `storage`.
@@ -94,7 +123,7 @@ Form with_constant(graph::Op op, const Operand& x, const Operand& c, bool consta
         lambda[e] = C[e];
         break;
       case graph::Op::div:  // x / c (c / x is elementwise.cpp's: a reciprocal)
-        if (C[e].lower() == 0) throw Vacuous{};
+        if (C[e].lower() <= 0 && C[e].upper() >= 0) throw Vacuous{};
         lambda[e] = I(1.0) / C[e];
         break;
       default:
@@ -116,11 +145,19 @@ Form matmul_one_constant(const Operand& L, const Operand& R, const Shape& out, c
   if (va) a.insert(a.begin(), 1);
   if (vb) b.push_back(1);
   const Index m = Index(a[a.size() - 2]), k = Index(a.back()), n = Index(b.back());
+  const Operand& C = L.constant() ? L : R;
   if (R.constant() && b.size() == 2) {  // a per-row map of L's rows: one dense product per row block
     Matrix<double> W(k, n);
     for (Index l = 0; l < k; ++l)
       for (Index j = 0; j < n; ++j) W(l, j) = (*R.data)[std::size_t(l * n + j)];
-    return linear_rows(*L.form, L.size() / k, W, Vector<double>(), p);
+    Form Y = linear_rows(*L.form, L.size() / k, W, Vector<double>(), p);
+    if (C.radius != 0) {  // output (row block t, column j) reads the k entries of L's row t
+      std::vector<std::vector<Index>> reads(std::size_t(Y.size()));
+      for (Index o = 0; o < Y.size(); ++o)
+        for (Index l = 0; l < k; ++l) reads[std::size_t(o)].push_back((o / n) * k + l);
+      widen_by_radius(Y, C.radius, reads, magnitudes(*L.form, p));
+    }
+    return Y;
   }
   const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
   const Shape batch(out.begin(), out.end() - (va ? 0 : 1) - (vb ? 0 : 1));
@@ -134,10 +171,18 @@ Form matmul_one_constant(const Operand& L, const Operand& R, const Shape& out, c
         for (Index l = 0; l < k; ++l) {
           const Index ea = ma[t] * m * k + i * k + l, eb = mb[t] * k * n + l * n + j;
           const double w = L.constant() ? (*L.data)[std::size_t(ea)] : (*R.data)[std::size_t(eb)];
-          if (w != 0) terms.emplace_back(L.constant() ? eb : ea, w);
+          if (w != 0 || C.radius != 0) terms.emplace_back(L.constant() ? eb : ea, w);
         }
       }
-  return sparse_linear(L.constant() ? *R.form : *L.form, rows, p);
+  const Form& X = L.constant() ? *R.form : *L.form;
+  Form Y = sparse_linear(X, rows, p);
+  if (C.radius != 0) {  // every term reads one entry of X, times a constant within the radius of w
+    std::vector<std::vector<Index>> reads(rows.terms.size());
+    for (std::size_t o = 0; o < reads.size(); ++o)
+      for (const auto& term : rows.terms[o]) reads[o].push_back(term.first);
+    widen_by_radius(Y, C.radius, reads, magnitudes(X, p));
+  }
+  return Y;
 }
 
 /// The transpose of a rows × cols constant or form operand, as an operand over `storage`.
@@ -148,6 +193,7 @@ Operand transposed(const Operand& x, Index rows, Index cols, Shape& shape, std::
   for (Index i = 0; i < cols; ++i)
     for (Index j = 0; j < rows; ++j) idx[std::size_t(i * rows + j)] = j * cols + i;
   Operand t{&shape};
+  t.radius = x.radius;
   if (x.constant()) {
     data.resize(idx.size());
     for (std::size_t e = 0; e < idx.size(); ++e) data[e] = (*x.data)[std::size_t(idx[e])];
@@ -205,7 +251,18 @@ Form conv(const graph::Node& node, const std::vector<Operand>& in, const Shape& 
     b.resize(M);
     for (Index m = 0; m < M; ++m) b(m) = (*in[2].data)[std::size_t(m)];
   }
-  const Form y = linear_rows(gather_or_zero(*in[0].form, idx), P, K, b, p);  // entry q·M + m
+  const Form patches = gather_or_zero(*in[0].form, idx);
+  Form y = linear_rows(patches, P, K, b, p);  // entry q·M + m
+  const double rw = in[1].radius, rb = in.size() > 2 ? in[2].radius : 0.0;
+  if (rw != 0 || rb != 0) {  // entry q·M + m reads the T entries of patch q (zero rows: sup 0)
+    std::vector<double> magnitude = magnitudes(patches, p);
+    std::vector<std::vector<Index>> reads(std::size_t(y.size()));
+    for (Index o = 0; o < y.size(); ++o)
+      for (Index t = 0; t < T; ++t) reads[std::size_t(o)].push_back((o / M) * T + t);
+    widen_by_radius(y, rw, reads, magnitude);
+    for (Index o = 0; o < y.size(); ++o) y.s(o) = hi(I(y.s(o)) + I(rb));  // the bias's own radius
+    y.forget();
+  }
   std::vector<Index> back(std::size_t(M * P));
   for (Index m = 0; m < M; ++m)
     for (Index q = 0; q < P; ++q) back[std::size_t(m * P + q)] = q * M + m;
@@ -221,7 +278,7 @@ Form batch_norm(const graph::Node& node, const std::vector<Operand>& in, const P
   for (std::size_t k = 2; k < x.size(); ++k) inner *= Index(x[k]);
   std::vector<I> lambda(std::size_t(in[0].size())), M(lambda.size());
   for (Index c = 0; c < len; ++c) {
-    const auto at = [&](int k) { return I((*in[std::size_t(k)].data)[std::size_t(c)]); };
+    const auto at = [&](int k) { return entry(in[std::size_t(k)], std::size_t(c)); };
     const I var = at(4) + I(eps);
     if (!(var.lower() > 0)) throw Vacuous{};
     const I factor = at(1) / sqrt(var), shift = at(2) - at(3) * factor;

@@ -13,14 +13,14 @@
 
 namespace regatta::operators::affine::gp {
 
-Form constant_form(const std::vector<double>& data) {
+Form constant_form(const std::vector<double>& data, double radius) {
   const Index N = Index(data.size());
-  Form out{Vector<double>(N), Matrix<double>(N, 0), Vector<double>::Zero(N)};
+  Form out{Vector<double>(N), Matrix<double>(N, 0), Vector<double>::Constant(N, radius)};
   for (Index e = 0; e < N; ++e) out.c(e) = data[std::size_t(e)];
   return out;
 }
 
-Form form_of(const Operand& x) { return x.constant() ? constant_form(*x.data) : *x.form; }
+Form form_of(const Operand& x) { return x.constant() ? constant_form(*x.data, x.radius) : *x.form; }
 
 Form gather_or_zero(const Form& F, const std::vector<Index>& idx) {
   const Index N = Index(idx.size()), K = F.A.cols();
@@ -98,6 +98,7 @@ graph::Graph single_node(const graph::Graph& g, const graph::Node& node, const s
     if (!keep[k]) {
       v.constant = false;
       v.data.clear();
+      v.radius = 0;
       h.inputs.push_back(int(h.values.size()));
     }
     copy.inputs.push_back(int(h.values.size()));
@@ -133,7 +134,7 @@ Form movement(const graph::Graph& g, const graph::Node& node, const std::vector<
     offset += double(t.data.size());
     inputs.push_back(std::move(t));
     if (in[k].constant()) {
-      owned.push_back(constant_form(*in[k].data));
+      owned.push_back(constant_form(*in[k].data, in[k].radius));
       parts.push_back(&owned.back());
     } else {
       parts.push_back(in[k].form);

@@ -17,11 +17,13 @@ namespace regatta::operators::affine::gp {
 
 using graph::Shape;
 
-/// One operand of a node: a constant tensor (binary64 values, exact reals) or the form of a computed value.
+/// One operand of a node: a constant tensor (binary64 values; each true value within `radius` of its
+/// stored one, docs/graph.md#enclosure-radii-of-constants) or the form of a computed value.
 struct Operand {
   const Shape* shape = nullptr;
   const std::vector<double>* data = nullptr;  ///< a constant's values
   const Form* form = nullptr;                 ///< a computed value's form
+  double radius = 0;                          ///< a constant's enclosure radius (graph::Value::radius)
   /// The exact values sum to 1 over the last axis (a softmax over it): matmul's `stochastic`.
   bool stochastic = false;
   bool constant() const { return form == nullptr; }
@@ -34,8 +36,9 @@ struct Result {
   bool stochastic = false;
 };
 
-/// A form whose entries are the constant values (no symbols, no slack: binary64 values are exact).
-Form constant_form(const std::vector<double>& data);
+/// A form whose entries are the constant values (no symbols; the slack is the enclosure radius, 0 when
+/// the binary64 values are exact).
+Form constant_form(const std::vector<double>& data, double radius = 0);
 /// The operand's form (a constant's form when it is a constant).
 Form form_of(const Operand& x);
 /// The rows idx of F in that order; −1 gives a zero row (centre 0, no symbols, no slack).

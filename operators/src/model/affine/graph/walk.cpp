@@ -143,6 +143,7 @@ void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOpti
         constants_only = false;
       } else {
         x.data = &v.data;
+        x.radius = v.radius;
       }
       in.push_back(x);
     }
@@ -192,7 +193,8 @@ void advance(const graph::Graph& g, WalkState& w, Pass& p, const GraphAffineOpti
 
 Form final_form(const graph::Graph& g, const WalkState& w) {
   const int y = g.outputs.front();
-  if (!w.forms[std::size_t(y)]) return constant_form(g.values[std::size_t(y)].data);
+  if (!w.forms[std::size_t(y)])
+    return constant_form(g.values[std::size_t(y)].data, g.values[std::size_t(y)].radius);
   return *w.forms[std::size_t(y)];
 }
 
