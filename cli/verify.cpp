@@ -208,11 +208,11 @@ nlohmann::json result_json(const Outcome& o, const std::string& onnx, const std:
       {"result", "certified: unsat by interval bounds on every box, sat by an MPFI re-check of the point"},
       {"root_ibp_margin_upper",
        "certified upper bound (interval64) of the property's margin over the whole input box; < 0 proves "
-       "unsat"},
+       "unsat (null: no finite bound)"},
       {"root_margin_upper",
        "certified upper bound of the same margin, each inequality bounded by the better of IBP and the "
        "affine "
-       "forms (null: method ibp); < 0 proves unsat"},
+       "forms (null: method ibp, or no finite bound); < 0 proves unsat"},
       {"proved_by",
        "how unsat was proved: ibp, affine or ibp+affine on the whole box, or splitting (null: not unsat)"},
       {"seconds", "estimate (wall time)"},
