@@ -2,6 +2,7 @@
 #include <regatta/graph/evaluate.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 
@@ -150,6 +151,30 @@ Data<S> softmax(const Tensor<S>& x, const SoftmaxAttrs& a) {
   for (int64_t o = 0; o < b.outer; ++o)
     for (int64_t i = 0; i < b.inner; ++i) {
       const auto at = [&](int64_t l) { return static_cast<size_t>((o * b.len + l) * b.inner + i); };
+      if constexpr (scalar_traits<S>::is_interval) {
+        // Over intervals each weight is 1 / (1 + Σ_{j≠l} exp(x_j − x_l))
+        // (docs/graph.md#evaluation-graphincluderegattagraphevaluatehpp): x_l enters once, so for a box of
+        // scores the enclosure is the exact range of the weight, inside [0, 1]; the quotient e_l / Σ e_j of
+        // the shifted exponentials (below, for points) counts x_l twice, exceeds 1 on wide boxes and
+        // overflows to an infinite range where the differences are large.
+        // A masked entry (−∞, docs/graph.md#non-finite-constants) has weight exactly 0 and adds exp(−∞) = 0
+        // to the others' sums; skipping it avoids −∞ − (−∞) between two masked entries.
+        const auto masked = [&](int64_t l) {
+          return scalar_traits<S>::to_double(scalar_traits<S>::pivot(x.data[at(l)])) ==
+                 -std::numeric_limits<double>::infinity();
+        };
+        for (int64_t l = 0; l < b.len; ++l) {
+          if (masked(l)) {
+            y[at(l)] = S(0.0);
+            continue;
+          }
+          S den(1.0);
+          for (int64_t j = 0; j < b.len; ++j)
+            if (j != l && !masked(j)) den += detail::exp_of(S(x.data[at(j)] - x.data[at(l)]));
+          y[at(l)] = S(1.0) / den;
+        }
+        continue;
+      }
       // The shift is a point above every entry (scalar_traits::pivot): any shift gives the same exact value.
       S shift = scalar_traits<S>::pivot(x.data[at(0)]);
       for (int64_t l = 1; l < b.len; ++l) {
