@@ -155,7 +155,8 @@ bool fits_tail(const Graph& g, int c, const Shape& tail) {
   return true;
 }
 
-/// The node divides v by √(mean(v²) + ε) via Sqrt and Div or Reciprocal and Mul, starting at the node that
+/// The node divides v by √(mean(v²) + ε) via Sqrt and Div, or multiplies v by its reciprocal (Sqrt and
+/// Reciprocal or Div(1, ·), or Pow −½), starting at the node that
 /// adds ε to `mean_square`; returns the dividing node and ε.
 std::optional<std::pair<const Node*, double>> over_root(const Index& ix, int mean_square, int v) {
   const Node* add = only_user(ix, mean_square, Op::add);
@@ -164,14 +165,26 @@ std::optional<std::pair<const Node*, double>> over_root(const Index& ix, int mea
   if (!eps || !(*eps >= 0) ||
       element_count(shape_of(ix.graph(), add->output)) != element_count(shape_of(ix.graph(), mean_square)))
     return std::nullopt;
+  // v times a reciprocal square root r of the sum: the Mul that reads r and v.
+  const auto times_v = [&](int r) -> std::optional<std::pair<const Node*, double>> {
+    if (const Node* mul = only_user(ix, r, Op::mul); mul && other_operand(*mul, r) == v)
+      return std::pair{mul, *eps};
+    return std::nullopt;
+  };
+  // (mean + ε)^(−1/2): torch's x ** -0.5.
+  if (const Node* pow = only_user(ix, add->output, Op::pow); pow && pow->inputs[0] == add->output) {
+    const auto e = ix.scalar(pow->inputs[1]);
+    return e && *e == -0.5 ? times_v(pow->output) : std::nullopt;
+  }
   const Node* root = only_user(ix, add->output, Op::sqrt);
   if (!root) return std::nullopt;
-  if (const Node* div = only_user(ix, root->output, Op::div);
-      div && div->inputs[0] == v && div->inputs[1] == root->output)
-    return std::pair{div, *eps};
-  if (const Node* rec = only_user(ix, root->output, Op::reciprocal))
-    if (const Node* mul = only_user(ix, rec->output, Op::mul); mul && other_operand(*mul, rec->output) == v)
-      return std::pair{mul, *eps};
+  if (const Node* div = only_user(ix, root->output, Op::div); div && div->inputs[1] == root->output) {
+    if (div->inputs[0] == v) return std::pair{div, *eps};
+    // 1 / √(mean + ε): how torch exports rsqrt (Hugging Face's LLaMA RMSNorm).
+    const auto one = ix.scalar(div->inputs[0]);
+    return one && *one == 1 ? times_v(div->output) : std::nullopt;
+  }
+  if (const Node* rec = only_user(ix, root->output, Op::reciprocal)) return times_v(rec->output);
   return std::nullopt;
 }
 
@@ -377,7 +390,7 @@ void apply(Graph& g, std::vector<Rewrite> rewrites) {
   g.nodes = std::move(nodes);
 }
 
-// x / √(mean(x²) + ε) (Sqrt and Div, or Reciprocal and Mul), started at the mean of the squares.
+// x / √(mean(x²) + ε) (over_root's forms), started at the mean of the squares.
 std::optional<std::string> rms_norm_at(const Graph& g, const Index& ix, const Node& m) {
   if (!trailing_mean(g, m)) return std::nullopt;
   const Node* sq = ix.producer(m.inputs[0]);

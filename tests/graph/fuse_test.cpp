@@ -269,6 +269,41 @@ TEST(FusionRewrites, RmsNormIsRecognisedNotRewritten) {
   EXPECT_EQ(g.nodes.size(), nodes);
 }
 
+// x · (mean(x²) + ε)^(−1/2) as torch exports its two spellings: rsqrt as Div(1, Sqrt) and x ** -0.5 as Pow;
+// a numerator other than 1 or another exponent is a different function and is not listed.
+TEST(FusionRewrites, RmsNormWrittenAsRsqrtOrPowerIsRecognised) {
+  for (int form = 0; form < 4; ++form) {
+    Builder b;
+    const int x = b.input({1, 3, 4});
+    const int ms = b.node(Op::reduce_mean, {b.node(Op::mul, {x, x})}, last_axis);
+    const int sum = b.node(Op::add, {ms, b.constant({1e-6})});
+    int inv = -1;
+    if (form == 0) inv = b.node(Op::div, {b.constant({1}), b.node(Op::sqrt, {sum})});
+    if (form == 1) inv = b.node(Op::pow, {sum, b.constant({-0.5})});
+    if (form == 2) inv = b.node(Op::div, {b.constant({2}), b.node(Op::sqrt, {sum})});
+    if (form == 3) inv = b.node(Op::pow, {sum, b.constant({-0.25})});
+    Graph g = b.done(b.node(Op::mul, {b.node(Op::mul, {x, inv}), b.constant({1, 2, 3, 4}, {4})}));
+    fuse(g);
+    EXPECT_EQ(g.fusion.rms_norms.size(), form < 2 ? 1u : 0u) << "form " << form;
+  }
+}
+
+// The centred form through rsqrt is a LayerNorm: rewritten, with the same forward.
+TEST(FusionRewrites, LayerNormThroughRsqrtIsRewritten) {
+  Builder b;
+  const int x = b.input({1, 3, 4});
+  const int s = b.node(Op::sub, {x, b.node(Op::reduce_mean, {x}, last_axis)});
+  const int var = b.node(Op::reduce_mean, {b.node(Op::mul, {s, s})}, last_axis);
+  const int add = b.node(Op::add, {var, b.constant({1e-5})});
+  const int inv = b.node(Op::div, {b.constant({1}), b.node(Op::sqrt, {add})});
+  const Graph before = b.done(b.node(Op::add, {b.node(Op::mul, {s, inv}), b.constant({0.5, -1, 2, 0}, {4})}));
+  Graph after = before;
+  fuse(after);
+  EXPECT_EQ(after.fusion.layer_norms.size(), 1u);
+  EXPECT_EQ(count(after, Op::layer_norm), 1);
+  EXPECT_LE(forward_difference(before, after), 1e-15);
+}
+
 TEST(FusionRewrites, ErfGeluInAnotherAssociation) {
   Builder b;
   const int x = b.input({2, 5});
