@@ -137,7 +137,9 @@ Form rotate_rows(const Form& F, const std::vector<Index>& positions, Index hd, c
 
 /// F (rows × d_h) rotated as the tokens `positions` when the layer has rotary embeddings, else F.
 Form rotated(Form F, const std::vector<Index>& positions, const AttentionLayer& L, const Pass& p) {
-  return L.rotary ? rotate_rows(F, positions, L.head_dim, *L.rotary, p) : F;
+  // Not `rotary ? rotate_rows(…) : F`: a conditional expression would copy F instead of moving it.
+  if (!L.rotary) return F;
+  return rotate_rows(F, positions, L.head_dim, *L.rotary, p);
 }
 /// The same for the rows 0..n−1 (keys: every token of the context).
 Form rotated(Form F, Index n, const AttentionLayer& L, const Pass& p) {
