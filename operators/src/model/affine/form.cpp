@@ -3,7 +3,9 @@
 #include "form.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace regatta::operators::affine {
 
@@ -16,17 +18,51 @@ void widen(Form& F, Index K) {
   F.A.rightCols(K - old).setZero();
 }
 
+/// Sets the bits of F.nonzero for row i (F.words words a row, zeroed): a block is marked when one of its
+/// coefficients has a nonzero exponent or significand (−0 counts as zero; NaN and ±∞ as nonzero).
+void mark_blocks(const Form& F, Index i) {
+  const Index K = F.A.cols();
+  const double* a = F.A.data() + i * K;  // row-major
+  std::uint64_t* bits = F.nonzero.data() + i * F.words;
+  for (Index b = 0; b * column_block < K; ++b) {
+    const Index j0 = b * column_block, w = std::min(column_block, K - j0);
+    std::uint64_t any = 0;
+    if (w == column_block) {
+      for (Index j = 0; j < column_block; ++j) any |= std::bit_cast<std::uint64_t>(a[j0 + j]) << 1;
+    } else {
+      for (Index j = 0; j < w; ++j) any |= std::bit_cast<std::uint64_t>(a[j0 + j]) << 1;
+    }
+    if (any != 0) bits[b / 64] |= std::uint64_t(1) << (b % 64);
+  }
+}
+
+void start_blocks(const Form& F) {
+  const Index K = F.A.cols(), blocks = (K + column_block - 1) / column_block;
+  F.words = (blocks + 63) / 64;
+  F.nonzero.assign(std::size_t(F.size() * F.words), 0);
+  F.nonzero_cols = K;
+}
+
 }  // namespace
 
 /// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
-/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither; ‖·‖ the dual norm of the input set).
-void measure(const Form& F, const Pass& p) {
-  if (F.sums.size() == F.size() && F.ranges.size() == F.size()) return;
+/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither; ‖·‖ the dual norm of the input set);
+/// with `blocks`, also the blocks of nonzero coefficients (Form::nonzero) while each row is in cache.
+void measure(const Form& F, const Pass& p, bool blocks) {
+  const bool cached = F.sums.size() == F.size() && F.ranges.size() == F.size();
+  blocks = blocks && F.nonzero_cols < 0;
+  if (blocks) start_blocks(F);
+  if (cached) {
+    if (blocks)
+      for (Index i = 0; i < F.size(); ++i) mark_blocks(F, i);
+    return;
+  }
   const Index K = F.A.cols(), q = std::min(p.q, K);
   F.sums.resize(F.size());
   F.ranges.resize(F.size());
   F.inputs.resize(F.size());
   for (Index i = 0; i < F.size(); ++i) {
+    if (blocks) mark_blocks(F, i);
     const auto input = F.A.row(i).head(q);
     const double rest = F.A.row(i).tail(K - q).cwiseAbs().sum();
     F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, double(K));

@@ -40,7 +40,9 @@
 // A step that meets an unbounded range or a denominator whose range reaches 0 throws Vacuous: the caller
 // then certifies nothing (−∞).
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -86,6 +88,11 @@ struct Form {
   /// Caches of row_sums() and radius(), filled when first asked for: a step that changes A or s after
   /// that calls forget().
   mutable Vector<double> sums, ranges, inputs;  ///< inputs: upper bounds of ‖a_{<q}‖ (the dual norm)
+  /// Which blocks of column_block columns of each row hold a nonzero coefficient (measure(F, p, true)):
+  /// block b of row i is bit b % 64 of nonzero[i·words + b / 64], over the first nonzero_cols columns
+  /// (columns beyond them are zeros, like those a step appends later); nonzero_cols < 0: not computed.
+  mutable std::vector<std::uint64_t> nonzero;
+  mutable Index nonzero_cols = -1, words = 0;
 
   Form() = default;
   Form(Vector<double> c_, Matrix<double> A_, Vector<double> s_)
@@ -95,8 +102,47 @@ struct Form {
     sums.resize(0);
     ranges.resize(0);
     inputs.resize(0);
+    nonzero.clear();
+    nonzero_cols = -1;
   }
 };
+
+/// The width of the blocks of columns that Form::nonzero marks.
+inline constexpr Index column_block = 32;
+
+/// fn(j, w) for runs of columns [j, j + w) within [from, to) that cover every nonzero coefficient of row
+/// `row` of F there (F.nonzero computed), in increasing order; the columns left out hold zeros. A sum
+/// that adds w·a_j over the row's coefficients skips only terms w·0 = ±0, which change no sum that
+/// starts at +0 (x + ±0 = x for x ≠ 0, +0 + ±0 = +0, with or without a fused multiply-add).
+template <class Fn>
+void for_each_run(const Form& F, Index row, Index from, Index to, Fn&& fn) {
+  to = std::min(to, F.nonzero_cols);
+  if (from >= to) return;
+  const std::uint64_t* bits = F.nonzero.data() + row * F.words;
+  const Index last = (to - 1) / column_block;  // the last block, inclusive
+  Index b = from / column_block;
+  while (b <= last) {
+    const std::uint64_t set = bits[b / 64] >> (b % 64);
+    if (set == 0) {
+      b = (b / 64 + 1) * 64;
+      continue;
+    }
+    b += Index(std::countr_zero(set));
+    if (b > last) break;
+    Index e = b + 1;  // the end of the run of set bits
+    while (e <= last) {
+      const std::uint64_t clear = ~bits[e / 64] >> (e % 64);
+      if (clear != 0) {
+        e += Index(std::countr_zero(clear));
+        break;
+      }
+      e = (e / 64 + 1) * 64;
+    }
+    const Index j = std::max(from, b * column_block), end = std::min(to, e * column_block);
+    if (end > j) fn(j, end - j);
+    b = e;
+  }
+}
 
 struct ProductGroup;
 
@@ -119,8 +165,9 @@ struct Pass {
 };
 
 /// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
-/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither).
-void measure(const Form& F, const Pass& p);
+/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither); with `blocks`, also F.nonzero
+/// (found while each row is in cache).
+void measure(const Form& F, const Pass& p, bool blocks = false);
 /// A row of input-symbol coefficients, contiguous or not.
 using InputRow = Eigen::Ref<const Eigen::Matrix<double, 1, Eigen::Dynamic>, 0, Eigen::InnerStride<>>;
 /// An upper bound of the dual norm of the input coefficients a: ‖a‖₂ (ball) or ‖a‖₁ (box).

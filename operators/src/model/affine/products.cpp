@@ -107,7 +107,7 @@ double fresh_bound(const Eigen::Matrix<double, 1, Eigen::Dynamic>& a, Index q, c
       const Form& F = *group.F;
       const Form& G = *group.G;
       measure(F, p);
-      measure(G, p);
+      measure(G, p, true);  // the runs of G's rows for the combinations below, kept for the other classes
       // w_t, and the combination of G's rows that meets each entry of F
       std::vector<Index> slot(static_cast<std::size_t>(F.size()), -1);
       std::vector<Index> entries;
@@ -137,7 +137,10 @@ double fresh_bound(const Eigen::Matrix<double, 1, Eigen::Dynamic>& a, Index q, c
       for (Index r = 0; r < rows; ++r) {
         I slack(0.0), magnitude(0.0);
         for (const auto& [f, w] : terms[std::size_t(r)]) {
-          combo.A.row(r) += w * G.A.row(f).head(width);
+          // only the runs of G_f's nonzero coefficients: the terms skipped are w·0 (for_each_run)
+          for_each_run(G, f, 0, width, [&, f = f, w = w](Index j, Index len) {
+            combo.A.row(r).segment(j, len) += w * G.A.row(f).segment(j, len);
+          });
           slack += I(std::fabs(w)) * (group.exact_rest ? I(G.s(f)) : I(rest_of(G, f)));
           magnitude += I(std::fabs(w)) * I(G.sums(f));
         }
