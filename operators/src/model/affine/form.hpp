@@ -69,15 +69,41 @@ inline double magnitude_of(const I& v) { return std::max(std::fabs(v.lower()), s
 /// max(v.upper − m, m − v.lower) rounded up: v ⊆ [m − w, m + w].
 inline double halfwidth(const I& v, double m) { return hi(max(I(v.upper()) - I(m), I(m) - I(v.lower()))); }
 /// γ_m = m·u/(1 − m·u), rounded up.
-inline double gamma_of(double m) {
+inline double gamma_uncached(double m) {
   const I mu = I(m) * I(unit_roundoff);
   return hi(mu / (I(1.0) - mu));
 }
+
+/// What sum_up needs of a count m: m·η and 1 − γ_m, as intervals.
+struct SumConstants {
+  double m = -1, gamma = 0;
+  I tail, denominator;
+};
+/// The constants of the count m, from a per-thread memo of the last few counts asked for: a pass asks for
+/// the same few counts (K, q, K − q, d) row after row, and each costs interval multiplications and
+/// divisions; a pure function of m, so the results are the same as computed afresh.
+inline const SumConstants& sum_constants(double m) {
+  constexpr unsigned slots = 8;
+  thread_local SumConstants memo[slots];
+  thread_local unsigned next = 0;
+  for (const SumConstants& k : memo)
+    if (k.m == m) return k;
+  const double gamma = gamma_uncached(m);  // may throw Vacuous: then nothing is stored
+  SumConstants& k = memo[next++ % slots];
+  k.gamma = gamma;
+  k.tail = I(m) * I(underflow_unit);
+  k.denominator = I(1.0) - I(gamma);
+  k.m = m;
+  return k;
+}
+/// γ_m = m·u/(1 − m·u), rounded up.
+inline double gamma_of(double m) { return sum_constants(m).gamma; }
 /// An upper bound of a sum s of m non-negative terms, each a product of at most two doubles, from its
 /// binary64 value in any order: fl(s) ≥ (1 − γ_m)·s − m·η (Higham, Thm 3.5, with underflow).
 inline double sum_up(double computed, double m) {
   if (!std::isfinite(computed)) throw Vacuous{};
-  return hi((I(computed) + I(m) * I(underflow_unit)) / (I(1.0) - I(gamma_of(m))));
+  const SumConstants& k = sum_constants(m);
+  return hi((I(computed) + k.tail) / k.denominator);
 }
 
 /// v ∈ c + Σ_{j<q} A_j ε_j + Σ_{j≥q} A_j η_j + [−s, s] for every entry (one row of A per entry).
