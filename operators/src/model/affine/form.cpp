@@ -80,7 +80,8 @@ void measure(const Form& F, const Pass& p, bool blocks) {
 /// input-input term.
 I deviation_bound(double dot, double na, double nb, double rx, double ry, Index q) {
   // a·b in binary64: |error| ≤ γ_q·Σ|a_j b_j| + qη ≤ γ_q‖a‖‖b‖ + qη.
-  const I error = I(gamma_of(double(q))) * I(na) * I(nb) + I(double(q)) * I(underflow_unit);
+  const SumConstants& k = sum_constants(double(q));  // γ_q and q·η, memoised (form.hpp)
+  const I error = I(k.gamma) * I(na) * I(nb) + k.tail;
   const I ab = I(dot) + I::hull(-error.upper(), error.upper());
   const I quadratic = (ab + I::hull(-1.0, 1.0) * I(na) * I(nb)) / I(2.0);
   const I others = I(na) * I(ry) + I(rx) * I(nb) + I(rx) * I(ry);
@@ -179,6 +180,7 @@ Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vect
   bool wide = false;
   for (const I& l : Lambda) wide = wide || l.lower() != l.upper();
   const Vector<double>& rad = radius(F, p);
+  const I tiny = I(double(K)) * I(underflow_unit);
   Form out{Vector<double>(N), coefficients(N, K, fresh, p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
     const double lambda = mid(Lambda[std::size_t(i)]);
@@ -187,8 +189,8 @@ Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vect
     out.A.row(i).head(K) = lambda * F.A.row(i);
     // |λ|·s, the rounding of λ·A (u per coefficient, η per underflow), the centre's enclosure, and
     // |Λ − λ|·|x| with |x| ≤ |c| + radius.
-    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit_roundoff) * I(rs(i))) +
-          I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i)));
+    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit_roundoff) * I(rs(i))) + tiny +
+          I(halfwidth(centre, out.c(i)));
     if (wide) s += I(halfwidth(Lambda[std::size_t(i)], lambda)) * (I(std::fabs(F.c(i))) + I(rad(i)));
     out.s(i) = hi(s);
   }
@@ -210,12 +212,13 @@ Form combine(const Form& F, const Form& G, double sign, const Pass& p, const std
     out.A.row(i).tail(K - KF).setZero();
     out.A.row(i).head(KG) += sign * G.A.row(g);
   }
+  const I tiny = I(double(K)) * I(underflow_unit);
   for (Index i = 0; i < N; ++i) {
     const Index g = row_of(map, i);
     const I centre = I(F.c(i)) + I(sign) * I(G.c(g));
     out.c(i) = mid(centre);
-    out.s(i) = hi(I(F.s(i)) + I(G.s(g)) + I(unit_roundoff) * (I(r1(i)) + I(r2(g))) +
-                  I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
+    out.s(i) = hi(I(F.s(i)) + I(G.s(g)) + I(unit_roundoff) * (I(r1(i)) + I(r2(g))) + tiny +
+                  I(halfwidth(centre, out.c(i))));
   }
   return out;
 }

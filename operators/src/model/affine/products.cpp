@@ -17,6 +17,7 @@ Form linear_product(const Form& F, const Form& G, const Pass& p, const std::vect
   const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p);
   const double g2 = gamma_of(2);
   Form out{Vector<double>(N), coefficients(N, K, fresh, p), Vector<double>(N)};
+  const I tiny = I(2.0 * double(K)) * I(underflow_unit);
   for (Index i = 0; i < N; ++i) {
     const Index g = row_of(map, i);
     const I centre = I(F.c(i)) * I(G.c(g)) + (shift.empty() ? I(0.0) : shift[std::size_t(i)]);
@@ -25,8 +26,8 @@ Form linear_product(const Form& F, const Form& G, const Pass& p, const std::vect
     out.A.row(i).segment(KF, K - KF).setZero();
     out.A.row(i).head(KG) += F.c(i) * G.A.row(g);
     const I a1(std::fabs(F.c(i))), a2(std::fabs(G.c(g)));
-    out.s(i) = hi(a1 * I(G.s(g)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(g)) + a2 * I(r1(i))) +
-                  I(2.0 * double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
+    out.s(i) = hi(a1 * I(G.s(g)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(g)) + a2 * I(r1(i))) + tiny +
+                  I(halfwidth(centre, out.c(i))));
   }
   return out;
 }
