@@ -61,14 +61,18 @@ void measure(const Form& F, const Pass& p, bool blocks) {
   F.sums.resize(F.size());
   F.ranges.resize(F.size());
   F.inputs.resize(F.size());
+  if (F.size() == 0) return;
+  // copies, not references: the memo's slots may be reused by a later count
+  const SumConstants all = sum_constants(double(K)), inputs = sum_constants(double(q)),
+                     others = sum_constants(double(K - q));
   for (Index i = 0; i < F.size(); ++i) {
     if (blocks) mark_blocks(F, i);
     const auto input = F.A.row(i).head(q);
     const double rest = F.A.row(i).tail(K - q).cwiseAbs().sum();
-    F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, double(K));
-    F.inputs(i) = p.box ? sum_up(input.cwiseAbs().sum(), double(q))
-                        : hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
-    F.ranges(i) = hi(I(F.inputs(i)) + I(sum_up(rest, double(K - q))) + I(F.s(i)));
+    F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, all);
+    F.inputs(i) =
+        p.box ? sum_up(input.cwiseAbs().sum(), inputs) : hi(sqrt(I(sum_up(input.squaredNorm(), inputs))));
+    F.ranges(i) = hi(I(F.inputs(i)) + I(sum_up(rest, others)) + I(F.s(i)));
   }
 }
 

@@ -100,10 +100,15 @@ inline const SumConstants& sum_constants(double m) {
 inline double gamma_of(double m) { return sum_constants(m).gamma; }
 /// An upper bound of a sum s of m non-negative terms, each a product of at most two doubles, from its
 /// binary64 value in any order: fl(s) ≥ (1 − γ_m)·s − m·η (Higham, Thm 3.5, with underflow).
+/// The same with the constants of m at hand (a loop over rows takes them once: each sum_constants call
+/// reads thread-local storage through a call in a shared library).
+inline double sum_up(double computed, const SumConstants& k) {
+  if (!std::isfinite(computed)) throw Vacuous{};
+  return hi((I(computed) + k.tail) / k.denominator);
+}
 inline double sum_up(double computed, double m) {
   if (!std::isfinite(computed)) throw Vacuous{};
-  const SumConstants& k = sum_constants(m);
-  return hi((I(computed) + k.tail) / k.denominator);
+  return sum_up(computed, sum_constants(m));
 }
 
 /// v ∈ c + Σ_{j<q} A_j ε_j + Σ_{j≥q} A_j η_j + [−s, s] for every entry (one row of A per entry).

@@ -32,6 +32,8 @@ std::vector<Form> linear_parts(const Form& F, Index n, const std::vector<Map>& m
   const Matrix<double> Wt = W.transpose(), absWt = Wt.cwiseAbs();
   const Vector<double>& rs = row_sums(F, p);
   const double g = gamma_of(double(din + 1));
+  const SumConstants terms = sum_constants(double(din));
+  const I tiny = I(double(K + 2)) * I(double(din + 1)) * I(underflow_unit);
   std::vector<Form> out;
   for (const Map& m : maps) {
     const Index w = m.W->cols();
@@ -58,7 +60,7 @@ std::vector<Form> linear_parts(const Form& F, Index n, const std::vector<Map>& m
       const Index w = maps[k].W->cols();
       for (Index o = 0; o < w; ++o) {
         const Index all = offset[k] + o;
-        I s = I(sum_up(t(all), double(din))) + I(double(K + 2)) * I(double(din + 1)) * I(underflow_unit);
+        I s = I(sum_up(t(all), terms)) + tiny;
         if (b(all) != 0) s += I(g) * I(std::fabs(b(all)));
         out[k].c(i * w + o) = c(all);
         out[k].s(i * w + o) = hi(s);
