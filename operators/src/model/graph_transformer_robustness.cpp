@@ -40,7 +40,8 @@ InputRobustness transformer_input_robustness(const RecognisedTransformer& transf
     r.attack = a.found ? a.radius : std::numeric_limits<double>::infinity();
     if (r.prediction == y && r.margin_lower > 0) {
       const CertifiedRadius c =
-          affine_certified_radius(m, x, y, a.found ? a.radius : options.cap, options.tolerance, poll);
+          affine_certified_radius(m, x, y, a.found ? a.radius : options.cap, options.tolerance, poll,
+                                  r.margin_lower);  // centre_margins' interval64 margin: not computed twice
       r.certified = c.radius;
       r.refuted = c.refuted;
       r.checks = c.checks;

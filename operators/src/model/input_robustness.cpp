@@ -41,7 +41,7 @@ InputRobustness input_robustness(const ConvertedModel<double>& model_double,
   if (r.prediction == y && r.margin_lower > 0) {
     const double upper = a.found ? a.radius : 100.0;
     const CertifiedRadius c = r.method == RadiusMethod::affine
-                                  ? affine_certified_radius(m, x, y, upper, tolerance)
+                                  ? affine_certified_radius(m, x, y, upper, tolerance, {}, r.margin_lower)
                                   : certified_radius(model_interval, x, y, upper, tolerance);
     r.certified = c.radius;
     r.refuted = c.refuted;

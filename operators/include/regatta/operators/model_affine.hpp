@@ -30,6 +30,7 @@
 // |tanh″| ≤ 4/(3√3) and |SiLU″| ≤ 1/2 where proved). Not supported (affine_unsupported says why; callers
 // fall back to tangent_region.cpp): L2 attention.
 #include <functional>
+#include <limits>
 #include <string>
 
 #include <regatta/core/eigen.hpp>
@@ -61,8 +62,11 @@ double affine_margin(const Model& model, const Vector<double>& x, int y, double 
 /// the smallest failing radius tried (a search on the loss L(0) − L(r) interpolated as a power law in r,
 /// safeguarded by geometric bisection; model/affine/margin.cpp). Radius 0 when y is not the certified
 /// prediction at x (the interval64 margin at x is not positive) or nothing passed. `upper` > 0 (the attack
-/// radius).
+/// radius). `at_centre`: that interval64 margin at x, min_{c≠y} of the lower end of z_y − z_c, when the
+/// caller has computed it already (certify's centre margins: the same forward pass); NaN: computed here. It
+/// steers the search only (its first candidates); the radius is certified by affine_margin alone.
 CertifiedRadius affine_certified_radius(const Model& model, const Vector<double>& x, int y, double upper,
-                                        double tolerance = 0.01, const std::function<void()>& poll = {});
+                                        double tolerance = 0.01, const std::function<void()>& poll = {},
+                                        double at_centre = std::numeric_limits<double>::quiet_NaN());
 
 }  // namespace regatta::operators

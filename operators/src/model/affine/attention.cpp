@@ -106,7 +106,10 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
         Q, Kf, nq, hd, n, [hd](Index a, Index t) { return a * hd + t; },
         [hd](Index t, Index j) { return j * hd + t; }, [](Index, Index) { return true; }, p, false,
         &products);
-    const Form S = gather(scores, kept);
+    // Every pair kept (not causal): kept[e] = e, and S is the scores themselves, not a copy.
+    const bool every = Index(kept.size()) == nq * n;
+    const Form gathered = every ? Form() : gather(scores, kept);
+    const Form& S = every ? scores : gathered;
     // Outside the last block each score's remainder symbol is read by that score alone, and then by its
     // exponential alone: the exponential's remainder joins it (nonlinear's `own`), one column per score
     // instead of two. The last block keeps them apart for the ledger.
@@ -193,7 +196,9 @@ Form attention_block(const Form& X, Index n, const std::vector<Index>& queries, 
     offset += own;
   }
   p.next = K;
-  return combine(nq == n ? X : keep_tokens(X, queries, d), linear_rows(O, nq, L.WO, L.bO, p), +1, p);
+  // Not `combine(nq == n ? X : keep_tokens(…), …)`: the conditional expression would copy X.
+  if (nq == n) return combine(X, linear_rows(O, nq, L.WO, L.bO, p), +1, p);
+  return combine(keep_tokens(X, queries, d), linear_rows(O, nq, L.WO, L.bO, p), +1, p);
 }
 
 }  // namespace regatta::operators::affine

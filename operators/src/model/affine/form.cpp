@@ -3,7 +3,9 @@
 #include "form.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace regatta::operators::affine {
 
@@ -16,23 +18,61 @@ void widen(Form& F, Index K) {
   F.A.rightCols(K - old).setZero();
 }
 
+/// Sets the bits of F.nonzero for row i (F.words words a row, zeroed): a block is marked when one of its
+/// coefficients has a nonzero exponent or significand (−0 counts as zero; NaN and ±∞ as nonzero).
+void mark_blocks(const Form& F, Index i) {
+  const Index K = F.A.cols();
+  const double* a = F.A.data() + i * K;  // row-major
+  std::uint64_t* bits = F.nonzero.data() + i * F.words;
+  for (Index b = 0; b * column_block < K; ++b) {
+    const Index j0 = b * column_block, w = std::min(column_block, K - j0);
+    std::uint64_t any = 0;
+    if (w == column_block) {
+      for (Index j = 0; j < column_block; ++j) any |= std::bit_cast<std::uint64_t>(a[j0 + j]) << 1;
+    } else {
+      for (Index j = 0; j < w; ++j) any |= std::bit_cast<std::uint64_t>(a[j0 + j]) << 1;
+    }
+    if (any != 0) bits[b / 64] |= std::uint64_t(1) << (b % 64);
+  }
+}
+
+void start_blocks(const Form& F) {
+  const Index K = F.A.cols(), blocks = (K + column_block - 1) / column_block;
+  F.words = (blocks + 63) / 64;
+  F.nonzero.assign(std::size_t(F.size() * F.words), 0);
+  F.nonzero_cols = K;
+}
+
 }  // namespace
 
 /// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
-/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither; ‖·‖ the dual norm of the input set).
-void measure(const Form& F, const Pass& p) {
-  if (F.sums.size() == F.size() && F.ranges.size() == F.size()) return;
+/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither; ‖·‖ the dual norm of the input set);
+/// with `blocks`, also the blocks of nonzero coefficients (Form::nonzero) while each row is in cache.
+void measure(const Form& F, const Pass& p, bool blocks) {
+  const bool cached = F.sums.size() == F.size() && F.ranges.size() == F.size();
+  blocks = blocks && F.nonzero_cols < 0;
+  if (blocks) start_blocks(F);
+  if (cached) {
+    if (blocks)
+      for (Index i = 0; i < F.size(); ++i) mark_blocks(F, i);
+    return;
+  }
   const Index K = F.A.cols(), q = std::min(p.q, K);
   F.sums.resize(F.size());
   F.ranges.resize(F.size());
   F.inputs.resize(F.size());
+  if (F.size() == 0) return;
+  // copies, not references: the memo's slots may be reused by a later count
+  const SumConstants all = sum_constants(double(K)), inputs = sum_constants(double(q)),
+                     others = sum_constants(double(K - q));
   for (Index i = 0; i < F.size(); ++i) {
+    if (blocks) mark_blocks(F, i);
     const auto input = F.A.row(i).head(q);
     const double rest = F.A.row(i).tail(K - q).cwiseAbs().sum();
-    F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, double(K));
-    F.inputs(i) = p.box ? sum_up(input.cwiseAbs().sum(), double(q))
-                        : hi(sqrt(I(sum_up(input.squaredNorm(), double(q)))));
-    F.ranges(i) = hi(I(F.inputs(i)) + I(sum_up(rest, double(K - q))) + I(F.s(i)));
+    F.sums(i) = sum_up(input.cwiseAbs().sum() + rest, all);
+    F.inputs(i) =
+        p.box ? sum_up(input.cwiseAbs().sum(), inputs) : hi(sqrt(I(sum_up(input.squaredNorm(), inputs))));
+    F.ranges(i) = hi(I(F.inputs(i)) + I(sum_up(rest, others)) + I(F.s(i)));
   }
 }
 
@@ -44,7 +84,8 @@ void measure(const Form& F, const Pass& p) {
 /// input-input term.
 I deviation_bound(double dot, double na, double nb, double rx, double ry, Index q) {
   // a·b in binary64: |error| ≤ γ_q·Σ|a_j b_j| + qη ≤ γ_q‖a‖‖b‖ + qη.
-  const I error = I(gamma_of(double(q))) * I(na) * I(nb) + I(double(q)) * I(underflow_unit);
+  const SumConstants& k = sum_constants(double(q));  // γ_q and q·η, memoised (form.hpp)
+  const I error = I(k.gamma) * I(na) * I(nb) + k.tail;
   const I ab = I(dot) + I::hull(-error.upper(), error.upper());
   const I quadratic = (ab + I::hull(-1.0, 1.0) * I(na) * I(nb)) / I(2.0);
   const I others = I(na) * I(ry) + I(rx) * I(nb) + I(rx) * I(ry);
@@ -143,6 +184,7 @@ Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vect
   bool wide = false;
   for (const I& l : Lambda) wide = wide || l.lower() != l.upper();
   const Vector<double>& rad = radius(F, p);
+  const I tiny = I(double(K)) * I(underflow_unit);
   Form out{Vector<double>(N), coefficients(N, K, fresh, p), Vector<double>(N)};
   for (Index i = 0; i < N; ++i) {
     const double lambda = mid(Lambda[std::size_t(i)]);
@@ -151,8 +193,8 @@ Form affine_entries(const Form& F, const std::vector<I>& Lambda, const std::vect
     out.A.row(i).head(K) = lambda * F.A.row(i);
     // |λ|·s, the rounding of λ·A (u per coefficient, η per underflow), the centre's enclosure, and
     // |Λ − λ|·|x| with |x| ≤ |c| + radius.
-    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit_roundoff) * I(rs(i))) +
-          I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i)));
+    I s = I(std::fabs(lambda)) * (I(F.s(i)) + I(unit_roundoff) * I(rs(i))) + tiny +
+          I(halfwidth(centre, out.c(i)));
     if (wide) s += I(halfwidth(Lambda[std::size_t(i)], lambda)) * (I(std::fabs(F.c(i))) + I(rad(i)));
     out.s(i) = hi(s);
   }
@@ -174,12 +216,13 @@ Form combine(const Form& F, const Form& G, double sign, const Pass& p, const std
     out.A.row(i).tail(K - KF).setZero();
     out.A.row(i).head(KG) += sign * G.A.row(g);
   }
+  const I tiny = I(double(K)) * I(underflow_unit);
   for (Index i = 0; i < N; ++i) {
     const Index g = row_of(map, i);
     const I centre = I(F.c(i)) + I(sign) * I(G.c(g));
     out.c(i) = mid(centre);
-    out.s(i) = hi(I(F.s(i)) + I(G.s(g)) + I(unit_roundoff) * (I(r1(i)) + I(r2(g))) +
-                  I(double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
+    out.s(i) = hi(I(F.s(i)) + I(G.s(g)) + I(unit_roundoff) * (I(r1(i)) + I(r2(g))) + tiny +
+                  I(halfwidth(centre, out.c(i))));
   }
   return out;
 }

@@ -40,7 +40,9 @@
 // A step that meets an unbounded range or a denominator whose range reaches 0 throws Vacuous: the caller
 // then certifies nothing (−∞).
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -67,15 +69,46 @@ inline double magnitude_of(const I& v) { return std::max(std::fabs(v.lower()), s
 /// max(v.upper − m, m − v.lower) rounded up: v ⊆ [m − w, m + w].
 inline double halfwidth(const I& v, double m) { return hi(max(I(v.upper()) - I(m), I(m) - I(v.lower()))); }
 /// γ_m = m·u/(1 − m·u), rounded up.
-inline double gamma_of(double m) {
+inline double gamma_uncached(double m) {
   const I mu = I(m) * I(unit_roundoff);
   return hi(mu / (I(1.0) - mu));
 }
+
+/// What sum_up needs of a count m: m·η and 1 − γ_m, as intervals.
+struct SumConstants {
+  double m = -1, gamma = 0;
+  I tail, denominator;
+};
+/// The constants of the count m, from a per-thread memo of the last few counts asked for: a pass asks for
+/// the same few counts (K, q, K − q, d) row after row, and each costs interval multiplications and
+/// divisions; a pure function of m, so the results are the same as computed afresh.
+inline const SumConstants& sum_constants(double m) {
+  constexpr unsigned slots = 8;
+  thread_local SumConstants memo[slots];
+  thread_local unsigned next = 0;
+  for (const SumConstants& k : memo)
+    if (k.m == m) return k;
+  const double gamma = gamma_uncached(m);  // may throw Vacuous: then nothing is stored
+  SumConstants& k = memo[next++ % slots];
+  k.gamma = gamma;
+  k.tail = I(m) * I(underflow_unit);
+  k.denominator = I(1.0) - I(gamma);
+  k.m = m;
+  return k;
+}
+/// γ_m = m·u/(1 − m·u), rounded up.
+inline double gamma_of(double m) { return sum_constants(m).gamma; }
 /// An upper bound of a sum s of m non-negative terms, each a product of at most two doubles, from its
 /// binary64 value in any order: fl(s) ≥ (1 − γ_m)·s − m·η (Higham, Thm 3.5, with underflow).
+/// The same with the constants of m at hand (a loop over rows takes them once: each sum_constants call
+/// reads thread-local storage through a call in a shared library).
+inline double sum_up(double computed, const SumConstants& k) {
+  if (!std::isfinite(computed)) throw Vacuous{};
+  return hi((I(computed) + k.tail) / k.denominator);
+}
 inline double sum_up(double computed, double m) {
   if (!std::isfinite(computed)) throw Vacuous{};
-  return hi((I(computed) + I(m) * I(underflow_unit)) / (I(1.0) - I(gamma_of(m))));
+  return sum_up(computed, sum_constants(m));
 }
 
 /// v ∈ c + Σ_{j<q} A_j ε_j + Σ_{j≥q} A_j η_j + [−s, s] for every entry (one row of A per entry).
@@ -86,6 +119,11 @@ struct Form {
   /// Caches of row_sums() and radius(), filled when first asked for: a step that changes A or s after
   /// that calls forget().
   mutable Vector<double> sums, ranges, inputs;  ///< inputs: upper bounds of ‖a_{<q}‖ (the dual norm)
+  /// Which blocks of column_block columns of each row hold a nonzero coefficient (measure(F, p, true)):
+  /// block b of row i is bit b % 64 of nonzero[i·words + b / 64], over the first nonzero_cols columns
+  /// (columns beyond them are zeros, like those a step appends later); nonzero_cols < 0: not computed.
+  mutable std::vector<std::uint64_t> nonzero;
+  mutable Index nonzero_cols = -1, words = 0;
 
   Form() = default;
   Form(Vector<double> c_, Matrix<double> A_, Vector<double> s_)
@@ -95,8 +133,47 @@ struct Form {
     sums.resize(0);
     ranges.resize(0);
     inputs.resize(0);
+    nonzero.clear();
+    nonzero_cols = -1;
   }
 };
+
+/// The width of the blocks of columns that Form::nonzero marks.
+inline constexpr Index column_block = 32;
+
+/// fn(j, w) for runs of columns [j, j + w) within [from, to) that cover every nonzero coefficient of row
+/// `row` of F there (F.nonzero computed), in increasing order; the columns left out hold zeros. A sum
+/// that adds w·a_j over the row's coefficients skips only terms w·0 = ±0, which change no sum that
+/// starts at +0 (x + ±0 = x for x ≠ 0, +0 + ±0 = +0, with or without a fused multiply-add).
+template <class Fn>
+void for_each_run(const Form& F, Index row, Index from, Index to, Fn&& fn) {
+  to = std::min(to, F.nonzero_cols);
+  if (from >= to) return;
+  const std::uint64_t* bits = F.nonzero.data() + row * F.words;
+  const Index last = (to - 1) / column_block;  // the last block, inclusive
+  Index b = from / column_block;
+  while (b <= last) {
+    const std::uint64_t set = bits[b / 64] >> (b % 64);
+    if (set == 0) {
+      b = (b / 64 + 1) * 64;
+      continue;
+    }
+    b += Index(std::countr_zero(set));
+    if (b > last) break;
+    Index e = b + 1;  // the end of the run of set bits
+    while (e <= last) {
+      const std::uint64_t clear = ~bits[e / 64] >> (e % 64);
+      if (clear != 0) {
+        e += Index(std::countr_zero(clear));
+        break;
+      }
+      e = (e / 64 + 1) * 64;
+    }
+    const Index j = std::max(from, b * column_block), end = std::min(to, e * column_block);
+    if (end > j) fn(j, end - j);
+    b = e;
+  }
+}
 
 struct ProductGroup;
 
@@ -119,8 +196,9 @@ struct Pass {
 };
 
 /// Fills F's caches in one sweep over A: upper bounds of each row's Σ_j |a_j| and of its half-width
-/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither).
-void measure(const Form& F, const Pass& p);
+/// ‖a_{<q}‖ + ‖a_{≥q}‖₁ + s (zero columns added later change neither); with `blocks`, also F.nonzero
+/// (found while each row is in cache).
+void measure(const Form& F, const Pass& p, bool blocks = false);
 /// A row of input-symbol coefficients, contiguous or not.
 using InputRow = Eigen::Ref<const Eigen::Matrix<double, 1, Eigen::Dynamic>, 0, Eigen::InnerStride<>>;
 /// An upper bound of the dual norm of the input coefficients a: ‖a‖₂ (ball) or ‖a‖₁ (box).

@@ -32,6 +32,8 @@ std::vector<Form> linear_parts(const Form& F, Index n, const std::vector<Map>& m
   const Matrix<double> Wt = W.transpose(), absWt = Wt.cwiseAbs();
   const Vector<double>& rs = row_sums(F, p);
   const double g = gamma_of(double(din + 1));
+  const SumConstants terms = sum_constants(double(din));
+  const I tiny = I(double(K + 2)) * I(double(din + 1)) * I(underflow_unit);
   std::vector<Form> out;
   for (const Map& m : maps) {
     const Index w = m.W->cols();
@@ -58,7 +60,7 @@ std::vector<Form> linear_parts(const Form& F, Index n, const std::vector<Map>& m
       const Index w = maps[k].W->cols();
       for (Index o = 0; o < w; ++o) {
         const Index all = offset[k] + o;
-        I s = I(sum_up(t(all), double(din))) + I(double(K + 2)) * I(double(din + 1)) * I(underflow_unit);
+        I s = I(sum_up(t(all), terms)) + tiny;
         if (b(all) != 0) s += I(g) * I(std::fabs(b(all)));
         out[k].c(i * w + o) = c(all);
         out[k].s(i * w + o) = hi(s);
@@ -137,7 +139,9 @@ Form rotate_rows(const Form& F, const std::vector<Index>& positions, Index hd, c
 
 /// F (rows × d_h) rotated as the tokens `positions` when the layer has rotary embeddings, else F.
 Form rotated(Form F, const std::vector<Index>& positions, const AttentionLayer& L, const Pass& p) {
-  return L.rotary ? rotate_rows(F, positions, L.head_dim, *L.rotary, p) : F;
+  // Not `rotary ? rotate_rows(…) : F`: a conditional expression would copy F instead of moving it.
+  if (!L.rotary) return F;
+  return rotate_rows(F, positions, L.head_dim, *L.rotary, p);
 }
 /// The same for the rows 0..n−1 (keys: every token of the context).
 Form rotated(Form F, Index n, const AttentionLayer& L, const Pass& p) {

@@ -194,15 +194,18 @@ double affine_margin(const Model& m, const Vector<double>& x, int y, double r,
 }
 
 CertifiedRadius affine_certified_radius(const Model& m, const Vector<double>& x, int y, double upper,
-                                        double tolerance, const std::function<void()>& poll) {
+                                        double tolerance, const std::function<void()>& poll,
+                                        double at_centre) {
   using namespace affine;
   auto margin = [&](double r) { return affine_margin(m, x, y, r, poll); };
   // L(0): the lower end of the margin's interval64 enclosure at x (the affine pass at r = 0 computes the
-  // same number, less tightly and more slowly).
-  const Vector<I> z = forward<I>(m, Vector<I>(x.cast<I>()));
-  double at_centre = INFINITY;
-  for (Index c = 0; c < z.size(); ++c)
-    if (c != y) at_centre = std::min(at_centre, (z(y) - z(c)).lower());
+  // same number, less tightly and more slowly), unless the caller has it.
+  if (std::isnan(at_centre)) {
+    const Vector<I> z = forward<I>(m, Vector<I>(x.cast<I>()));
+    at_centre = INFINITY;
+    for (Index c = 0; c < z.size(); ++c)
+      if (c != y) at_centre = std::min(at_centre, (z(y) - z(c)).lower());
+  }
   if (!(at_centre > 0)) return CertifiedRadius{};
   return search_certified_radius(margin, at_centre, upper, tolerance);
 }

@@ -17,6 +17,7 @@ Form linear_product(const Form& F, const Form& G, const Pass& p, const std::vect
   const Vector<double>&r1 = row_sums(F, p), &r2 = row_sums(G, p);
   const double g2 = gamma_of(2);
   Form out{Vector<double>(N), coefficients(N, K, fresh, p), Vector<double>(N)};
+  const I tiny = I(2.0 * double(K)) * I(underflow_unit);
   for (Index i = 0; i < N; ++i) {
     const Index g = row_of(map, i);
     const I centre = I(F.c(i)) * I(G.c(g)) + (shift.empty() ? I(0.0) : shift[std::size_t(i)]);
@@ -25,8 +26,8 @@ Form linear_product(const Form& F, const Form& G, const Pass& p, const std::vect
     out.A.row(i).segment(KF, K - KF).setZero();
     out.A.row(i).head(KG) += F.c(i) * G.A.row(g);
     const I a1(std::fabs(F.c(i))), a2(std::fabs(G.c(g)));
-    out.s(i) = hi(a1 * I(G.s(g)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(g)) + a2 * I(r1(i))) +
-                  I(2.0 * double(K)) * I(underflow_unit) + I(halfwidth(centre, out.c(i))));
+    out.s(i) = hi(a1 * I(G.s(g)) + a2 * I(F.s(i)) + I(g2) * (a1 * I(r2(g)) + a2 * I(r1(i))) + tiny +
+                  I(halfwidth(centre, out.c(i))));
   }
   return out;
 }
@@ -107,7 +108,7 @@ double fresh_bound(const Eigen::Matrix<double, 1, Eigen::Dynamic>& a, Index q, c
       const Form& F = *group.F;
       const Form& G = *group.G;
       measure(F, p);
-      measure(G, p);
+      measure(G, p, true);  // the runs of G's rows for the combinations below, kept for the other classes
       // w_t, and the combination of G's rows that meets each entry of F
       std::vector<Index> slot(static_cast<std::size_t>(F.size()), -1);
       std::vector<Index> entries;
@@ -137,7 +138,10 @@ double fresh_bound(const Eigen::Matrix<double, 1, Eigen::Dynamic>& a, Index q, c
       for (Index r = 0; r < rows; ++r) {
         I slack(0.0), magnitude(0.0);
         for (const auto& [f, w] : terms[std::size_t(r)]) {
-          combo.A.row(r) += w * G.A.row(f).head(width);
+          // only the runs of G_f's nonzero coefficients: the terms skipped are w·0 (for_each_run)
+          for_each_run(G, f, 0, width, [&, f = f, w = w](Index j, Index len) {
+            combo.A.row(r).segment(j, len) += w * G.A.row(f).segment(j, len);
+          });
           slack += I(std::fabs(w)) * (group.exact_rest ? I(G.s(f)) : I(rest_of(G, f)));
           magnitude += I(std::fabs(w)) * I(G.sums(f));
         }

@@ -96,8 +96,8 @@ template <class Left, class Right, class Allowed>
 Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Left a, Right b, Allowed allowed,
             const Pass& p, bool stochastic = false, Remainders* quads = nullptr) {
   const Index KF = F.A.cols(), KG = G.A.cols(), K = std::max(KF, KG);
-  measure(F, p);
-  measure(G, p);
+  measure(F, p, true);
+  measure(G, p, true);
   const Vector<double>&r1 = F.sums, &r2 = G.sums;
   Vector<double> beta(n * m_out);
   std::vector<I> shift(static_cast<std::size_t>(n * m_out));
@@ -119,6 +119,8 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
   // The terms of each output's coefficient row, (F's entry, G's entry, c_F, g) in the order of j: the rows
   // are accumulated below in blocks of columns, every coefficient through the same operations in the same
   // order as one row at a time, while the blocks of F's and G's rows that an output reads stay in cache.
+  // Within a block only the runs of F's and G's rows that hold nonzero coefficients are added
+  // (for_each_run: the terms skipped are c·0, which change no coefficient).
   struct Term {
     Index e, f;
     double cf, g;
@@ -167,8 +169,14 @@ Form matmul(const Form& F, const Form& G, Index n, Index inner, Index m_out, Lef
       auto row = out.A.row(o);
       for (Index t = first_term[std::size_t(o)]; t < first_term[std::size_t(o + 1)]; ++t) {
         const Term& term = terms[std::size_t(t)];
-        if (wG > 0) row.segment(c0, wG) += term.cf * G.A.row(term.f).segment(c0, wG);
-        if (wF > 0) row.segment(c0, wF) += term.g * F.A.row(term.e).segment(c0, wF);
+        if (wG > 0)
+          for_each_run(G, term.f, c0, c0 + wG, [&](Index j, Index w) {
+            row.segment(j, w) += term.cf * G.A.row(term.f).segment(j, w);
+          });
+        if (wF > 0)
+          for_each_run(F, term.e, c0, c0 + wF, [&](Index j, Index w) {
+            row.segment(j, w) += term.g * F.A.row(term.e).segment(j, w);
+          });
       }
     }
   }
