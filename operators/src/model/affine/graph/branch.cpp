@@ -9,63 +9,27 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <regatta/core/error.hpp>
 
+#include "objective.hpp"
 #include "operands.hpp"
+#include "slopes.hpp"
 #include "walk.hpp"
+#include "width_shares.hpp"
 
 namespace regatta::operators {
 
 namespace affine::gp {
+constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
-constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-using Row = Eigen::Matrix<double, 1, Eigen::Dynamic>;
-
-/// A split element's input: x ∈ c + r·(ε, η) + [−s, s] (the form's invariant), and its constraint
-/// σ·(x − t) ≥ 0 as the sign σ and the threshold t.
-struct SplitRow {
-  Row r;
-  double c = 0, s = 0, sign = 1, t = 0;
-  bool seen = false;
-};
-
-/// One functional of the output form with the rounding of its coefficients in the slack:
-/// f ∈ centre + a·(ε, η) + [−slack, slack] (functional_bounds of walk.cpp has the same terms).
-struct Objective {
-  I centre;
-  Row a;
-  I slack;
-};
-
-std::vector<Objective> objectives(const Form& Y, const Matrix<double>& C, const Vector<double>& d,
-                                  Index width, const Pass& p) {
-  const Index K = Y.A.cols();
-  const Vector<double>& rs = row_sums(Y, p);
-  const Matrix<double> CA = C * Y.A;
-  std::vector<Objective> out;
-  for (Index k = 0; k < C.rows(); ++k) {
-    const FunctionalCentre f = functional_centre(Y, rs, C, d, k);
-    Row a = Row::Zero(width);
-    a.head(K) = CA.row(k);
-    out.push_back({f.centre, std::move(a), f.slack});
-  }
-  return out;
-}
-
-/// v = a − Σ β_i·σ_i·r_i in binary64.
-Row combined(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta) {
-  Row v = o.a;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (beta[i] != 0) v.head(rows[i].r.size()) -= (beta[i] * rows[i].sign) * rows[i].r;
-  return v;
-}
-
 /// The Lagrangian dual g(β) = min over the symbols of f − Σ β_i·σ_i·(x_i − t_i) in binary64 (only to choose
 /// β), and a supergradient of it.
 double dual_value(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta,
@@ -89,31 +53,6 @@ double dual_value(const Objective& o, const std::vector<SplitRow>& rows, const s
     grad[i] = -rows[i].sign * offset - rows[i].s + rows[i].sign * u.head(rows[i].r.size()).dot(rows[i].r);
   }
   return g;
-}
-
-/// CERTIFIED: a lower bound of f over the points where every σ_i·(x_i − t_i) ≥ 0, for β ≥ 0: the form of
-/// f − Σ β_i·σ_i·(x_i − t_i) bounded below as functional_bounds does (c_i − t_i in intervals), with the
-/// rounding of v (γ_{n+1} of the magnitudes, n the multipliers used) and the splits' slacks β_i·s_i added.
-double certified_bound(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta,
-                       const Pass& p) {
-  const Row v = combined(o, rows, beta);
-  const Index K = v.size(), q = std::min(p.q, K);
-  I centre = o.centre, slack = o.slack, magnitude(sum_up(o.a.cwiseAbs().sum(), double(K)));
-  double terms = 1;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (beta[i] == 0) continue;
-    if (!(beta[i] > 0)) throw std::logic_error("certified_bound: a negative multiplier");
-    terms += 1;
-    centre -= I(beta[i]) * I(rows[i].sign) * (I(rows[i].c) - I(rows[i].t));
-    slack += I(beta[i]) * I(rows[i].s);
-    magnitude += I(beta[i]) * I(sum_up(rows[i].r.cwiseAbs().sum(), double(rows[i].r.size())));
-  }
-  const double dual = input_norm(v.head(q), p);
-  const double rest = sum_up(v.tail(K - q).cwiseAbs().sum(), double(K - q));
-  const I width =
-      I(dual) + I(rest) + slack + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(underflow_unit);
-  const I low = centre - width;
-  return isfinite(low) ? low.lower() : -inf;
 }
 
 /// Whether the split element's own range contradicts its constraint (no point of the set meets it).
@@ -200,8 +139,9 @@ struct GraphAffineBranching::Impl {
   int steps;
   std::vector<graph::Op> kinds;                       ///< the node kinds whose elements are split
   std::map<std::size_t, affine::gp::WalkState> kept;  ///< the root walk's state before each such node
-  std::vector<std::size_t> root_owner;  ///< per column: the element whose remainder it is (encoded)
-  std::vector<double> root_at;          ///< per column: where that element would be split
+  std::vector<std::size_t> root_owner;       ///< per column: the element whose remainder it is (encoded)
+  std::vector<double> root_at;               ///< per column: where that element would be split
+  std::size_t last_relu = affine::gp::none;  ///< the last relu node: its slopes are optimised (slopes.hpp)
   graph::PhaseBranchBounds root;
 
   Impl(const graph::Graph& graph, const InputSet& s, Matrix<double> c, Vector<double> dd,
@@ -248,6 +188,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
   WalkState w;
   std::vector<std::size_t> owner;
   std::vector<double> at;
+  std::optional<ReluRelaxation> relu;                 // the last relu node's relaxation (slopes.hpp)
+  std::vector<std::pair<std::size_t, Index>> starts;  // (node, its first column): the diagnostic's
+  const bool diagnose = at_root && width_shares_wanted();
   if (at_root) {
     w = start_walk(g, set, p);
   } else {
@@ -292,6 +235,8 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
     std::vector<Index> fresh;
     std::vector<I> range;
     result = split_transfer(node, F, pass, within.empty() ? nullptr : &within, &fresh, &range);
+    if (index == last_relu && options.slope_steps > 0)
+      relu = relu_relaxation(index, F, fresh, pass, within.empty() ? nullptr : &within);
     owner.resize(std::size_t(pass.next), none);
     at.resize(std::size_t(pass.next), 0.0);
     for (Index e = 0; e < F.size(); ++e) {
@@ -306,6 +251,7 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
   };
   const std::function<void(const WalkState&)> keep = [&](const WalkState& state) {
     if (enabled(g.nodes[state.node].op)) kept.emplace(state.node, state);
+    if (diagnose) starts.emplace_back(state.node, state.next);
   };
   try {
     advance(g, w, p, options, g.nodes.size(), &split, at_root ? &keep : nullptr);
@@ -330,7 +276,37 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
       } else {
         out.lower[k] = certified_bound(objs[k], rows, beta, p);
       }
-      const Row v = combined(objs[k], rows, beta);
+      // Optimised slopes of the last relu node: the functional re-expressed (slopes.hpp), its multipliers
+      // re-optimised from β; kept when its certified bound is better.
+      Row v = combined(objs[k], rows, beta);
+      std::vector<Index> origin;
+      if (relu) {
+        const std::vector<double> slopes = choose_slopes(objs[k], v, *relu, p, options.slope_steps);
+        std::vector<Index> moved;
+        const Objective o = substitute(objs[k], *relu, slopes, p, &moved);
+        double value = -inf;
+        std::vector<double> tuned = beta;
+        if (n > 0)
+          tuned = optimise(o, rows, beta, p, steps, value);
+        else
+          value = certified_bound(o, rows, beta, p);
+        if (diagnose)
+          std::fprintf(stderr, "functional %zu: root bound %.6g, with optimised slopes of node %zu %.6g\n", k,
+                       out.lower[k], relu->node, value);
+        if (value > out.lower[k]) {
+          out.lower[k] = value;
+          beta = std::move(tuned);
+          v = combined(o, rows, beta);
+          origin = std::move(moved);
+        }
+      }
+      if (diagnose) {
+        print_width_shares(g, starts, v, mid(objs[k].slack), p, "functional " + std::to_string(k));
+      }
+      // An appended column stands for the remainder column it replaced.
+      const Index appended = v.size() - Index(origin.size());
+      for (std::size_t t = 0; t < origin.size(); ++t) v(origin[t]) = std::fabs(v(appended + Index(t)));
+      v.conservativeResize(appended);
       // The element with the largest share of the bound's width per node its children must recompute
       // (those from the earlier of its node and this branch's first split node to the end).
       double top = 0;
@@ -373,6 +349,14 @@ GraphAffineBranching::GraphAffineBranching(const graph::Graph& graph, const Inpu
   if (impl_->C.cols() != N || (impl_->d.size() != 0 && impl_->d.size() != impl_->C.rows()))
     throw InputError(graph.source,
                      "the functionals do not match the graph's " + std::to_string(N) + " outputs");
+  std::vector<bool> computed(graph.values.size(), false);
+  for (int id : graph.inputs) computed[std::size_t(id)] = true;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    bool c = false;
+    for (int id : graph.nodes[i].inputs) c = c || computed[std::size_t(id)];
+    computed[std::size_t(graph.nodes[i].output)] = c;
+    if (c && graph.nodes[i].op == graph::Op::relu && impl_->enabled(graph::Op::relu)) impl_->last_relu = i;
+  }
   impl_->root = impl_->run({}, {}, true);
 }
 
