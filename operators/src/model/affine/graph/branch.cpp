@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <optional>
+#include <memory>
 #include <stdexcept>
 
 #include <regatta/core/error.hpp>
@@ -139,9 +139,11 @@ struct GraphAffineBranching::Impl {
   int steps;
   std::vector<graph::Op> kinds;                       ///< the node kinds whose elements are split
   std::map<std::size_t, affine::gp::WalkState> kept;  ///< the root walk's state before each such node
-  std::vector<std::size_t> root_owner;       ///< per column: the element whose remainder it is (encoded)
-  std::vector<double> root_at;               ///< per column: where that element would be split
-  std::size_t last_relu = affine::gp::none;  ///< the last relu node: its slopes are optimised (slopes.hpp)
+  std::vector<std::size_t> root_owner;  ///< per column: the element whose remainder it is (encoded)
+  std::vector<double> root_at;          ///< per column: where that element would be split
+  /// The root pass's relaxation of each relu node (slopes.hpp), when relu is a split kind and slopes are
+  /// optimised: a branch recomputes those from its first split node on.
+  std::map<std::size_t, std::shared_ptr<const affine::gp::ReluRelaxation>> root_relu;
   graph::PhaseBranchBounds root;
 
   Impl(const graph::Graph& graph, const InputSet& s, Matrix<double> c, Vector<double> dd,
@@ -188,7 +190,7 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
   WalkState w;
   std::vector<std::size_t> owner;
   std::vector<double> at;
-  std::optional<ReluRelaxation> relu;                 // the last relu node's relaxation (slopes.hpp)
+  std::map<std::size_t, std::shared_ptr<const ReluRelaxation>> relu = root_relu;  // per relu node
   std::vector<std::pair<std::size_t, Index>> starts;  // (node, its first column): the diagnostic's
   const bool diagnose = at_root && width_shares_wanted();
   if (at_root) {
@@ -235,8 +237,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
     std::vector<Index> fresh;
     std::vector<I> range;
     result = split_transfer(node, F, pass, within.empty() ? nullptr : &within, &fresh, &range);
-    if (index == last_relu && options.slope_steps > 0)
-      relu = relu_relaxation(index, F, fresh, pass, within.empty() ? nullptr : &within);
+    if (node.op == graph::Op::relu && options.slope_steps > 0)
+      relu[index] = std::make_shared<const ReluRelaxation>(
+          relu_relaxation(index, F, fresh, pass, within.empty() ? nullptr : &within));
     owner.resize(std::size_t(pass.next), none);
     at.resize(std::size_t(pass.next), 0.0);
     for (Index e = 0; e < F.size(); ++e) {
@@ -267,6 +270,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
     Index width = Y.A.cols();
     for (const SplitRow& r : rows) width = std::max(width, Index(r.r.size()));
     const std::vector<Objective> objs = objectives(Y, C, d, width, p);
+    if (at_root) root_relu = relu;
+    std::vector<const ReluRelaxation*> nodes;
+    for (const auto& [index, r] : relu) nodes.push_back(r.get());
     for (std::size_t k = 0; k < m; ++k) {
       std::vector<double> beta(n, 0.0);
       if (k < warm.size())
@@ -276,37 +282,36 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
       } else {
         out.lower[k] = certified_bound(objs[k], rows, beta, p);
       }
-      // Optimised slopes of the last relu node: the functional re-expressed (slopes.hpp), its multipliers
-      // re-optimised from β; kept when its certified bound is better.
+      // Optimised slopes of every relu node, the last first: the functional re-expressed (slopes.hpp), its
+      // multipliers re-optimised from β; kept when its certified bound is better.
       Row v = combined(objs[k], rows, beta);
-      std::vector<Index> origin;
-      if (relu) {
-        const std::vector<double> slopes = choose_slopes(objs[k], v, *relu, p, options.slope_steps);
-        std::vector<Index> moved;
-        const Objective o = substitute(objs[k], *relu, slopes, p, &moved);
+      std::vector<std::pair<Index, Index>> moved;
+      if (!nodes.empty()) {
+        std::vector<std::pair<Index, Index>> moving;
+        std::vector<SplitRow> same = rows;  // re-expressed with the functional
+        const Objective o =
+            optimise_slopes(objs[k], nodes, same, beta, p, options.slope_steps, p.next, &moving);
         double value = -inf;
         std::vector<double> tuned = beta;
         if (n > 0)
-          tuned = optimise(o, rows, beta, p, steps, value);
+          tuned = optimise(o, same, beta, p, steps, value);
         else
-          value = certified_bound(o, rows, beta, p);
+          value = certified_bound(o, same, beta, p);
         if (diagnose)
-          std::fprintf(stderr, "functional %zu: root bound %.6g, with optimised slopes of node %zu %.6g\n", k,
-                       out.lower[k], relu->node, value);
+          std::fprintf(stderr, "functional %zu: root bound %.6g, with optimised slopes %.6g\n", k,
+                       out.lower[k], value);
         if (value > out.lower[k]) {
           out.lower[k] = value;
           beta = std::move(tuned);
-          v = combined(o, rows, beta);
-          origin = std::move(moved);
+          v = combined(o, same, beta);
+          moved = std::move(moving);
         }
       }
-      if (diagnose) {
+      if (diagnose)
         print_width_shares(g, starts, v, mid(objs[k].slack), p, "functional " + std::to_string(k));
-      }
-      // An appended column stands for the remainder column it replaced.
-      const Index appended = v.size() - Index(origin.size());
-      for (std::size_t t = 0; t < origin.size(); ++t) v(origin[t]) = std::fabs(v(appended + Index(t)));
-      v.conservativeResize(appended);
+      // A new column stands for the remainder column it replaced (new columns lie beyond p.next, which the
+      // loop below does not read).
+      for (const auto& [now, was] : moved) v(was) = std::fabs(v(now));
       // The element with the largest share of the bound's width per node its children must recompute
       // (those from the earlier of its node and this branch's first split node to the end).
       double top = 0;
@@ -349,14 +354,6 @@ GraphAffineBranching::GraphAffineBranching(const graph::Graph& graph, const Inpu
   if (impl_->C.cols() != N || (impl_->d.size() != 0 && impl_->d.size() != impl_->C.rows()))
     throw InputError(graph.source,
                      "the functionals do not match the graph's " + std::to_string(N) + " outputs");
-  std::vector<bool> computed(graph.values.size(), false);
-  for (int id : graph.inputs) computed[std::size_t(id)] = true;
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    bool c = false;
-    for (int id : graph.nodes[i].inputs) c = c || computed[std::size_t(id)];
-    computed[std::size_t(graph.nodes[i].output)] = c;
-    if (c && graph.nodes[i].op == graph::Op::relu && impl_->enabled(graph::Op::relu)) impl_->last_relu = i;
-  }
   impl_->root = impl_->run({}, {}, true);
 }
 

@@ -68,7 +68,7 @@ std::vector<double> choose_slopes(const Objective& o, const Row& v, const ReluRe
   bool any = false;
   for (std::size_t j = 0; j < n; ++j) {
     const Index col = r.column[j];
-    const double a = col < o.a.size() ? o.a(col) : 0.0;
+    const double a = col < v.size() ? v(col) : 0.0;
     const double wj = r.b[j] > 1e-300 ? a / r.b[j] : 0.0;
     if (!(wj > 0) || !std::isfinite(wj)) continue;  // the chord is optimal for a non-positive weight
     w(Index(j)) = wj;
@@ -120,7 +120,7 @@ std::vector<double> choose_slopes(const Objective& o, const Row& v, const ReluRe
 }
 
 Objective substitute(const Objective& o, const ReluRelaxation& r, const std::vector<double>& slopes,
-                     const Pass& p, std::vector<Index>* origin) {
+                     const Pass& p, std::vector<std::pair<Index, Index>>* moved, Index first) {
   (void)p;
   const std::size_t n = r.column.size();
   if (slopes.size() != n) throw std::logic_error("substitute: one slope per element");
@@ -129,10 +129,9 @@ Objective substitute(const Objective& o, const ReluRelaxation& r, const std::vec
     if (!(slopes[j] >= 0 && slopes[j] <= 1)) throw std::logic_error("substitute: a slope outside [0, 1]");
     if (slopes[j] != r.lambda[j]) changed.push_back(j);
   }
-  const Index KZ = r.G.cols(), K = std::max(o.a.size(), KZ), m = Index(changed.size());
+  const Index KZ = r.G.cols(), K = std::max({o.a.size(), KZ, first}), m = Index(changed.size());
   Objective out{o.centre, Row::Zero(K + m), o.slack};
   out.a.head(o.a.size()) = o.a;
-  if (origin) origin->clear();
   if (m == 0) return out;
   Vector<double> d = Vector<double>::Zero(Index(n));
   I magnitude(sum_up(o.a.cwiseAbs().sum(), double(o.a.size())));
@@ -151,17 +150,41 @@ Objective substitute(const Objective& o, const ReluRelaxation& r, const std::vec
     const I coefficient = W * I(bn);
     const double cm = mid(coefficient);
     out.slack += I(halfwidth(coefficient, cm));
-    if (col < K) out.a(col) = 0;
+    if (col < o.a.size()) out.a(col) = 0;
     out.a(K + t) = cm;
     d(Index(j)) = dj;
     magnitude += I(std::fabs(dj)) * I(r.row_sum[j]);
-    if (origin) origin->push_back(col);
+    if (moved) moved->emplace_back(K + t, col);
   }
   out.a.head(KZ).noalias() += d.transpose() * r.G;
   // each coefficient of A's columns is a sum of m + 1 terms (Higham's γ, with underflow)
   out.slack += I(gamma_of(double(m + 1))) * magnitude + I(double(m + 1) * double(K)) * I(underflow_unit);
   if (!isfinite(out.centre) || !isfinite(out.slack)) throw Vacuous{};
   return out;
+}
+
+Objective optimise_slopes(Objective o, const std::vector<const ReluRelaxation*>& nodes,
+                          std::vector<SplitRow>& rows, const std::vector<double>& beta, const Pass& p,
+                          int steps, Index first, std::vector<std::pair<Index, Index>>* moved) {
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const ReluRelaxation& r = **it;
+    const std::vector<double> slopes = choose_slopes(o, combined(o, rows, beta), r, p, steps);
+    // One numbering of the new columns for the functional and the rows.
+    Index base = std::max({first, o.a.size(), r.G.cols()});
+    for (const SplitRow& row : rows) base = std::max(base, Index(row.r.size()));
+    o = substitute(o, r, slopes, p, moved, base);
+    for (SplitRow& row : rows) {
+      bool reads = false;  // whether the row reads a remainder column whose slope changed
+      for (std::size_t j = 0; j < r.column.size() && !reads; ++j)
+        reads = slopes[j] != r.lambda[j] && r.column[j] < row.r.size() && row.r(r.column[j]) != 0;
+      if (!reads) continue;
+      const Objective x = substitute(Objective{I(row.c), row.r, I(row.s)}, r, slopes, p, nullptr, base);
+      row.c = mid(x.centre);
+      row.s = hi(x.slack + I(halfwidth(x.centre, row.c)));
+      row.r = x.a;
+    }
+  }
+  return o;
 }
 
 }  // namespace regatta::operators::affine::gp

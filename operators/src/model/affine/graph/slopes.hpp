@@ -10,6 +10,7 @@
 // in outward-rounded arithmetic, so the λ′ are only chosen numbers (choose_slopes, a few projected
 // subgradient steps on the binary64 bound): soundness never depends on their optimality.
 // Internal header of operators/src/model/affine/graph/.
+#include <utility>
 #include <vector>
 
 #include "objective.hpp"
@@ -34,15 +35,26 @@ ReluRelaxation relu_relaxation(std::size_t node, const Form& Z, const std::vecto
 
 /// Slopes λ′ (one per element of r) chosen by `steps` projected sign-subgradient steps on the binary64
 /// lower bound of the functional whose combined coefficients are v (the objective's row after any
-/// Lagrangian terms; the objective's own coefficient on the remainder columns is o.a); elements whose
-/// functional weight is not positive keep the pass's λ (the chord is optimal there).
+/// Lagrangian terms); elements whose weight v/b is not positive keep the pass's λ (the chord is optimal
+/// there).
 std::vector<double> choose_slopes(const Objective& o, const Row& v, const ReluRelaxation& r, const Pass& p,
                                   int steps);
 
 /// CERTIFIED: the objective re-expressed with the slopes λ′ (the header's identity): each element whose
-/// slope changed loses its remainder column and gets a new one appended; `origin` (when given) gets, per
-/// appended column, the remainder column it replaces. Rounding in the slack.
+/// slope changed loses its remainder column and gets a new one, appended from column
+/// max(o.a.size(), r.G.cols(), first) on; `moved` (when given) gets (new column, replaced column) pairs.
+/// Rounding in the slack.
 Objective substitute(const Objective& o, const ReluRelaxation& r, const std::vector<double>& slopes,
-                     const Pass& p, std::vector<Index>* origin = nullptr);
+                     const Pass& p, std::vector<std::pair<Index, Index>>* moved = nullptr, Index first = 0);
+
+/// The objective re-expressed node after node, the last first (`nodes` in graph order), each with slopes
+/// chosen on the functional as re-expressed so far combined with the Lagrangian terms of `rows` at `beta`;
+/// each constrained element's input form in `rows` that reads a re-expressed remainder is re-expressed the
+/// same way (the same new columns, so the Lagrangian terms keep their dependence on those symbols). The
+/// new columns start at or beyond `first` (moved as in substitute). CERTIFIED as substitute, for the
+/// functional and for each row.
+Objective optimise_slopes(Objective o, const std::vector<const ReluRelaxation*>& nodes,
+                          std::vector<SplitRow>& rows, const std::vector<double>& beta, const Pass& p,
+                          int steps, Index first, std::vector<std::pair<Index, Index>>* moved = nullptr);
 
 }  // namespace regatta::operators::affine::gp

@@ -15,9 +15,13 @@ void print_width_shares(const graph::Graph& g, const std::vector<std::pair<std::
   const Index K = v.size(), q = std::min(p.q, K);
   const double inputs = p.box ? v.head(q).cwiseAbs().sum() : v.head(q).norm();
   std::vector<double> per(starts.size(), 0.0);
-  double rest = 0;
+  double rest = 0, moved = 0;
   for (Index j = q; j < K; ++j) {
     if (v(j) == 0) continue;
+    if (j >= p.next) {  // a remainder re-expressed with optimised slopes (slopes.hpp)
+      moved += std::fabs(v(j));
+      continue;
+    }
     std::size_t i = starts.size();
     while (i > 0 && starts[i - 1].second > j) --i;  // the last node that started at or before column j
     if (i == 0) {
@@ -26,7 +30,7 @@ void print_width_shares(const graph::Graph& g, const std::vector<std::pair<std::
     }
     per[i - 1] += std::fabs(v(j));
   }
-  double total = inputs + rest + slack;
+  double total = inputs + rest + moved + slack;
   for (double x : per) total += x;
   std::fprintf(stderr,
                "width shares %s: total width %.6g\n  input symbols %.6g (%.1f%%)\n  slack %.6g (%.1f%%)\n",
@@ -42,6 +46,9 @@ void print_width_shares(const graph::Graph& g, const std::vector<std::pair<std::
   }
   for (const auto& [kind, x] : kinds)
     std::fprintf(stderr, "  kind %s: %.6g (%.1f%%)\n", kind.c_str(), x, 100 * x / total);
+  if (moved > 0)
+    std::fprintf(stderr, "  relu remainders with optimised slopes %.6g (%.1f%%)\n", moved,
+                 100 * moved / total);
   if (rest > 0) std::fprintf(stderr, "  unattributed %.6g\n", rest);
 }
 

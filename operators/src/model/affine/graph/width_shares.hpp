@@ -15,7 +15,8 @@ namespace regatta::operators::affine::gp {
 /// Whether REGATTA_DEBUG_WIDTH_SHARES is set.
 bool width_shares_wanted();
 /// One line per node whose symbols carry at least 0.5 % of v's width (Σ|v_j|, the input columns with the
-/// set's dual norm), then per node kind; `starts` lists (node index, first column it created) in order.
+/// set's dual norm), then per node kind, then the columns beyond p.next (remainders re-expressed with
+/// optimised slopes, slopes.hpp); `starts` lists (node index, first column it created) in order.
 void print_width_shares(const graph::Graph& g, const std::vector<std::pair<std::size_t, Index>>& starts,
                         const Row& v, double slack, const Pass& p, const std::string& title);
 
