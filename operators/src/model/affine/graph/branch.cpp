@@ -286,6 +286,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
       // multipliers re-optimised from β; kept when its certified bound is better.
       Row v = combined(objs[k], rows, beta);
       std::vector<std::pair<Index, Index>> moved;
+      if (diagnose)
+        print_width_shares(g, starts, v, mid(objs[k].slack), p,
+                           "functional " + std::to_string(k) + ", fixed slopes");
       if (!nodes.empty()) {
         std::vector<std::pair<Index, Index>> moving;
         std::vector<SplitRow> same = rows;  // re-expressed with the functional
@@ -307,8 +310,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
           moved = std::move(moving);
         }
       }
-      if (diagnose)
-        print_width_shares(g, starts, v, mid(objs[k].slack), p, "functional " + std::to_string(k));
+      if (diagnose && !moved.empty())
+        print_width_shares(g, starts, v, mid(objs[k].slack), p,
+                           "functional " + std::to_string(k) + ", optimised slopes");
       // A new column stands for the remainder column it replaced (new columns lie beyond p.next, which the
       // loop below does not read).
       for (const auto& [now, was] : moved) v(was) = std::fabs(v(now));
