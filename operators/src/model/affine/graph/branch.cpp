@@ -292,14 +292,18 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
       if (!nodes.empty()) {
         std::vector<std::pair<Index, Index>> moving;
         std::vector<SplitRow> same = rows;  // re-expressed with the functional
-        const Objective o =
-            optimise_slopes(objs[k], nodes, same, beta, p, options.slope_steps, p.next, &moving);
+        Objective o;
         double value = -inf;
         std::vector<double> tuned = beta;
-        if (n > 0)
-          tuned = optimise(o, same, beta, p, steps, value);
-        else
-          value = certified_bound(o, same, beta, p);
+        try {
+          o = optimise_slopes(objs[k], nodes, same, beta, p, options.slope_steps, p.next, &moving);
+          if (n > 0)
+            tuned = optimise(o, same, beta, p, steps, value);
+          else
+            value = certified_bound(o, same, beta, p);
+        } catch (const Vacuous&) {  // an unbounded re-expression: the fixed slopes' bound stands
+          value = -inf;
+        }
         if (diagnose)
           std::fprintf(stderr, "functional %zu: root bound %.6g, with optimised slopes %.6g\n", k,
                        out.lower[k], value);

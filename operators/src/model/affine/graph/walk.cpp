@@ -320,8 +320,11 @@ std::vector<double> graph_affine_lower_bounds(const graph::Graph& graph, const I
       const std::vector<Objective> objs = objectives(Y, C, d, Y.A.cols(), p);
       for (std::size_t k = 0; k < out.size(); ++k) {
         std::vector<SplitRow> none;
-        const Objective o = optimise_slopes(objs[k], nodes, none, {}, p, options.slope_steps, 0);
-        out[k] = std::max(out[k], certified_bound(o, {}, {}, p));
+        try {
+          const Objective o = optimise_slopes(objs[k], nodes, none, {}, p, options.slope_steps, 0);
+          out[k] = std::max(out[k], certified_bound(o, {}, {}, p));
+        } catch (const Vacuous&) {  // an unbounded re-expression: the fixed slopes' bound stands
+        }
       }
     }
     return out;
