@@ -53,7 +53,9 @@ std::string graph_affine_unsupported(const graph::Graph& graph);
 
 /// CERTIFIED lower bounds, over the input set, of each functional C.row(k)·y + d(k) of the graph's output y
 /// (flattened row-major). The functionals are applied to the output's forms before bounding, so the
-/// dependence of the entries on common symbols cancels.
+/// dependence of the entries on common symbols cancels; each functional's ReLU remainders are re-expressed
+/// with slopes chosen for it (options.slope_steps; docs/verify.md#optimised-relu-slopes), the better bound
+/// kept.
 std::vector<double> graph_affine_lower_bounds(const graph::Graph& graph, const InputSet& set,
                                               const Matrix<double>& C, const Vector<double>& d,
                                               const GraphAffineOptions& options = {});
