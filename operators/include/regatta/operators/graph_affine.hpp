@@ -43,7 +43,8 @@ struct GraphAffineOptions {
       nullptr;  ///< checked between nodes: once set, the pass stops and certifies nothing (−∞)
   std::size_t max_bytes = std::size_t{4} << 30;  ///< the forms alive at once; beyond: InputError
   /// Projected subgradient steps that choose the slopes of the last ReLU node's unstable elements per
-  /// functional (docs/verify.md#optimised-relu-slopes; 0: the pass's fixed slopes only). Any slopes are sound.
+  /// functional (docs/verify.md#optimised-relu-slopes; 0: the pass's fixed slopes only). Any slopes are
+  /// sound.
   int slope_steps = 20;
 };
 
