@@ -42,9 +42,9 @@ struct GraphAffineOptions {
   const std::atomic<bool>* stop =
       nullptr;  ///< checked between nodes: once set, the pass stops and certifies nothing (−∞)
   std::size_t max_bytes = std::size_t{4} << 30;  ///< the forms alive at once; beyond: InputError
-  /// Projected subgradient steps that choose the slopes of the last ReLU node's unstable elements per
-  /// functional (docs/verify.md#optimised-relu-slopes; 0: the pass's fixed slopes only). Any slopes are
-  /// sound.
+  /// Projected subgradient steps, per ReLU node and functional, that choose the slopes of the unstable
+  /// elements for the final bound (docs/verify.md#optimised-relu-slopes; 0: the pass's fixed slopes only).
+  /// Any slopes are sound.
   int slope_steps = 20;
 };
 
