@@ -42,6 +42,10 @@ struct GraphAffineOptions {
   const std::atomic<bool>* stop =
       nullptr;  ///< checked between nodes: once set, the pass stops and certifies nothing (−∞)
   std::size_t max_bytes = std::size_t{4} << 30;  ///< the forms alive at once; beyond: InputError
+  /// Projected subgradient steps, per ReLU node and functional, that choose the slopes of the unstable
+  /// elements for the final bound (docs/verify.md#optimised-relu-slopes; 0: the pass's fixed slopes only).
+  /// Any slopes are sound.
+  int slope_steps = 20;
 };
 
 /// Empty when graph_affine_* applies to the graph (one runtime input, one output, every node kind
@@ -50,7 +54,9 @@ std::string graph_affine_unsupported(const graph::Graph& graph);
 
 /// CERTIFIED lower bounds, over the input set, of each functional C.row(k)·y + d(k) of the graph's output y
 /// (flattened row-major). The functionals are applied to the output's forms before bounding, so the
-/// dependence of the entries on common symbols cancels.
+/// dependence of the entries on common symbols cancels; each functional's ReLU remainders are re-expressed
+/// with slopes chosen for it (options.slope_steps; docs/verify.md#optimised-relu-slopes), the better bound
+/// kept.
 std::vector<double> graph_affine_lower_bounds(const graph::Graph& graph, const InputSet& set,
                                               const Matrix<double>& C, const Vector<double>& d,
                                               const GraphAffineOptions& options = {});

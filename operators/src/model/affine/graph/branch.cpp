@@ -9,63 +9,27 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include <regatta/core/error.hpp>
 
+#include "objective.hpp"
 #include "operands.hpp"
+#include "slopes.hpp"
 #include "walk.hpp"
+#include "width_shares.hpp"
 
 namespace regatta::operators {
 
 namespace affine::gp {
+constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
-constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-using Row = Eigen::Matrix<double, 1, Eigen::Dynamic>;
-
-/// A split element's input: x ∈ c + r·(ε, η) + [−s, s] (the form's invariant), and its constraint
-/// σ·(x − t) ≥ 0 as the sign σ and the threshold t.
-struct SplitRow {
-  Row r;
-  double c = 0, s = 0, sign = 1, t = 0;
-  bool seen = false;
-};
-
-/// One functional of the output form with the rounding of its coefficients in the slack:
-/// f ∈ centre + a·(ε, η) + [−slack, slack] (functional_bounds of walk.cpp has the same terms).
-struct Objective {
-  I centre;
-  Row a;
-  I slack;
-};
-
-std::vector<Objective> objectives(const Form& Y, const Matrix<double>& C, const Vector<double>& d,
-                                  Index width, const Pass& p) {
-  const Index K = Y.A.cols();
-  const Vector<double>& rs = row_sums(Y, p);
-  const Matrix<double> CA = C * Y.A;
-  std::vector<Objective> out;
-  for (Index k = 0; k < C.rows(); ++k) {
-    const FunctionalCentre f = functional_centre(Y, rs, C, d, k);
-    Row a = Row::Zero(width);
-    a.head(K) = CA.row(k);
-    out.push_back({f.centre, std::move(a), f.slack});
-  }
-  return out;
-}
-
-/// v = a − Σ β_i·σ_i·r_i in binary64.
-Row combined(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta) {
-  Row v = o.a;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (beta[i] != 0) v.head(rows[i].r.size()) -= (beta[i] * rows[i].sign) * rows[i].r;
-  return v;
-}
-
 /// The Lagrangian dual g(β) = min over the symbols of f − Σ β_i·σ_i·(x_i − t_i) in binary64 (only to choose
 /// β), and a supergradient of it.
 double dual_value(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta,
@@ -89,31 +53,6 @@ double dual_value(const Objective& o, const std::vector<SplitRow>& rows, const s
     grad[i] = -rows[i].sign * offset - rows[i].s + rows[i].sign * u.head(rows[i].r.size()).dot(rows[i].r);
   }
   return g;
-}
-
-/// CERTIFIED: a lower bound of f over the points where every σ_i·(x_i − t_i) ≥ 0, for β ≥ 0: the form of
-/// f − Σ β_i·σ_i·(x_i − t_i) bounded below as functional_bounds does (c_i − t_i in intervals), with the
-/// rounding of v (γ_{n+1} of the magnitudes, n the multipliers used) and the splits' slacks β_i·s_i added.
-double certified_bound(const Objective& o, const std::vector<SplitRow>& rows, const std::vector<double>& beta,
-                       const Pass& p) {
-  const Row v = combined(o, rows, beta);
-  const Index K = v.size(), q = std::min(p.q, K);
-  I centre = o.centre, slack = o.slack, magnitude(sum_up(o.a.cwiseAbs().sum(), double(K)));
-  double terms = 1;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (beta[i] == 0) continue;
-    if (!(beta[i] > 0)) throw std::logic_error("certified_bound: a negative multiplier");
-    terms += 1;
-    centre -= I(beta[i]) * I(rows[i].sign) * (I(rows[i].c) - I(rows[i].t));
-    slack += I(beta[i]) * I(rows[i].s);
-    magnitude += I(beta[i]) * I(sum_up(rows[i].r.cwiseAbs().sum(), double(rows[i].r.size())));
-  }
-  const double dual = input_norm(v.head(q), p);
-  const double rest = sum_up(v.tail(K - q).cwiseAbs().sum(), double(K - q));
-  const I width =
-      I(dual) + I(rest) + slack + I(gamma_of(terms)) * magnitude + I(terms * double(K)) * I(underflow_unit);
-  const I low = centre - width;
-  return isfinite(low) ? low.lower() : -inf;
 }
 
 /// Whether the split element's own range contradicts its constraint (no point of the set meets it).
@@ -202,6 +141,9 @@ struct GraphAffineBranching::Impl {
   std::map<std::size_t, affine::gp::WalkState> kept;  ///< the root walk's state before each such node
   std::vector<std::size_t> root_owner;  ///< per column: the element whose remainder it is (encoded)
   std::vector<double> root_at;          ///< per column: where that element would be split
+  /// The root pass's relaxation of each relu node (slopes.hpp), when relu is a split kind and slopes are
+  /// optimised: a branch recomputes those from its first split node on.
+  std::map<std::size_t, std::shared_ptr<const affine::gp::ReluRelaxation>> root_relu;
   graph::PhaseBranchBounds root;
 
   Impl(const graph::Graph& graph, const InputSet& s, Matrix<double> c, Vector<double> dd,
@@ -248,6 +190,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
   WalkState w;
   std::vector<std::size_t> owner;
   std::vector<double> at;
+  std::map<std::size_t, std::shared_ptr<const ReluRelaxation>> relu = root_relu;  // per relu node
+  std::vector<std::pair<std::size_t, Index>> starts;  // (node, its first column): the diagnostic's
+  const bool diagnose = at_root && width_shares_wanted();
   if (at_root) {
     w = start_walk(g, set, p);
   } else {
@@ -292,6 +237,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
     std::vector<Index> fresh;
     std::vector<I> range;
     result = split_transfer(node, F, pass, within.empty() ? nullptr : &within, &fresh, &range);
+    if (node.op == graph::Op::relu && options.slope_steps > 0)
+      relu[index] = std::make_shared<const ReluRelaxation>(
+          relu_relaxation(index, F, fresh, pass, within.empty() ? nullptr : &within));
     owner.resize(std::size_t(pass.next), none);
     at.resize(std::size_t(pass.next), 0.0);
     for (Index e = 0; e < F.size(); ++e) {
@@ -306,6 +254,7 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
   };
   const std::function<void(const WalkState&)> keep = [&](const WalkState& state) {
     if (enabled(g.nodes[state.node].op)) kept.emplace(state.node, state);
+    if (diagnose) starts.emplace_back(state.node, state.next);
   };
   try {
     advance(g, w, p, options, g.nodes.size(), &split, at_root ? &keep : nullptr);
@@ -321,6 +270,9 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
     Index width = Y.A.cols();
     for (const SplitRow& r : rows) width = std::max(width, Index(r.r.size()));
     const std::vector<Objective> objs = objectives(Y, C, d, width, p);
+    if (at_root) root_relu = relu;
+    std::vector<const ReluRelaxation*> nodes;
+    for (const auto& [index, r] : relu) nodes.push_back(r.get());
     for (std::size_t k = 0; k < m; ++k) {
       std::vector<double> beta(n, 0.0);
       if (k < warm.size())
@@ -330,7 +282,44 @@ graph::PhaseBranchBounds GraphAffineBranching::Impl::run(const std::vector<graph
       } else {
         out.lower[k] = certified_bound(objs[k], rows, beta, p);
       }
-      const Row v = combined(objs[k], rows, beta);
+      // Optimised slopes of every relu node, the last first: the functional re-expressed (slopes.hpp), its
+      // multipliers re-optimised from β; kept when its certified bound is better.
+      Row v = combined(objs[k], rows, beta);
+      std::vector<std::pair<Index, Index>> moved;
+      if (diagnose)
+        print_width_shares(g, starts, v, mid(objs[k].slack), p,
+                           "functional " + std::to_string(k) + ", fixed slopes");
+      if (!nodes.empty()) {
+        std::vector<std::pair<Index, Index>> moving;
+        std::vector<SplitRow> same = rows;  // re-expressed with the functional
+        Objective o;
+        double value = -inf;
+        std::vector<double> tuned = beta;
+        try {
+          o = optimise_slopes(objs[k], nodes, same, beta, p, options.slope_steps, p.next, &moving);
+          if (n > 0)
+            tuned = optimise(o, same, beta, p, steps, value);
+          else
+            value = certified_bound(o, same, beta, p);
+        } catch (const Vacuous&) {  // an unbounded re-expression: the fixed slopes' bound stands
+          value = -inf;
+        }
+        if (diagnose)
+          std::fprintf(stderr, "functional %zu: root bound %.6g, with optimised slopes %.6g\n", k,
+                       out.lower[k], value);
+        if (value > out.lower[k]) {
+          out.lower[k] = value;
+          beta = std::move(tuned);
+          v = combined(o, same, beta);
+          moved = std::move(moving);
+        }
+      }
+      if (diagnose && !moved.empty())
+        print_width_shares(g, starts, v, mid(objs[k].slack), p,
+                           "functional " + std::to_string(k) + ", optimised slopes");
+      // A new column stands for the remainder column it replaced (new columns lie beyond p.next, which the
+      // loop below does not read).
+      for (const auto& [now, was] : moved) v(was) = std::fabs(v(now));
       // The element with the largest share of the bound's width per node its children must recompute
       // (those from the earlier of its node and this branch's first split node to the end).
       double top = 0;

@@ -12,6 +12,7 @@
 
 #include <regatta/core/error.hpp>
 
+#include "slopes.hpp"
 #include "walk.hpp"
 
 namespace regatta::operators {
@@ -301,8 +302,34 @@ std::vector<double> graph_affine_lower_bounds(const graph::Graph& graph, const I
                                        std::to_string(d.size()) + " offsets for " + std::to_string(C.rows()));
   Pass p;
   try {
-    const Form Y = output_form(graph, set, options, p);
-    return functional_bounds(Y, C, d, p);
+    // Each relu node's relaxation is recorded as the pass computes it, for the optimised slopes.
+    std::vector<ReluRelaxation> relu;
+    const NodeOverride record = [&](std::size_t index, const graph::Node& node,
+                                    const std::vector<Operand>& in, Pass& pass, Form& out) {
+      if (node.op != graph::Op::relu || options.slope_steps <= 0 || in[0].constant()) return false;
+      std::vector<Index> fresh;
+      out = split_transfer(node, *in[0].form, pass, nullptr, &fresh);
+      relu.push_back(relu_relaxation(index, *in[0].form, fresh, pass, nullptr));
+      return true;
+    };
+    WalkState w = start_walk(graph, set, p);
+    advance(graph, w, p, options, graph.nodes.size(), &record);
+    const Form Y = final_form(graph, w);
+    std::vector<double> out = functional_bounds(Y, C, d, p);
+    if (!relu.empty()) {
+      std::vector<const ReluRelaxation*> nodes;
+      for (const ReluRelaxation& r : relu) nodes.push_back(&r);
+      const std::vector<Objective> objs = objectives(Y, C, d, Y.A.cols(), p);
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        std::vector<SplitRow> none;
+        try {
+          const Objective o = optimise_slopes(objs[k], nodes, none, {}, p, options.slope_steps, 0);
+          out[k] = std::max(out[k], certified_bound(o, {}, {}, p));
+        } catch (const Vacuous&) {  // an unbounded re-expression: the fixed slopes' bound stands
+        }
+      }
+    }
+    return out;
   } catch (const Vacuous&) {
   } catch (const Stopped&) {
   }
