@@ -17,7 +17,6 @@ import json
 import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
@@ -26,6 +25,7 @@ try:
     import torch
 
     sys.path.insert(0, sys.argv[3])
+    from safetensors_f64 import read_safetensors as read_safetensors_numpy
     from token_sets import points_inside
 except ImportError as e:
     print("skipped:", e)
@@ -41,18 +41,8 @@ torch.manual_seed(20261208)
 
 
 def read_safetensors(path):
-    """The float64 tensors of a safetensors file (the fixtures hold F64 only)."""
-    with open(path, "rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(length))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[begin:end], dtype="<f8").reshape(info["shape"]).copy())
-    return out
+    """The file's float64 tensors as torch tensors."""
+    return {k: torch.from_numpy(v.copy()) for k, v in read_safetensors_numpy(path).items()}
 
 
 W = read_safetensors(MODEL)

@@ -19,12 +19,13 @@ graph view of each layout.
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
 try:
     import numpy as np
+
+    from safetensors_f64 import read_safetensors
 except ImportError:
     sys.exit(77)
 
@@ -36,22 +37,6 @@ failures = []
 GPT2 = os.path.join(DATA, "text_models", "gpt2", "model.safetensors")
 VIT = os.path.join(DATA, "vit_digits", "vit_digits.safetensors")
 LLAMA = os.path.join(DATA, "text_models", "llama", "model.safetensors")
-
-
-def read_safetensors(path):
-    """The float64 tensors of a safetensors file (the fixtures hold F64 only)."""
-    with open(path, "rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(length))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F64", (name, info["dtype"])
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype="<f8").reshape(info["shape"])
-    return out
 
 
 def run(*args, expect=0):
