@@ -20,6 +20,8 @@ import os
 import subprocess
 import time
 
+from results_tables import write_tables
+
 
 def read_rows(path):
     with open(path) as f:
@@ -73,22 +75,7 @@ def main():
         print(",".join(str(v) for v in results[-1].values()), flush=True)
     if not results:
         raise SystemExit("no instance selected")
-    keys = list(results[0].keys())
-    with open(os.path.join(a.out, "results.csv"), "w") as f:
-        w = csv.DictWriter(f, keys)
-        w.writeheader()
-        w.writerows(results)
-    with open(os.path.join(a.out, "results.md"), "w") as f:
-        f.write("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n")
-        for res in results:
-            f.write("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) and k.endswith("margin") else
-                                      "–" if v is None else str(v) for k, v in res.items()) + " |\n")
-        count = {}
-        for res in results:
-            count[res["regatta"]] = count.get(res["regatta"], 0) + 1
-        f.write("\nregatta: " + ", ".join(f"{k} {v}" for k, v in sorted(count.items())) +
-                f" of {len(results)} (timeout {a.timeout:g} s{', --no-split' if a.no_split else ''})\n")
-
+    write_tables(a.out, results, f"timeout {a.timeout:g} s{', --no-split' if a.no_split else ''}")
 
 if __name__ == "__main__":
     main()

@@ -25,6 +25,8 @@ import time
 
 import torch
 
+from results_tables import write_tables
+
 MEAN = torch.tensor([0.4914, 0.4822, 0.4465]).view(-1, 1, 1)
 STD = torch.tensor([0.2023, 0.1994, 0.2010]).view(-1, 1, 1)
 EPS = 1.0 / 255
@@ -98,24 +100,7 @@ def main():
                         "abcrown2023": r["abcrown2023_status"], "abcrown2023_seconds": r["abcrown2023_seconds"]})
         print(",".join(str(v) for v in results[-1].values()), flush=True)
         os.remove(vnnlib)  # 250 kB each; regenerated on demand
-    keys = list(results[0].keys())
-    with open(os.path.join(a.out, "results.csv"), "w") as f:
-        w = csv.DictWriter(f, keys)
-        w.writeheader()
-        w.writerows(results)
-    with open(os.path.join(a.out, "results.md"), "w") as f:
-        f.write("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n")
-        for res in results:
-            f.write("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) and k in ("root_ibp_margin", "root_margin")
-                                      else str(v)
-                                      for k, v in res.items()) + " |\n")
-        count = {}
-        for res in results:
-            count[res["regatta"]] = count.get(res["regatta"], 0) + 1
-        f.write("\nregatta: " + ", ".join(f"{k} {v}" for k, v in sorted(count.items())) +
-                f" of {len(results)} (timeout {a.timeout:g} s, --method {a.method}"
-                f"{', --no-split' if a.no_split else ''})\n")
-
+    write_tables(a.out, results, f"timeout {a.timeout:g} s, --method {a.method}{', --no-split' if a.no_split else ''}")
 
 if __name__ == "__main__":
     main()
